@@ -1,0 +1,53 @@
+"""IRModule: named functions, `main` first, as in TVM."""
+
+from __future__ import annotations
+
+from typing import Iterator
+
+from .expr import Expr, Function
+from .visitor import free_vars
+
+__all__ = ["IRModule"]
+
+
+class IRModule:
+    """A collection of named functions. `mod["main"]` is the entry point; assigning replaces it."""
+
+    def __init__(self, functions: dict[str, Function] | None = None):
+        self.functions: dict[str, Function] = {}
+        for name, func in (functions or {}).items():
+            self[name] = func
+
+    @staticmethod
+    def from_expr(expr: Expr) -> "IRModule":
+        """A module whose `main` is `expr` (wrapped in a function of its free variables if needed)."""
+        return IRModule({"main": expr})
+
+    def __getitem__(self, name: str) -> Function:
+        try:
+            return self.functions[name]
+        except KeyError:
+            raise KeyError(f"module has no function {name!r}; it has {sorted(self.functions)}") from None
+
+    def __setitem__(self, name: str, func: Expr) -> None:
+        if not isinstance(func, Expr):
+            raise TypeError(f"module entries must be IR expressions, got {type(func).__name__}")
+        if not isinstance(func, Function):
+            func = Function(free_vars(func), func)
+        self.functions[name] = func
+
+    def __contains__(self, name: str) -> bool:
+        return name in self.functions
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.functions)
+
+    def astext(self, show_types: bool = True) -> str:
+        from .printer import astext
+        return astext(self, show_types)
+
+    def __str__(self) -> str:
+        return self.astext()
+
+    def __repr__(self) -> str:
+        return f"IRModule({list(self.functions)})"

@@ -1,0 +1,68 @@
+"""Fused forms that rewrites produce and that some targets run as one kernel.
+
+Each has a plain decomposition into the portable ops (see `decompose` in the exporter and the
+reference kernels); they mirror ONNX Runtime's contrib kernels (`FusedConv`, `FusedMatMul`,
+`BiasGelu`, `SkipLayerNormalization`) so a target that has them can pick them at extraction.
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+from ..attrs import Attrs
+from ..errors import ShapeError
+from ..types import Type
+from .nn import CONV_ATTRS, conv2d_rel, dense_rel, layer_norm_rel, matmul_rel
+from .registry import AttrField, OpPattern, register_op
+from .shapes import dims_match, same_dtype, tensor
+from .tensor import broadcast_rel
+
+ACTIVATIONS = ("none", "relu", "sigmoid", "tanh", "leaky_relu")
+
+
+def _check_bias(out: Type, bias: Type, axis: int) -> Type:
+    b = tensor(bias, "bias")
+    same_dtype([tensor(out, "output"), b], ["output", "bias"])
+    if b.ndim != 1 or not dims_match(b.shape[0], out.shape[axis]):
+        raise ShapeError(f"bias {b} must be 1-D of length {out.shape[axis]}")
+    return out
+
+
+def conv2d_bias_act_rel(args: Sequence[Type], attrs: Attrs) -> Type:
+    out = conv2d_rel(args[:2], attrs)
+    return _check_bias(out, args[2], 1 if attrs.data_layout == "NCHW" else 3)
+
+
+def dense_bias_act_rel(args: Sequence[Type], attrs: Attrs) -> Type:
+    return _check_bias(dense_rel(args[:2], attrs), args[2], -1)
+
+
+def bias_gelu_rel(args: Sequence[Type], attrs: Attrs) -> Type:
+    data = tensor(args[0], "data")
+    return _check_bias(data, args[1], -1)
+
+
+def skip_layer_norm_rel(args: Sequence[Type], attrs: Attrs) -> Type:
+    summed = broadcast_rel(args[:2], attrs)
+    if summed != tensor(args[0], "data"):
+        raise ShapeError(f"skip {args[1]} must broadcast to data {args[0]} without growing it")
+    return layer_norm_rel([summed, *args[2:]], attrs)
+
+
+ACT = [AttrField("activation", "str", "none", choices=ACTIVATIONS), AttrField("alpha", "float", 0.01)]
+OUT_EW = OpPattern.OUT_ELEMWISE_FUSABLE
+register_op("nn.conv2d_bias_act", ["data", "weight", "bias"], conv2d_bias_act_rel, OUT_EW,
+            attrs=CONV_ATTRS + ACT, doc="activation(conv2d(data, weight) + bias[channel]) (ORT FusedConv).")
+register_op("nn.dense_bias_act", ["data", "weight", "bias"], dense_bias_act_rel, OUT_EW,
+            attrs=[AttrField("units", "int?", None), AttrField("out_dtype", "str", "")] + ACT,
+            doc="activation(dense(data, weight) + bias).")
+register_op("nn.fused_matmul", ["tensor_a", "tensor_b"], matmul_rel, OUT_EW,
+            attrs=[AttrField("out_dtype", "str", ""), AttrField("transpose_a", "bool", False),
+                   AttrField("transpose_b", "bool", False), AttrField("alpha", "float", 1.0)],
+            doc="alpha * matmul(a, b) with optional transposes (ORT FusedMatMul).")
+register_op("nn.bias_gelu", ["data", "bias"], bias_gelu_rel, OpPattern.ELEMWISE,
+            doc="gelu(data + bias), bias over the last axis (ORT BiasGelu).")
+register_op("nn.skip_layer_norm", ["data", "skip", "gamma", "beta"], skip_layer_norm_rel, OpPattern.OPAQUE,
+            attrs=[AttrField("axis", "int", -1), AttrField("epsilon", "float", 1e-5),
+                   AttrField("center", "bool", True), AttrField("scale", "bool", True)],
+            doc="layer_norm(data + skip) over the last axis (ORT SkipLayerNormalization).")

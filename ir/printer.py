@@ -1,0 +1,183 @@
+"""Relay-like text: one numbered `%n = ...` line per node, shared nodes printed once.
+
+    def @main(%x: Tensor[(1, 3, 8, 8), float32], %w: Tensor[(4, 3, 3, 3), float32]) {
+      %0 = nn.conv2d(%x, %w, padding=[1, 1, 1, 1]) /* ty=Tensor[(1, 4, 8, 8), float32] */;
+      nn.relu(%0) /* ty=Tensor[(1, 4, 8, 8), float32] */
+    }
+
+Attributes equal to the op's defaults are left out. Scalar constants print inline (`1f`, `3`),
+other constants as `meta[relay.Constant][k]`.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from .attrs import Attrs
+from .expr import Call, Constant, Expr, Function, If, Let, Tuple, TupleGetItem, Var
+from .op.registry import Op
+from .visitor import children, free_vars
+
+if TYPE_CHECKING:
+    from .module import IRModule
+
+__all__ = ["astext"]
+
+
+def _value(v: Any) -> str:
+    if isinstance(v, str):
+        return '"' + v + '"'
+    if isinstance(v, bool):
+        return "True" if v else "False"
+    if isinstance(v, float):
+        return f"{v:g}f"
+    if isinstance(v, tuple):
+        return "[" + ", ".join(_value(x) for x in v) + "]"
+    if isinstance(v, Attrs):
+        return "{" + ", ".join(f"{k}={_value(x)}" for k, x in v.items()) + "}"
+    return str(v)
+
+
+def _scalar(c: Constant) -> str | None:
+    if c.data.ndim != 0:
+        return None
+    v = c.data.item()
+    if c.dtype == "float32":
+        return f"{v:g}f"
+    if c.dtype == "int32":
+        return str(v)
+    if c.dtype == "bool":
+        return "True" if v else "False"
+    return f"{v}{'f' if isinstance(v, float) else ''}{c.dtype.replace('float', '').replace('int', 'i')}"
+
+
+class _Printer:
+    def __init__(self, show_types: bool):
+        self.show_types = show_types
+        self.counter = 0
+        self.meta: dict[int, int] = {}
+        self.var_names: dict[int, str] = {}
+        self.used_names: set[str] = set()
+
+    def var_name(self, v: Var) -> str:
+        if id(v) not in self.var_names:
+            base = v.name_hint or "v"
+            name, k = base, 0
+            while name in self.used_names:
+                k += 1
+                name = f"{base}_{k}"
+            self.used_names.add(name)
+            self.var_names[id(v)] = "%" + name
+        return self.var_names[id(v)]
+
+    def var_decl(self, v: Var) -> str:
+        ty = v.type_annotation or (v.checked_type if v.type_inferred else None)
+        return self.var_name(v) + (f": {ty}" if ty is not None else "")
+
+    def type_comment(self, e: Expr) -> str:
+        return f" /* ty={e.checked_type} */" if self.show_types and e.type_inferred else ""
+
+    def leaf(self, e: Expr) -> str | None:
+        if isinstance(e, Var):
+            return self.var_name(e)
+        if isinstance(e, Op):
+            return e.name
+        if isinstance(e, Constant):
+            inline = _scalar(e)
+            if inline is not None:
+                return inline
+            k = self.meta.setdefault(id(e), len(self.meta))
+            return f"meta[relay.Constant][{k}]"
+        return None
+
+    def rhs(self, e: Expr, names: dict[int, str], indent: str) -> str:
+        ref = lambda x: names[id(x)]  # noqa: E731
+        if isinstance(e, Call):
+            head = e.op.name if isinstance(e.op, Op) else ref(e.op)
+            parts = [ref(a) for a in e.args]
+            if isinstance(e.op, Op):
+                defaults = e.op.attr_defaults()
+                parts += [f"{k}={_value(v)}" for k, v in e.attrs.items() if defaults.get(k, object()) != v]
+            else:
+                parts += [f"{k}={_value(v)}" for k, v in e.attrs.items()]
+            return f"{head}({', '.join(parts)})"
+        if isinstance(e, Tuple):
+            return "(" + ", ".join(ref(f) for f in e.fields) + ("," if len(e.fields) == 1 else "") + ")"
+        if isinstance(e, TupleGetItem):
+            return f"{ref(e.tuple_value)}.{e.index}"
+        if isinstance(e, If):
+            return f"if ({ref(e.cond)}) {{ {ref(e.true_branch)} }} else {{ {ref(e.false_branch)} }}"
+        if isinstance(e, Let):
+            return f"let {self.var_decl(e.var)} = {ref(e.value)}; {ref(e.body)}"
+        if isinstance(e, Function):
+            return self.function(e, "fn ", names, indent)
+        raise TypeError(f"cannot print {type(e).__name__}")
+
+    def block(self, root: Expr, outer: dict[int, str], indent: str) -> list[str]:
+        """Lines computing `root` in a scope that already knows `outer`; the last line is its value."""
+        names = dict(outer)
+        lines: list[str] = []
+        order = [n for n in _scoped_post_order(root, names)]
+        for node in order:
+            leaf = self.leaf(node)
+            if leaf is not None:
+                names[id(node)] = leaf
+                continue
+            text = self.rhs(node, names, indent)
+            if node is root:
+                lines.append(f"{indent}{text}{self.type_comment(node)}")
+            else:
+                name = f"%{self.counter}"
+                self.counter += 1
+                names[id(node)] = name
+                lines.append(f"{indent}{name} = {text}{self.type_comment(node)};")
+        if not lines:
+            lines.append(indent + names[id(root)])
+        return lines
+
+    def function(self, f: Function, head: str, outer: dict[int, str], indent: str) -> str:
+        params = [self.var_decl(p) for p in f.params]
+        params += [f"{k}={_value(v)}" for k, v in f.attrs.items()]
+        ret = f.ret_type or (f.checked_type.ret_type if f.type_inferred else None)
+        sig = f"{head}({', '.join(params)})" + (f" -> {ret}" if ret is not None else "")
+        scope = dict(outer)
+        scope.update({id(p): self.var_name(p) for p in f.params})
+        body = self.block(f.body, scope, indent + "  ")
+        return sig + " {\n" + "\n".join(body) + "\n" + indent + "}"
+
+
+def _scoped_post_order(root: Expr, known: dict[int, str]):
+    """Post-order of `root` that does not descend into nodes already named in an outer scope."""
+    seen: set[int] = set(known)
+    stack: list[tuple[Expr, bool]] = [(root, False)]
+    while stack:
+        node, expanded = stack.pop()
+        if expanded:
+            yield node
+            continue
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        stack.append((node, True))
+        if isinstance(node, Function):
+            continue  # its body is printed inside its own block
+        for c in reversed(children(node)):
+            if id(c) not in seen:
+                stack.append((c, False))
+
+
+def astext(obj: "Expr | IRModule", show_types: bool = True) -> str:
+    """The program as Relay-like text (see the module docstring)."""
+    from .module import IRModule
+    p = _Printer(show_types)
+    if isinstance(obj, IRModule):
+        chunks = []
+        for name, func in obj.functions.items():
+            chunks.append(p.function(func, f"def @{name}", {}, ""))
+        return "\n\n".join(chunks) + "\n"
+    lines = [f"free_var {p.var_decl(v)};" for v in free_vars(obj)]
+    if isinstance(obj, Function):
+        lines.append(p.function(obj, "fn ", {}, ""))
+    else:
+        lines += p.block(obj, {}, "")
+    return "\n".join(lines)
