@@ -1,0 +1,176 @@
+"""Every op's type relation: the output type on good inputs, a named error on bad ones."""
+
+from __future__ import annotations
+
+import pytest
+
+import ir
+from ir import relay
+from ir.errors import TypeInferenceError
+
+
+def v(shape, dtype="float32", name="x"):
+    return relay.var(name, shape=shape, dtype=dtype)
+
+
+def infer(expr):
+    return ir.infer_type(expr).checked_type
+
+
+F = (2, 3)
+IMG = (1, 4, 8, 8)
+# op name -> (builder returning an expression, expected type as a string)
+GOOD = {
+    **{name: (lambda n=name: relay.op.get(n)(v(F)), "Tensor[(2, 3), float32]")
+       for name in ("negative", "abs", "copy", "sign", "nn.relu", "sigmoid", "tanh", "erf", "exp", "log",
+                    "sqrt", "rsqrt", "floor", "ceil", "round")},
+    **{name: (lambda n=name: relay.op.get(n)(v((2, 1)), v((1, 3), name="y")), "Tensor[(2, 3), float32]")
+       for name in ("add", "subtract", "multiply", "divide", "power", "maximum", "minimum", "floor_divide", "mod")},
+    **{name: (lambda n=name: relay.op.get(n)(v(F), v((3,), name="y")), "Tensor[(2, 3), bool]")
+       for name in ("less", "greater", "less_equal", "greater_equal", "equal", "not_equal")},
+    "logical_not": (lambda: relay.logical_not(v(F, "bool")), "Tensor[(2, 3), bool]"),
+    "logical_and": (lambda: relay.logical_and(v(F, "bool"), v(F, "bool", "y")), "Tensor[(2, 3), bool]"),
+    "logical_or": (lambda: relay.logical_or(v(F, "bool"), v(F, "bool", "y")), "Tensor[(2, 3), bool]"),
+    "where": (lambda: relay.where(v((2, 1), "bool"), v(F, name="a"), v((3,), name="b")), "Tensor[(2, 3), float32]"),
+    "nn.leaky_relu": (lambda: relay.nn.leaky_relu(v(F), 0.1), "Tensor[(2, 3), float32]"),
+    "nn.gelu": (lambda: relay.nn.gelu(v(F)), "Tensor[(2, 3), float32]"),
+    "clip": (lambda: relay.clip(v(F), 0.0, 6.0), "Tensor[(2, 3), float32]"),
+    "cast": (lambda: relay.cast(v(F), "int64"), "Tensor[(2, 3), int64]"),
+    "nn.conv2d": (lambda: relay.nn.conv2d(v(IMG), v((6, 2, 3, 3), name="w"), strides=2, padding=1, groups=2),
+                  "Tensor[(1, 6, 4, 4), float32]"),
+    "nn.dense": (lambda: relay.nn.dense(v((5, 7)), v((3, 7), name="w")), "Tensor[(5, 3), float32]"),
+    "nn.matmul": (lambda: relay.nn.matmul(v((4, 1, 5, 7)), v((3, 7, 2), name="w")), "Tensor[(4, 3, 5, 2), float32]"),
+    "nn.batch_matmul": (lambda: relay.nn.batch_matmul(v((2, 5, 7)), v((2, 3, 7), name="w")),
+                        "Tensor[(2, 5, 3), float32]"),
+    "nn.bias_add": (lambda: relay.nn.bias_add(v(IMG), v((4,), name="b")), "Tensor[(1, 4, 8, 8), float32]"),
+    "nn.batch_norm": (lambda: relay.nn.batch_norm(v(IMG), *(v((4,), name=n) for n in "gbmv")),
+                      "(Tensor[(1, 4, 8, 8), float32], Tensor[(4,), float32], Tensor[(4,), float32])"),
+    "nn.layer_norm": (lambda: relay.nn.layer_norm(v(F), v((3,), name="g"), v((3,), name="b")),
+                      "Tensor[(2, 3), float32]"),
+    "nn.softmax": (lambda: relay.nn.softmax(v(F), axis=0), "Tensor[(2, 3), float32]"),
+    "nn.log_softmax": (lambda: relay.nn.log_softmax(v(F)), "Tensor[(2, 3), float32]"),
+    "nn.max_pool2d": (lambda: relay.nn.max_pool2d(v((1, 4, 7, 7)), 3, 2, ceil_mode=True),
+                      "Tensor[(1, 4, 3, 3), float32]"),
+    "nn.avg_pool2d": (lambda: relay.nn.avg_pool2d(v(IMG), (2, 2), (2, 2), padding=(1, 1)),
+                      "Tensor[(1, 4, 5, 5), float32]"),
+    "nn.global_avg_pool2d": (lambda: relay.nn.global_avg_pool2d(v(IMG)), "Tensor[(1, 4, 1, 1), float32]"),
+    "nn.global_max_pool2d": (lambda: relay.nn.global_max_pool2d(v((1, 8, 8, 4)), layout="NHWC"),
+                             "Tensor[(1, 1, 1, 4), float32]"),
+    "nn.batch_flatten": (lambda: relay.nn.batch_flatten(v(IMG)), "Tensor[(1, 256), float32]"),
+    "nn.pad": (lambda: relay.nn.pad(v(F), ((1, 0), (2, 2))), "Tensor[(3, 7), float32]"),
+    "nn.lrn": (lambda: relay.nn.lrn(v(IMG), size=3), "Tensor[(1, 4, 8, 8), float32]"),
+    "reshape": (lambda: relay.reshape(v(IMG), (0, -1, 4)), "Tensor[(1, 64, 4), float32]"),
+    "transpose": (lambda: relay.transpose(v(IMG), (0, 2, 3, 1)), "Tensor[(1, 8, 8, 4), float32]"),
+    "concatenate": (lambda: relay.concatenate([v(F), v((2, 5), name="y")], axis=1), "Tensor[(2, 8), float32]"),
+    "split": (lambda: relay.split(v((6, 3)), (1, 4)),
+              "(Tensor[(1, 3), float32], Tensor[(3, 3), float32], Tensor[(2, 3), float32])"),
+    "squeeze": (lambda: relay.squeeze(v((1, 3, 1))), "Tensor[(3,), float32]"),
+    "expand_dims": (lambda: relay.expand_dims(v(F), 1, 2), "Tensor[(2, 1, 1, 3), float32]"),
+    "strided_slice": (lambda: relay.strided_slice(v((10, 6)), (1, -1), (8, 0), (3, -2)),
+                      "Tensor[(3, 3), float32]"),
+    "take": (lambda: relay.take(v((100, 16)), v((2, 5), "int32", "ids"), axis=0), "Tensor[(2, 5, 16), float32]"),
+    "broadcast_to": (lambda: relay.broadcast_to(v((3,)), (2, 3)), "Tensor[(2, 3), float32]"),
+    **{name: (lambda n=name: relay.op.get(n)(v(IMG), axis=(2, 3), keepdims=True), "Tensor[(1, 4, 1, 1), float32]")
+       for name in ("sum", "mean", "max", "min", "prod")},
+    "argmax": (lambda: relay.argmax(v(F), axis=1), "Tensor[(2,), int32]"),
+    "argmin": (lambda: relay.argmin(v(F), axis=0, exclude=True), "Tensor[(2,), int32]"),
+    "nn.conv2d_bias_act": (lambda: relay.nn.conv2d_bias_act(v(IMG), v((6, 4, 1, 1), name="w"), v((6,), name="b"),
+                                                            activation="relu"), "Tensor[(1, 6, 8, 8), float32]"),
+    "nn.dense_bias_act": (lambda: relay.nn.dense_bias_act(v((5, 7)), v((3, 7), name="w"), v((3,), name="b")),
+                          "Tensor[(5, 3), float32]"),
+    "nn.fused_matmul": (lambda: relay.nn.fused_matmul(v((5, 7)), v((3, 7), name="w"), transpose_b=True, alpha=0.5),
+                        "Tensor[(5, 3), float32]"),
+    "nn.bias_gelu": (lambda: relay.nn.bias_gelu(v(F), v((3,), name="b")), "Tensor[(2, 3), float32]"),
+    "nn.skip_layer_norm": (lambda: relay.nn.skip_layer_norm(v(F), v(F, name="s"), v((3,), name="g"),
+                                                            v((3,), name="b")), "Tensor[(2, 3), float32]"),
+}
+
+# op name -> builder of an ill-typed call, and a fragment the error must contain
+BAD = {
+    "add": (lambda: relay.add(v((2, 3)), v((4, 3), name="y")), "dimension 0 is 2 vs 4"),
+    "add-dtype": (lambda: relay.add(v(F), v(F, "int32", "y")), "one dtype"),
+    "nn.conv2d": (lambda: relay.nn.conv2d(v(IMG), v((6, 3, 3, 3), name="w")), "4 channels"),
+    "nn.conv2d-kernel": (lambda: relay.nn.conv2d(v((1, 4, 2, 2)), v((6, 4, 3, 3), name="w")), "larger than"),
+    "nn.dense": (lambda: relay.nn.dense(v((5, 7)), v((3, 6), name="w")), "last dimension 7"),
+    "nn.batch_matmul": (lambda: relay.nn.batch_matmul(v((2, 5, 7)), v((2, 3, 6), name="w")), "7 vs 6"),
+    "nn.bias_add": (lambda: relay.nn.bias_add(v(IMG), v((5,), name="b")), "length"),
+    "nn.batch_norm": (lambda: relay.nn.batch_norm(v(IMG), *(v((3,), name=n) for n in "gbmv")), "gamma"),
+    "reshape": (lambda: relay.reshape(v(F), (4, 2)), "cannot reshape"),
+    "transpose": (lambda: relay.transpose(v(F), (0, 0)), "permutation"),
+    "concatenate": (lambda: relay.concatenate([v(F), v((3, 3), name="y")], axis=1), "dimension 0 differs"),
+    "split": (lambda: relay.split(v((5, 3)), 2), "equal sections"),
+    "squeeze": (lambda: relay.squeeze(v(F), axis=[0]), "cannot squeeze"),
+    "take": (lambda: relay.take(v(F), v((2,), "float32", "i")), "indices"),
+    "where": (lambda: relay.where(v(F), v(F, name="a"), v(F, name="b")), "bool"),
+    "nn.softmax": (lambda: relay.nn.softmax(v(F), axis=2), "out of range"),
+    "nn.max_pool2d": (lambda: relay.nn.max_pool2d(v(F)), "4-D"),
+    "sum": (lambda: relay.sum(v(F), axis=(0, 0)), "repeat"),
+    "nn.matmul": (lambda: relay.nn.matmul(v((2, 5, 7)), v((3, 7, 2), name="w")), "broadcast"),
+}
+
+
+def test_every_registered_op_has_a_type_relation_case():
+    assert sorted(set(ir.list_ops()) - set(GOOD)) == []
+
+
+@pytest.mark.parametrize("name", sorted(GOOD))
+def test_type_relation(name):
+    build, expected = GOOD[name]
+    assert str(infer(build())) == expected
+
+
+@pytest.mark.parametrize("name", sorted(BAD))
+def test_ill_typed_call_names_op_and_shapes(name):
+    build, fragment = BAD[name]
+    with pytest.raises(TypeInferenceError) as err:
+        infer(build())
+    message = str(err.value)
+    assert message.startswith(name.split("-")[0] + ":"), message
+    assert fragment in message
+    assert "Tensor[" in message  # the input shapes are shown
+
+
+def test_symbolic_dimensions_flow_through():
+    n = ir.SizeVar("n")
+    x = relay.var("x", ir.TensorType((n, 3, 8, 8)))
+    y = relay.nn.conv2d(x, v((4, 3, 3, 3), name="w"), padding=1)
+    z = relay.nn.batch_flatten(relay.nn.relu(y))
+    assert str(infer(z)) == "Tensor[(n, 256), float32]"
+    dyn = relay.var("d", ir.TensorType((ir.Any, 3)))
+    assert str(infer(relay.add(dyn, v((4, 3), name="y")))) == "Tensor[(4, 3), float32]"
+    assert str(infer(relay.nn.conv2d(relay.var("i", ir.TensorType((1, 3, ir.Any, 8))), v((4, 3, 3, 3), name="w"))))\
+        == "Tensor[(1, 4, ?, 6), float32]"
+
+
+def test_nhwc_convolution():
+    y = relay.nn.conv2d(v((1, 8, 8, 3)), v((3, 3, 3, 16), name="w"), padding=1, data_layout="NHWC",
+                        kernel_layout="HWIO")
+    assert str(infer(y)) == "Tensor[(1, 8, 8, 16), float32]"
+
+
+def test_tuple_get_item_and_functions():
+    x = v(F)
+    t = relay.Tuple([x, relay.nn.relu(x)])
+    assert str(infer(t[1])) == "Tensor[(2, 3), float32]"
+    with pytest.raises(TypeInferenceError, match="out of range"):
+        infer(relay.TupleGetItem(t, 2))
+    f = relay.Function([x], relay.sigmoid(x))
+    y = v(F, name="y")
+    assert str(infer(f(y))) == "Tensor[(2, 3), float32]"
+    with pytest.raises(TypeInferenceError, match="expected Tensor"):
+        infer(f(v((3, 3), name="z")))
+
+
+def test_if_and_let():
+    x, y = v(F), v(F, name="y")
+    cond = relay.var("c", shape=(), dtype="bool")
+    assert str(infer(relay.If(cond, x, relay.nn.relu(y)))) == "Tensor[(2, 3), float32]"
+    with pytest.raises(TypeInferenceError, match="bool"):
+        infer(relay.If(x, x, y))
+    lv = relay.var("t")
+    assert str(infer(relay.Let(lv, relay.add(x, y), relay.multiply(lv, lv)))) == "Tensor[(2, 3), float32]"
+
+
+def test_untyped_variable_is_a_clear_error():
+    with pytest.raises(TypeInferenceError, match="variable %x has no type"):
+        infer(relay.nn.relu(relay.var("x")))
