@@ -145,8 +145,8 @@ def strided_slice_rel(args: Sequence[Type], attrs: Attrs) -> Type:
     for ax, b, e, s in zip(axes, attrs.begin, attrs.end, strides):
         if s == 0:
             raise ShapeError("a stride of 0 is not allowed")
-        if attrs.slice_mode == "size":
-            e = data.shape[ax] if e < 0 and known(data.shape[ax]) else b + e
+        if attrs.slice_mode == "size" and known(data.shape[ax]):  # a negative begin counts from the end
+            e = data.shape[ax] if e < 0 else (max(b + data.shape[ax], 0) if b < 0 else b) + e
         out[ax] = len(slice_bounds(data.shape[ax], b, e, s)) if known(data.shape[ax]) else Any
     return TensorType(out, data.dtype)
 
