@@ -139,7 +139,12 @@ class _Printer:
         params = [self.var_decl(p) for p in f.params]
         params += [f"{k}={_value(v)}" for k, v in f.attrs.items()]
         ret = f.ret_type or (f.checked_type.ret_type if f.type_inferred else None)
-        sig = f"{head}({', '.join(params)})" + (f" -> {ret}" if ret is not None else "")
+        if len(params) > 4:  # long signatures (e.g. every weight of a model): one parameter per line
+            inner = indent + "    "
+            joined = "\n" + ",\n".join(inner + p for p in params) + "\n" + indent
+        else:
+            joined = ", ".join(params)
+        sig = f"{head}({joined})" + (f" -> {ret}" if ret is not None else "")
         scope = dict(outer)
         scope.update({id(p): self.var_name(p) for p in f.params})
         body = self.block(f.body, scope, indent + "  ")

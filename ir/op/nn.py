@@ -64,8 +64,7 @@ def conv2d_rel(args: Sequence[Type], attrs: Attrs) -> Type:
         raise ShapeError(f"groups must be >= 1, got {groups}")
     in_c = data.shape[ca]
     if known(in_c) and known(in_per_group) and in_c != in_per_group * groups:
-        raise ShapeError(f"data has {in_c} channels but weight expects {in_per_group} x groups {groups} "
-                         f"(data {data}, weight {weight})")
+        raise ShapeError(f"data has {in_c} channels but weight expects {in_per_group} x groups {groups}")
     if known(out_c) and out_c % groups:
         raise ShapeError(f"output channels {out_c} are not divisible by groups {groups}")
     if attrs.channels is not None and not dims_match(attrs.channels, out_c):
@@ -102,7 +101,7 @@ def dense_rel(args: Sequence[Type], attrs: Attrs) -> Type:
     dtype = same_dtype([data, weight], ["data", "weight"])
     if not dims_match(data.shape[-1], weight.shape[1]):
         raise ShapeError(f"data's last dimension {data.shape[-1]} does not match weight's in-dimension "
-                         f"{weight.shape[1]} (data {data}, weight {weight})")
+                         f"{weight.shape[1]}")
     if attrs.units is not None and not dims_match(attrs.units, weight.shape[0]):
         raise ShapeError(f"units={attrs.units} but the weight has {weight.shape[0]} rows")
     return TensorType(data.shape[:-1] + (weight.shape[0],), attrs.out_dtype or dtype)
@@ -116,7 +115,7 @@ def matmul_rel(args: Sequence[Type], attrs: Attrs) -> Type:
     m, k1 = (a.shape[-1], a.shape[-2]) if attrs.transpose_a else (a.shape[-2], a.shape[-1])
     k2, n = (b.shape[-1], b.shape[-2]) if attrs.transpose_b else (b.shape[-2], b.shape[-1])
     if not dims_match(k1, k2):
-        raise ShapeError(f"reduction dimensions differ: {k1} vs {k2} ({a} @ {b})")
+        raise ShapeError(f"reduction dimensions differ: {k1} vs {k2}")
     batch = broadcast_shapes(a.shape[:-2], b.shape[:-2])
     return TensorType(batch + (m, n), attrs.out_dtype or dtype)
 
@@ -133,7 +132,7 @@ def bias_add_rel(args: Sequence[Type], attrs: Attrs) -> Type:
     same_dtype([data, bias], ["data", "bias"])
     axis = normalize_axis(attrs.axis, data.ndim)
     if bias.ndim != 1 or not dims_match(bias.shape[0], data.shape[axis]):
-        raise ShapeError(f"bias {bias} must be 1-D of length data.shape[{attrs.axis}] = {data.shape[axis]} (data {data})")
+        raise ShapeError(f"bias {bias} must be 1-D of length data.shape[{attrs.axis}] = {data.shape[axis]}")
     return data
 
 
@@ -143,7 +142,7 @@ def _channel_params(args: Sequence[Type], axis: int, names: Sequence[str]) -> Te
     for t, name in zip(args[1:], names):
         t = tensor(t, name)
         if t.ndim != 1 or not dims_match(t.shape[0], data.shape[ax]):
-            raise ShapeError(f"{name} {t} must be 1-D of length {data.shape[ax]} (data {data}, axis {axis})")
+            raise ShapeError(f"{name} {t} must be 1-D of length {data.shape[ax]} (axis {axis})")
         same_dtype([data, t], ["data", name])
     return data
 

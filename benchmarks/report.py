@@ -1,0 +1,50 @@
+"""Shared output for benchmarks: one JSON file and one markdown table per benchmark run."""
+
+from __future__ import annotations
+
+import json
+import platform
+import time
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, Iterator, Sequence
+
+RESULTS = Path(__file__).resolve().parent / "results"
+
+__all__ = ["RESULTS", "Stopwatch", "write_results", "markdown_table"]
+
+
+class Stopwatch:
+    """Collects named wall-clock durations (seconds): `with sw("build"): ...`."""
+
+    def __init__(self) -> None:
+        self.seconds: dict[str, float] = {}
+
+    @contextmanager
+    def __call__(self, name: str) -> Iterator[None]:
+        start = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.seconds[name] = time.perf_counter() - start
+
+
+def markdown_table(rows: Sequence[dict[str, Any]], columns: Sequence[str]) -> str:
+    def cell(v: Any) -> str:
+        if isinstance(v, float):
+            return f"{v:.4g}"
+        return str(v)
+    lines = ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
+    lines += ["| " + " | ".join(cell(r.get(c, "")) for c in columns) + " |" for r in rows]
+    return "\n".join(lines)
+
+
+def write_results(name: str, rows: Sequence[dict[str, Any]], columns: Sequence[str], notes: str = "") -> Path:
+    """Write `results/<name>.json` and `results/<name>.md`; returns the markdown path."""
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    meta = {"benchmark": name, "python": platform.python_version(), "machine": platform.machine(),
+            "processor": platform.processor(), "unix_time": int(time.time())}
+    (RESULTS / f"{name}.json").write_text(json.dumps({"meta": meta, "rows": list(rows)}, indent=2, default=str))
+    md = RESULTS / f"{name}.md"
+    md.write_text(f"# {name}\n\n{notes.strip()}\n\n{markdown_table(rows, columns)}\n")
+    return md
