@@ -1,0 +1,105 @@
+"""What an op emitter sees while exporting: ONNX node and constant builders for one IR call.
+
+An emitter is a function `(ctx, call, args) -> Value` registered for IR op names with
+`@emits("nn.conv2d", ...)`. `args` holds the ONNX value of each argument of `call`: a name for a
+tensor, a tuple of values for a tuple (e.g. the fields of `concatenate`'s input). It appends ONNX
+nodes through `ctx.node` and returns the value of the call.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Sequence, Union
+
+import numpy as np
+import onnx
+
+from ..expr import Call, Expr
+from ..types import TensorType, is_static
+from .errors import FrontendError
+from .onnx_types import elem_of_dtype
+
+__all__ = ["Value", "Emitter", "EMITTERS", "emits", "Names", "EmitContext"]
+
+Value = Union[str, tuple["Value", ...]]
+Emitter = Callable[["EmitContext", Call, Sequence[Value]], Value]
+
+#: IR op name -> emitter
+EMITTERS: dict[str, Emitter] = {}
+
+
+def emits(*op_names: str) -> Callable[[Emitter], Emitter]:
+    """Register the decorated function as the emitter of IR ops `op_names`."""
+    def register(fn: Emitter) -> Emitter:
+        for name in op_names:
+            if name in EMITTERS:
+                raise ValueError(f"IR op {name} already has an emitter")
+            EMITTERS[name] = fn
+        return fn
+    return register
+
+
+class Names:
+    """Unique ONNX value names across a model and its subgraphs; `fresh("Conv")` -> `Conv_0`, ..."""
+
+    def __init__(self) -> None:
+        self._used: set[str] = set()
+        self._counters: dict[str, int] = {}
+
+    def reserve(self, name: str) -> None:
+        if name in self._used:
+            raise FrontendError(f"two graph inputs or parameters are named {name!r}; ONNX names must be unique")
+        self._used.add(name)
+
+    def fresh(self, base: str) -> str:
+        while True:
+            index = self._counters.get(base, 0)
+            self._counters[base] = index + 1
+            name = f"{base}_{index}"
+            if name not in self._used:
+                self._used.add(name)
+                return name
+
+
+class EmitContext:
+    """Builds the ONNX nodes of one IR call into the node list of the current (sub)graph."""
+
+    def __init__(self, opset: int, names: Names, nodes: list[onnx.NodeProto],
+                 add_constant: Callable[[np.ndarray], str]):
+        self.opset = opset
+        self.names = names
+        self.nodes = nodes
+        self._add_constant = add_constant
+
+    def node(self, op_type: str, inputs: Sequence[str], outputs: int = 1, **attrs: Any) -> Any:
+        """Append an ONNX node; returns its output name, or a list of names when `outputs` > 1.
+        An input named '' is an omitted optional input."""
+        out_names = [self.names.fresh(op_type) for _ in range(outputs)]
+        attrs = {k: v for k, v in attrs.items() if v is not None}
+        self.nodes.append(onnx.helper.make_node(op_type, list(inputs), out_names, name=out_names[0], **attrs))
+        return out_names[0] if outputs == 1 else out_names
+
+    def const(self, value: Any, dtype: str | None = None) -> str:
+        """The name of an initializer holding `value` (small equal constants are shared)."""
+        arr = np.asarray(value) if dtype is None else np.asarray(value).astype(dtype)
+        return self._add_constant(arr)
+
+    def ints(self, values: Sequence[int]) -> str:
+        """A 1-D int64 initializer, the form ONNX takes shapes, axes and pads in."""
+        return self.const(np.asarray(list(values), dtype="int64").reshape(-1))
+
+    @staticmethod
+    def type_of(expr: Expr) -> TensorType:
+        ty = expr.checked_type
+        if not isinstance(ty, TensorType):
+            raise FrontendError(f"expected a tensor argument, got a value of type {ty}")
+        return ty
+
+    def static_shape(self, expr: Expr, what: str) -> tuple[int, ...]:
+        ty = self.type_of(expr)
+        if not is_static(ty.shape):
+            raise FrontendError(f"{what} needs a static shape, but the argument has shape {ty.shape_str()}")
+        return ty.concrete_shape
+
+    @staticmethod
+    def elem(dtype: str) -> int:
+        return elem_of_dtype(dtype, "cast")

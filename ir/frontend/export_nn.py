@@ -1,0 +1,201 @@
+"""Emitters of neural-network IR ops, the fused forms decomposed into standard ONNX ops.
+
+ONNX convolution and pooling are NCHW/OIHW only, so other layouts are transposed around them.
+`nn.batch_norm` / `nn.layer_norm` become `BatchNormalization` / `LayerNormalization` where ONNX
+normalizes the same axes with both scale and bias, and their formula otherwise.
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+from ..attrs import Attrs
+from ..expr import Call
+from ..op.shapes import normalize_axis
+from .errors import FrontendError
+from .export_context import EmitContext, Value, emits
+from .export_elemwise import gelu
+from .export_tensor import reduce, unsqueeze
+
+_TO_NCHW, _FROM_NCHW, _HWIO_TO_OIHW = [0, 3, 1, 2], [0, 2, 3, 1], [3, 2, 0, 1]
+
+
+def _channel_vector(ctx: EmitContext, vector: str, axis: int, ndim: int) -> str:
+    """A 1-D per-channel vector shaped to broadcast along `axis` of a rank-`ndim` tensor."""
+    return unsqueeze(ctx, vector, range(1, ndim - axis))
+
+
+def _activation(ctx: EmitContext, data: str, attrs: Attrs) -> str:
+    act = attrs.activation
+    if act == "none":
+        return data
+    if act == "leaky_relu":
+        return ctx.node("LeakyRelu", [data], alpha=attrs.alpha)
+    return ctx.node({"relu": "Relu", "sigmoid": "Sigmoid", "tanh": "Tanh"}[act], [data])
+
+
+def _cast_to(ctx: EmitContext, names: Sequence[str], call: Call) -> list[str]:
+    """The inputs cast to the call's `out_dtype` when it differs from theirs (ONNX ops keep one type)."""
+    out_dtype = ctx.type_of(call).dtype
+    return [n if ctx.type_of(a).dtype == out_dtype else ctx.node("Cast", [n], to=ctx.elem(out_dtype))
+            for n, a in zip(names, call.args)]
+
+
+@emits("nn.conv2d", "nn.conv2d_bias_act")
+def emit_conv2d(ctx: EmitContext, call: Call, args: Sequence[Value]) -> Value:
+    attrs = call.attrs
+    data, weight, *bias = _cast_to(ctx, args, call)
+    if attrs.data_layout == "NHWC":
+        data = ctx.node("Transpose", [data], perm=_TO_NCHW)
+    if attrs.kernel_layout == "HWIO":
+        weight = ctx.node("Transpose", [weight], perm=_HWIO_TO_OIHW)
+    kernel = ctx.static_shape(call.args[1], "the kernel size")
+    kernel = kernel[2:] if attrs.kernel_layout == "OIHW" else kernel[:2]
+    out = ctx.node("Conv", [data, weight, *bias], kernel_shape=list(kernel), strides=list(attrs.strides),
+                   pads=list(attrs.padding), dilations=list(attrs.dilation), group=attrs.groups)
+    if call.op.name == "nn.conv2d_bias_act":
+        out = _activation(ctx, out, attrs)
+    return ctx.node("Transpose", [out], perm=_FROM_NCHW) if attrs.data_layout == "NHWC" else out
+
+
+def _pool_input(ctx: EmitContext, data: str, layout: str) -> str:
+    return ctx.node("Transpose", [data], perm=_TO_NCHW) if layout == "NHWC" else data
+
+
+def _pool_output(ctx: EmitContext, out: str, layout: str) -> str:
+    return ctx.node("Transpose", [out], perm=_FROM_NCHW) if layout == "NHWC" else out
+
+
+@emits("nn.max_pool2d", "nn.avg_pool2d")
+def emit_pool2d(ctx: EmitContext, call: Call, args: Sequence[Value]) -> Value:
+    attrs = call.attrs
+    window = dict(kernel_shape=list(attrs.pool_size), strides=list(attrs.strides), pads=list(attrs.padding),
+                  ceil_mode=int(attrs.ceil_mode))
+    data = _pool_input(ctx, args[0], attrs.layout)
+    if call.op.name == "nn.max_pool2d":
+        out = ctx.node("MaxPool", [data], dilations=list(attrs.dilation), **window)
+    else:
+        dilated = tuple(attrs.dilation) != (1, 1)
+        if dilated and ctx.opset < 19:
+            raise FrontendError(f"avg_pool2d with dilation {list(attrs.dilation)} needs opset 19 or newer, "
+                                f"exporting to opset {ctx.opset}")
+        out = ctx.node("AveragePool", [data], count_include_pad=int(attrs.count_include_pad),
+                       dilations=list(attrs.dilation) if dilated else None, **window)
+    return _pool_output(ctx, out, attrs.layout)
+
+
+@emits("nn.global_avg_pool2d", "nn.global_max_pool2d")
+def emit_global_pool2d(ctx: EmitContext, call: Call, args: Sequence[Value]) -> Value:
+    op_type = "GlobalAveragePool" if call.op.name == "nn.global_avg_pool2d" else "GlobalMaxPool"
+    out = ctx.node(op_type, [_pool_input(ctx, args[0], call.attrs.layout)])
+    return _pool_output(ctx, out, call.attrs.layout)
+
+
+def _swap_last_two(ctx: EmitContext, name: str, ndim: int) -> str:
+    return ctx.node("Transpose", [name], perm=list(range(ndim - 2)) + [ndim - 1, ndim - 2])
+
+
+@emits("nn.dense", "nn.dense_bias_act")
+def emit_dense(ctx: EmitContext, call: Call, args: Sequence[Value]) -> Value:
+    data, weight, *bias = _cast_to(ctx, args, call)
+    if ctx.type_of(call.args[0]).ndim == 2:
+        out = ctx.node("Gemm", [data, weight, *bias], transB=1)
+    else:
+        out = ctx.node("MatMul", [data, ctx.node("Transpose", [weight], perm=[1, 0])])
+        if bias:
+            out = ctx.node("Add", [out, bias[0]])
+    return _activation(ctx, out, call.attrs) if call.op.name == "nn.dense_bias_act" else out
+
+
+@emits("nn.matmul", "nn.batch_matmul", "nn.fused_matmul")
+def emit_matmul(ctx: EmitContext, call: Call, args: Sequence[Value]) -> Value:
+    operands = _cast_to(ctx, args, call)
+    for i, key in enumerate(("transpose_a", "transpose_b")):
+        if call.attrs[key]:
+            operands[i] = _swap_last_two(ctx, operands[i], ctx.type_of(call.args[i]).ndim)
+    out = ctx.node("MatMul", operands)
+    if call.op.name == "nn.fused_matmul" and call.attrs.alpha != 1.0:
+        out = ctx.node("Mul", [out, ctx.const(call.attrs.alpha, ctx.type_of(call).dtype)])
+    return out
+
+
+@emits("nn.bias_add")
+def emit_bias_add(ctx: EmitContext, call: Call, args: Sequence[Value]) -> Value:
+    ndim = ctx.type_of(call).ndim
+    axis = normalize_axis(call.attrs.axis, ndim)
+    return ctx.node("Add", [args[0], _channel_vector(ctx, args[1], axis, ndim)])
+
+
+@emits("nn.bias_gelu")
+def emit_bias_gelu(ctx: EmitContext, call: Call, args: Sequence[Value]) -> Value:
+    return gelu(ctx, ctx.node("Add", args), "none", ctx.type_of(call).dtype)
+
+
+def _normalize_formula(ctx: EmitContext, data: str, mean: str, var: str, gamma: str | None, beta: str | None,
+                       epsilon: float, dtype: str) -> str:
+    """(data - mean) / sqrt(var + epsilon) * gamma + beta, every operand already broadcastable."""
+    std = ctx.node("Sqrt", [ctx.node("Add", [var, ctx.const(epsilon, dtype)])])
+    out = ctx.node("Div", [ctx.node("Sub", [data, mean]), std])
+    if gamma is not None:
+        out = ctx.node("Mul", [out, gamma])
+    return out if beta is None else ctx.node("Add", [out, beta])
+
+
+@emits("nn.batch_norm")
+def emit_batch_norm(ctx: EmitContext, call: Call, args: Sequence[Value]) -> Value:
+    """Returns (normalized, moving_mean, moving_var), like the op: inference leaves the statistics as given."""
+    attrs = call.attrs
+    data, gamma, beta, mean, var = args
+    ty = ctx.type_of(call.args[0])
+    axis = normalize_axis(attrs.axis, ty.ndim)
+    if axis == 1 and attrs.center and attrs.scale:
+        out = ctx.node("BatchNormalization", args, epsilon=attrs.epsilon)
+    else:
+        params = [_channel_vector(ctx, v, axis, ty.ndim) for v in (mean, var, gamma, beta)]
+        out = _normalize_formula(ctx, data, params[0], params[1], params[2] if attrs.scale else None,
+                                 params[3] if attrs.center else None, attrs.epsilon, ty.dtype)
+    return (out, mean, var)
+
+
+def _layer_norm(ctx: EmitContext, call: Call, data: str, gamma: str, beta: str) -> str:
+    attrs = call.attrs
+    ty = ctx.type_of(call)
+    axis = normalize_axis(attrs.axis, ty.ndim)
+    if axis == ty.ndim - 1 and attrs.center and attrs.scale and ctx.opset >= 17:
+        return ctx.node("LayerNormalization", [data, gamma, beta], axis=-1, epsilon=attrs.epsilon)
+    mean = reduce(ctx, "ReduceMean", data, [axis], keepdims=True)
+    centered = ctx.node("Sub", [data, mean])
+    var = reduce(ctx, "ReduceMean", ctx.node("Mul", [centered, centered]), [axis], keepdims=True)
+    gamma = _channel_vector(ctx, gamma, axis, ty.ndim) if attrs.scale else None
+    beta = _channel_vector(ctx, beta, axis, ty.ndim) if attrs.center else None
+    return _normalize_formula(ctx, data, mean, var, gamma, beta, attrs.epsilon, ty.dtype)
+
+
+@emits("nn.layer_norm")
+def emit_layer_norm(ctx: EmitContext, call: Call, args: Sequence[Value]) -> Value:
+    return _layer_norm(ctx, call, *args)
+
+
+@emits("nn.skip_layer_norm")
+def emit_skip_layer_norm(ctx: EmitContext, call: Call, args: Sequence[Value]) -> Value:
+    data, skip, gamma, beta = args
+    return _layer_norm(ctx, call, ctx.node("Add", [data, skip]), gamma, beta)
+
+
+@emits("nn.softmax", "nn.log_softmax")
+def emit_softmax(ctx: EmitContext, call: Call, args: Sequence[Value]) -> Value:
+    op_type = "Softmax" if call.op.name == "nn.softmax" else "LogSoftmax"
+    return ctx.node(op_type, args, axis=call.attrs.axis)
+
+
+@emits("nn.lrn")
+def emit_lrn(ctx: EmitContext, call: Call, args: Sequence[Value]) -> Value:
+    """ONNX LRN runs across axis 1; another axis is swapped there and back."""
+    attrs = call.attrs
+    ndim = ctx.type_of(call).ndim
+    axis = normalize_axis(attrs.axis, ndim)
+    perm = list(range(ndim))
+    perm[1], perm[axis] = perm[axis], perm[1]
+    data = args[0] if axis == 1 else ctx.node("Transpose", args, perm=perm)
+    out = ctx.node("LRN", [data], size=attrs.size, alpha=attrs.alpha, beta=attrs.beta, bias=attrs.bias)
+    return out if axis == 1 else ctx.node("Transpose", [out], perm=perm)

@@ -1,0 +1,181 @@
+"""Emitters of layout, indexing and reduction IR ops.
+
+Since opset 13 `Split`, `Squeeze`, `Unsqueeze` and `ReduceSum` take their axes/sizes as inputs;
+the other reductions do so since opset 18 and take an attribute before.
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+
+from ..expr import Call, Constant
+from ..op.shapes import known, normalize_axes, normalize_axis
+from .errors import FrontendError
+from .export_context import EmitContext, Value, emits
+
+_INT64_MAX = np.iinfo(np.int64).max
+
+
+@emits("reshape")
+def emit_reshape(ctx: EmitContext, call: Call, args: Sequence[Value]) -> Value:
+    return ctx.node("Reshape", [args[0], ctx.ints(call.attrs.newshape)])
+
+
+@emits("transpose")
+def emit_transpose(ctx: EmitContext, call: Call, args: Sequence[Value]) -> Value:
+    axes = call.attrs.axes
+    return ctx.node("Transpose", args, perm=None if axes is None else list(axes))
+
+
+@emits("concatenate")
+def emit_concatenate(ctx: EmitContext, call: Call, args: Sequence[Value]) -> Value:
+    return ctx.node("Concat", list(args[0]), axis=call.attrs.axis)
+
+
+@emits("split")
+def emit_split(ctx: EmitContext, call: Call, args: Sequence[Value]) -> Value:
+    data = call.args[0]
+    axis = normalize_axis(call.attrs.axis, ctx.type_of(data).ndim)
+    sections = call.attrs.indices_or_sections
+    if isinstance(sections, int):
+        outputs = ctx.node("Split", args, outputs=sections, axis=axis,
+                           num_outputs=sections if ctx.opset >= 18 else None)
+    else:
+        size = ctx.type_of(data).shape[axis]
+        if not known(size):
+            raise FrontendError(f"splitting at indices {list(sections)} needs a static dimension {axis}, "
+                                f"got shape {ctx.type_of(data).shape_str()}")
+        bounds = [0, *sections, size]
+        sizes = [b - a for a, b in zip(bounds, bounds[1:])]
+        outputs = ctx.node("Split", [args[0], ctx.ints(sizes)], outputs=len(sizes), axis=axis)
+    return tuple(outputs) if isinstance(outputs, list) else (outputs,)
+
+
+@emits("squeeze")
+def emit_squeeze(ctx: EmitContext, call: Call, args: Sequence[Value]) -> Value:
+    axes = call.attrs.axis
+    if axes == ():  # ONNX reads empty axes as "every unit axis"
+        return ctx.node("Identity", args)
+    return ctx.node("Squeeze", [args[0]] + ([] if axes is None else [ctx.ints(axes)]))
+
+
+def unsqueeze(ctx: EmitContext, data: str, axes: Sequence[int]) -> str:
+    """`data` with unit axes inserted at output positions `axes` (the input form of opset 13)."""
+    return ctx.node("Unsqueeze", [data, ctx.ints(axes)]) if axes else data
+
+
+@emits("expand_dims")
+def emit_expand_dims(ctx: EmitContext, call: Call, args: Sequence[Value]) -> Value:
+    axis = normalize_axis(call.attrs.axis, ctx.type_of(call.args[0]).ndim + 1)
+    if call.attrs.num_newaxis == 0:
+        return ctx.node("Identity", args)
+    return unsqueeze(ctx, args[0], range(axis, axis + call.attrs.num_newaxis))
+
+
+@emits("strided_slice")
+def emit_strided_slice(ctx: EmitContext, call: Call, args: Sequence[Value]) -> Value:
+    attrs = call.attrs
+    begin, end = list(attrs.begin), list(attrs.end)
+    axes = list(range(len(begin))) if attrs.axes is None else list(attrs.axes)
+    strides = [1] * len(begin) if attrs.strides is None else list(attrs.strides)
+    if attrs.slice_mode == "size":  # end holds sizes; a negative size runs to the end
+        end = [_INT64_MAX if e < 0 else b + e for b, e in zip(begin, end)]
+    return ctx.node("Slice", [args[0], ctx.ints(begin), ctx.ints(end), ctx.ints(axes), ctx.ints(strides)])
+
+
+@emits("take")
+def emit_take(ctx: EmitContext, call: Call, args: Sequence[Value]) -> Value:
+    """Gather; `clip` clamps the indices into range and `wrap` takes them modulo the axis length."""
+    data, indices = args
+    data_expr, index_expr = call.args
+    axis = call.attrs.axis
+    if axis is None:
+        data = ctx.node("Reshape", [data, ctx.ints([-1])])
+        size = ctx.type_of(data_expr).num_elements()
+        axis = 0
+    else:
+        axis = normalize_axis(axis, ctx.type_of(data_expr).ndim)
+        size = ctx.type_of(data_expr).shape[axis]
+    mode = call.attrs.mode
+    if mode != "fast":
+        if size is None or not known(size):
+            raise FrontendError(f"take(mode={mode!r}) needs a static axis length, got data shape "
+                                f"{ctx.type_of(data_expr).shape_str()}")
+        dtype = ctx.type_of(index_expr).dtype
+        if isinstance(index_expr, Constant):
+            values = np.asarray(index_expr.data)
+            fixed = np.clip(values, 0, size - 1) if mode == "clip" else np.mod(values, size)
+            indices = ctx.const(fixed.astype(dtype))
+        elif mode == "clip":
+            indices = ctx.node("Clip", [indices, ctx.const(0, dtype), ctx.const(size - 1, dtype)])
+        else:
+            indices = ctx.node("Mod", [indices, ctx.const(size, dtype)], fmod=0)
+    return ctx.node("Gather", [data, indices], axis=axis)
+
+
+@emits("broadcast_to")
+def emit_broadcast_to(ctx: EmitContext, call: Call, args: Sequence[Value]) -> Value:
+    return ctx.node("Expand", [args[0], ctx.ints(call.attrs.shape)])
+
+
+@emits("nn.batch_flatten")
+def emit_batch_flatten(ctx: EmitContext, call: Call, args: Sequence[Value]) -> Value:
+    return ctx.node("Flatten", args, axis=1)
+
+
+@emits("nn.pad")
+def emit_pad(ctx: EmitContext, call: Call, args: Sequence[Value]) -> Value:
+    width = call.attrs.pad_width
+    pads = [p[0] for p in width] + [p[1] for p in width]
+    value = ctx.const(call.attrs.pad_value, ctx.type_of(call).dtype)
+    return ctx.node("Pad", [args[0], ctx.ints(pads), value], mode=call.attrs.pad_mode)
+
+
+# -- reductions ---------------------------------------------------------------------------------------
+
+_REDUCE = {"sum": ("ReduceSum", 13), "mean": ("ReduceMean", 18), "max": ("ReduceMax", 18),
+           "min": ("ReduceMin", 18), "prod": ("ReduceProd", 18)}
+
+
+def reduced_axes(call: Call) -> tuple[int, ...]:
+    """The axes a reduction (or arg-reduction) call reduces, non-negative and sorted."""
+    ndim = call.args[0].checked_type.ndim
+    axes = normalize_axes(call.attrs.axis, ndim)
+    return tuple(a for a in range(ndim) if a not in axes) if call.attrs.exclude else axes
+
+
+def reduce(ctx: EmitContext, op_type: str, data: str, axes: Sequence[int], keepdims: bool) -> str:
+    """`op_type` over `axes` in the form the opset takes (an attribute, or an input since 13/18)."""
+    input_since = 13 if op_type == "ReduceSum" else 18
+    if ctx.opset >= input_since:
+        return ctx.node(op_type, [data, ctx.ints(axes)], keepdims=int(keepdims))
+    return ctx.node(op_type, [data], axes=list(axes), keepdims=int(keepdims))
+
+
+@emits(*_REDUCE)
+def emit_reduce(ctx: EmitContext, call: Call, args: Sequence[Value]) -> Value:
+    axes = reduced_axes(call)
+    if not axes:  # ONNX reads empty axes as "every axis"
+        return ctx.node("Identity", args)
+    return reduce(ctx, _REDUCE[call.op.name][0], args[0], axes, call.attrs.keepdims)
+
+
+@emits("argmax", "argmin")
+def emit_arg_reduce(ctx: EmitContext, call: Call, args: Sequence[Value]) -> Value:
+    """ArgMax/ArgMin over one axis; several axes are moved last and merged into one first, so the
+    index counts in row-major order over the reduced block."""
+    op_type = "ArgMax" if call.op.name == "argmax" else "ArgMin"
+    ndim = ctx.type_of(call.args[0]).ndim
+    axes, keepdims = reduced_axes(call), call.attrs.keepdims
+    if len(axes) == 1:
+        index = ctx.node(op_type, args, axis=axes[0], keepdims=int(keepdims))
+    else:
+        kept = [a for a in range(ndim) if a not in axes]
+        moved = ctx.node("Transpose", args, perm=kept + list(axes))
+        merged = ctx.node("Reshape", [moved, ctx.ints([0] * len(kept) + [-1])])
+        index = ctx.node(op_type, [merged], axis=len(kept), keepdims=0)
+        if keepdims:
+            index = unsqueeze(ctx, index, axes)
+    return ctx.node("Cast", [index], to=ctx.elem("int32"))

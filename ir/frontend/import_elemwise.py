@@ -1,0 +1,188 @@
+"""Converters of element-wise ONNX ops: arithmetic, comparisons, logic, activations, Cast, Clip, Where.
+
+Arithmetic, comparisons and `Cast` of constants are folded with numpy (they appear in shape
+computations); everything else becomes IR calls.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Callable
+
+import numpy as np
+
+from ..expr import Expr
+from .errors import FrontendError
+from .import_context import NodeContext, converter
+from .onnx_types import dtype_of_elem
+
+_UNARY = {
+    "Relu": "nn.relu", "Sigmoid": "sigmoid", "Tanh": "tanh", "Exp": "exp", "Log": "log", "Sqrt": "sqrt",
+    "Abs": "abs", "Neg": "negative", "Erf": "erf", "Floor": "floor", "Ceil": "ceil", "Round": "round",
+    "Sign": "sign", "Not": "logical_not",
+}
+
+
+def _truncating_divide(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """ONNX `Div`: true division for floats, rounding toward zero for integers."""
+    if np.issubdtype(np.result_type(a, b), np.integer):
+        return (np.sign(a) * np.sign(b) * (np.abs(a) // np.abs(b))).astype(np.result_type(a, b))
+    return np.divide(a, b)
+
+
+_BINARY: dict[str, tuple[str, Callable[[np.ndarray, np.ndarray], np.ndarray]]] = {
+    "Add": ("add", np.add), "Sub": ("subtract", np.subtract), "Mul": ("multiply", np.multiply),
+    "Div": ("divide", _truncating_divide),
+    "Equal": ("equal", np.equal), "Less": ("less", np.less), "Greater": ("greater", np.greater),
+    "LessOrEqual": ("less_equal", np.less_equal), "GreaterOrEqual": ("greater_equal", np.greater_equal),
+    "And": ("logical_and", np.logical_and), "Or": ("logical_or", np.logical_or),
+    "Xor": ("not_equal", np.not_equal),
+}
+
+
+@converter(*_UNARY)
+def convert_unary(ctx: NodeContext) -> Expr:
+    data = ctx.input(0)
+    if ctx.op_type in ("Neg", "Not", "Abs") and (value := ctx.constant_value(data)) is not None:
+        fold = {"Neg": np.negative, "Not": np.logical_not, "Abs": np.abs}[ctx.op_type]
+        return ctx.const(fold(value))
+    return ctx.call(_UNARY[ctx.op_type], data)
+
+
+@converter(*_BINARY)
+def convert_binary(ctx: NodeContext) -> Expr:
+    lhs, rhs = ctx.input(0), ctx.input(1)
+    op, fold = _BINARY[ctx.op_type]
+    a, b = ctx.constant_value(lhs), ctx.constant_value(rhs)
+    if a is not None and b is not None:
+        return ctx.const(fold(a, b))
+    return ctx.call(op, lhs, rhs)
+
+
+@converter("Pow")
+def convert_pow(ctx: NodeContext) -> Expr:
+    base, exponent = ctx.input(0), ctx.input(1)
+    dtype = ctx.type_of(base).dtype
+    if ctx.type_of(exponent).dtype != dtype:  # ONNX lets the exponent have its own type
+        exponent = ctx.call("cast", exponent, dtype=dtype)
+    return ctx.call("power", base, exponent)
+
+
+@converter("Mod")
+def convert_mod(ctx: NodeContext) -> Expr:
+    lhs, rhs = ctx.input(0), ctx.input(1)
+    if ctx.attr("fmod", 0):
+        return ctx.call("mod", lhs, rhs)  # the remainder takes the dividend's sign, like C fmod
+    # integer mod: the remainder takes the divisor's sign, lhs - floor(lhs / rhs) * rhs
+    return ctx.call("subtract", lhs, ctx.call("multiply", ctx.call("floor_divide", lhs, rhs), rhs))
+
+
+_VARIADIC = {"Sum": "add", "Max": "maximum", "Min": "minimum", "Mean": "add"}
+
+
+@converter(*_VARIADIC)
+def convert_variadic(ctx: NodeContext) -> Expr:
+    """`Sum`/`Max`/`Min`/`Mean` of any number of inputs, as a left-to-right chain of binary ops."""
+    operands = ctx.inputs()
+    if not operands:
+        raise FrontendError("needs at least one input")
+    values = [ctx.constant_value(x) for x in operands]
+    if ctx.op_type in ("Max", "Min") and all(v is not None for v in values):
+        return ctx.const(functools.reduce(np.maximum if ctx.op_type == "Max" else np.minimum, values))
+    result = functools.reduce(lambda acc, x: ctx.call(_VARIADIC[ctx.op_type], acc, x), operands)
+    if ctx.op_type == "Mean" and len(operands) > 1:
+        result = ctx.call("divide", result, ctx.const(len(operands), ctx.type_of(result).dtype))
+    return result
+
+
+@converter("Cast", "CastLike")
+def convert_cast(ctx: NodeContext) -> Expr:
+    data = ctx.input(0)
+    if ctx.op_type == "Cast":
+        dtype = dtype_of_elem(ctx.attr("to"), "attribute 'to'")
+    else:
+        dtype = ctx.type_of(ctx.input(1)).dtype
+    if (value := ctx.constant_value(data)) is not None:
+        return ctx.const(value.astype(dtype))
+    if ctx.type_of(data).dtype == dtype:
+        return data
+    return ctx.call("cast", data, dtype=dtype)
+
+
+def _limit(dtype: str, upper: bool) -> float:
+    if np.issubdtype(np.dtype(dtype), np.integer):
+        info = np.iinfo(dtype)
+        return float(info.max if upper else info.min)
+    return float("inf") if upper else float("-inf")
+
+
+@converter("Clip")
+def convert_clip(ctx: NodeContext) -> Expr:
+    data = ctx.input(0)
+    dtype = ctx.type_of(data).dtype
+    if ctx.opset < 11:
+        bounds = [ctx.attr("min", _limit(dtype, False)), ctx.attr("max", _limit(dtype, True))]
+    else:
+        bounds = [ctx.input(i) if ctx.has_input(i) else None for i in (1, 2)]
+        values = [None if b is None else ctx.graph.static_value(b) for b in bounds]
+        if any(b is not None and v is None for b, v in zip(bounds, values)):
+            # bounds computed at run time: min(max(x, lo), hi), in ONNX's order
+            if bounds[0] is not None:
+                data = ctx.call("maximum", data, bounds[0])
+            return data if bounds[1] is None else ctx.call("minimum", data, bounds[1])
+        bounds = [_limit(dtype, i == 1) if v is None else float(v.reshape(-1)[0]) for i, v in enumerate(values)]
+    return ctx.call("clip", data, a_min=bounds[0], a_max=bounds[1])
+
+
+@converter("Where")
+def convert_where(ctx: NodeContext) -> Expr:
+    cond, x, y = ctx.input(0), ctx.input(1), ctx.input(2)
+    values = [ctx.constant_value(v) for v in (cond, x, y)]
+    if all(v is not None for v in values):
+        return ctx.const(np.where(*values))
+    return ctx.call("where", cond, x, y)
+
+
+# -- activations that have no IR op of their own ----------------------------------------------------
+
+@converter("LeakyRelu")
+def convert_leaky_relu(ctx: NodeContext) -> Expr:
+    return ctx.call("nn.leaky_relu", ctx.input(0), alpha=ctx.attr("alpha", 0.01))
+
+
+@converter("PRelu")
+def convert_prelu(ctx: NodeContext) -> Expr:
+    data, slope = ctx.input(0), ctx.input(1)
+    zero = ctx.const(0, ctx.type_of(data).dtype)
+    return ctx.call("where", ctx.call("less", data, zero), ctx.call("multiply", data, slope), data)
+
+
+@converter("HardSigmoid", "HardSwish")
+def convert_hard_sigmoid(ctx: NodeContext) -> Expr:
+    data = ctx.input(0)
+    dtype = ctx.type_of(data).dtype
+    alpha, beta = (ctx.attr("alpha", 0.2), ctx.attr("beta", 0.5)) if ctx.op_type == "HardSigmoid" else (1 / 6, 0.5)
+    linear = ctx.call("add", ctx.call("multiply", data, ctx.const(alpha, dtype)), ctx.const(beta, dtype))
+    gate = ctx.call("clip", linear, a_min=0.0, a_max=1.0)
+    return gate if ctx.op_type == "HardSigmoid" else ctx.call("multiply", data, gate)
+
+
+@converter("Softplus")
+def convert_softplus(ctx: NodeContext) -> Expr:
+    data = ctx.input(0)
+    one = ctx.const(1, ctx.type_of(data).dtype)
+    return ctx.call("log", ctx.call("add", ctx.call("exp", data), one))
+
+
+@converter("Reciprocal")
+def convert_reciprocal(ctx: NodeContext) -> Expr:
+    data = ctx.input(0)
+    return ctx.call("divide", ctx.const(1, ctx.type_of(data).dtype), data)
+
+
+@converter("Gelu")
+def convert_gelu(ctx: NodeContext) -> Expr:
+    approximate = ctx.attr("approximate", "none")
+    if approximate not in ("none", "tanh"):
+        raise ctx.unsupported("approximate", approximate, "use 'none' or 'tanh'")
+    return ctx.call("nn.gelu", ctx.input(0), approximate=approximate)

@@ -1,0 +1,191 @@
+"""Converters of ONNX neural-network ops: convolution, pooling, Gemm/MatMul, normalization, softmax."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ..expr import Expr
+from ..op.shapes import known, normalize_axis
+from .errors import FrontendError
+from .import_context import NodeContext, converter
+
+
+def _pair(ctx: NodeContext, key: str, default: list[int]) -> list[int]:
+    value = list(ctx.attr(key, default))
+    if len(value) != 2:
+        raise FrontendError(f"attribute {key}={value} must have 2 entries (only 2-D windows are supported)")
+    return value
+
+
+def _window_padding(ctx: NodeContext, data: Expr, kernel: list[int], strides: list[int],
+                    dilations: list[int]) -> list[int]:
+    """Padding as (top, left, bottom, right) from `pads` ([b0, b1, e0, e1]) or `auto_pad`."""
+    auto_pad = ctx.attr("auto_pad", "NOTSET")
+    if auto_pad == "NOTSET":
+        pads = list(ctx.attr("pads", [0, 0, 0, 0]))
+        if len(pads) != 4:
+            raise FrontendError(f"attribute pads={pads} must have 4 entries")
+        return pads
+    if auto_pad == "VALID":
+        return [0, 0, 0, 0]
+    if auto_pad not in ("SAME_UPPER", "SAME_LOWER"):
+        raise ctx.unsupported("auto_pad", auto_pad, "use NOTSET, VALID, SAME_UPPER or SAME_LOWER")
+    before, after = [], []
+    for size, k, s, d in zip(ctx.type_of(data).shape[2:], kernel, strides, dilations):
+        if not known(size):
+            raise FrontendError(f"auto_pad={auto_pad} needs static spatial dimensions, got input shape "
+                                f"{ctx.type_of(data).shape_str()}")
+        total = max((-(-size // s) - 1) * s + (k - 1) * d + 1 - size, 0)
+        small, big = total // 2, total - total // 2
+        before.append(small if auto_pad == "SAME_UPPER" else big)
+        after.append(big if auto_pad == "SAME_UPPER" else small)
+    return before + after
+
+
+def _check_2d(ctx: NodeContext, data: Expr) -> None:
+    ty = ctx.type_of(data)
+    if ty.ndim != 4:
+        raise FrontendError(f"only 2-D {ctx.op_type} (4-D NCHW input) is supported, got input shape {ty.shape_str()}")
+
+
+@converter("Conv")
+def convert_conv(ctx: NodeContext) -> Expr:
+    data, weight = ctx.input(0), ctx.input(1)
+    _check_2d(ctx, data)
+    wshape = ctx.type_of(weight).shape
+    kernel = _pair(ctx, "kernel_shape", list(wshape[2:]))
+    strides, dilations = _pair(ctx, "strides", [1, 1]), _pair(ctx, "dilations", [1, 1])
+    out = ctx.call("nn.conv2d", data, weight, strides=strides, dilation=dilations, groups=ctx.attr("group", 1),
+                   padding=_window_padding(ctx, data, kernel, strides, dilations), kernel_size=kernel,
+                   channels=wshape[0] if known(wshape[0]) else None)
+    if ctx.has_input(2):
+        out = ctx.call("nn.bias_add", out, ctx.input(2), axis=1)
+    return out
+
+
+@converter("MaxPool", "AveragePool")
+def convert_pool(ctx: NodeContext) -> Expr | list[Expr]:
+    data = ctx.input(0)
+    _check_2d(ctx, data)
+    kernel = _pair(ctx, "kernel_shape", [])
+    strides, dilations = _pair(ctx, "strides", [1, 1]), _pair(ctx, "dilations", [1, 1])
+    attrs = dict(pool_size=kernel, strides=strides, dilation=dilations, ceil_mode=bool(ctx.attr("ceil_mode", 0)),
+                 padding=_window_padding(ctx, data, kernel, strides, dilations))
+    if ctx.op_type == "MaxPool":
+        return [ctx.call("nn.max_pool2d", data, **attrs)]  # the Indices output is not supported
+    return ctx.call("nn.avg_pool2d", data, count_include_pad=bool(ctx.attr("count_include_pad", 0)), **attrs)
+
+
+@converter("GlobalAveragePool", "GlobalMaxPool")
+def convert_global_pool(ctx: NodeContext) -> Expr:
+    data = ctx.input(0)
+    ndim = ctx.type_of(data).ndim
+    if ndim == 4:
+        op = "nn.global_avg_pool2d" if ctx.op_type == "GlobalAveragePool" else "nn.global_max_pool2d"
+        return ctx.call(op, data)
+    op = "mean" if ctx.op_type == "GlobalAveragePool" else "max"
+    return ctx.call(op, data, axis=list(range(2, ndim)), keepdims=True)
+
+
+@converter("Gemm")
+def convert_gemm(ctx: NodeContext) -> Expr:
+    """alpha * A' @ B' + beta * C, as nn.dense (B' constant or transposed) or nn.matmul, plus a bias."""
+    a, b = ctx.input(0), ctx.input(1)
+    alpha, beta = ctx.attr("alpha", 1.0), ctx.attr("beta", 1.0)
+    trans_b = bool(ctx.attr("transB", 0))
+    if ctx.attr("transA", 0):
+        a = ctx.call("transpose", a, axes=[1, 0])
+    if not trans_b and (b_value := ctx.constant_value(b)) is not None:
+        out = ctx.call("nn.dense", a, ctx.const(b_value.T))
+    elif trans_b:
+        out = ctx.call("nn.dense", a, b)
+    else:
+        out = ctx.call("nn.matmul", a, b)
+    dtype = ctx.type_of(out).dtype
+    if alpha != 1.0:
+        out = ctx.call("multiply", out, ctx.const(alpha, dtype))
+    if not ctx.has_input(2):
+        return out
+    bias = ctx.input(2)
+    if beta != 1.0:
+        bias_value = ctx.constant_value(bias)
+        bias = (ctx.const(bias_value * np.asarray(beta, dtype)) if bias_value is not None
+                else ctx.call("multiply", bias, ctx.const(beta, dtype)))
+    if ctx.type_of(bias).ndim == 1:
+        return ctx.call("nn.bias_add", out, bias, axis=-1)
+    return ctx.call("add", out, bias)
+
+
+@converter("MatMul")
+def convert_matmul(ctx: NodeContext) -> Expr:
+    """numpy.matmul: nn.dense when B is a 2-D constant, else nn.matmul (1-D operands get a unit axis)."""
+    a, b = ctx.input(0), ctx.input(1)
+    a_rank, b_rank = ctx.type_of(a).ndim, ctx.type_of(b).ndim
+    b_value = ctx.constant_value(b)
+    if b_rank == 2 and b_value is not None:
+        return ctx.call("nn.dense", a, ctx.const(b_value.T))
+    if a_rank == 1:
+        a = ctx.call("expand_dims", a, axis=0)
+    if b_rank == 1:
+        b = ctx.call("expand_dims", b, axis=1)
+    out = ctx.call("nn.matmul", a, b)
+    unit_axes = ([-1] if b_rank == 1 else []) + ([-2] if a_rank == 1 else [])
+    return ctx.call("squeeze", out, axis=unit_axes) if unit_axes else out
+
+
+@converter("BatchNormalization")
+def convert_batch_norm(ctx: NodeContext) -> list[Expr]:
+    if ctx.attr("training_mode", 0):
+        raise ctx.unsupported("training_mode", 1, "only inference graphs are imported")
+    if not ctx.attr("spatial", 1):
+        raise ctx.unsupported("spatial", 0, "statistics must be per channel")
+    data, gamma, beta, mean, var = (ctx.input(i) for i in range(5))
+    bn = ctx.call("nn.batch_norm", data, gamma, beta, mean, var, axis=1, epsilon=ctx.attr("epsilon", 1e-5))
+    # in inference the optional outputs are the running statistics, which batch_norm returns as-is
+    return [ctx.item(bn, i) for i in range(min(3, ctx.num_outputs))]
+
+
+@converter("LRN")
+def convert_lrn(ctx: NodeContext) -> Expr:
+    return ctx.call("nn.lrn", ctx.input(0), size=ctx.attr("size"), axis=1, bias=ctx.attr("bias", 1.0),
+                    alpha=ctx.attr("alpha", 1e-4), beta=ctx.attr("beta", 0.75))
+
+
+@converter("Softmax", "LogSoftmax")
+def convert_softmax(ctx: NodeContext) -> Expr:
+    """Since opset 13 over one axis; before, over the input coerced to 2-D at `axis` (default 1)."""
+    data = ctx.input(0)
+    op = "nn.softmax" if ctx.op_type == "Softmax" else "nn.log_softmax"
+    if ctx.opset >= 13:
+        return ctx.call(op, data, axis=ctx.attr("axis", -1))
+    ndim = ctx.type_of(data).ndim
+    axis = normalize_axis(ctx.attr("axis", 1), ndim)
+    if axis == ndim - 1:
+        return ctx.call(op, data, axis=-1)
+    shape = ctx.static_shape(data, f"{ctx.op_type} over axes {axis}.. (the input coerced to 2-D)")
+    flat = ctx.call("reshape", data, newshape=[math.prod(shape[:axis]), math.prod(shape[axis:])])
+    return ctx.call("reshape", ctx.call(op, flat, axis=1), newshape=list(shape))
+
+
+@converter("LayerNormalization")
+def convert_layer_norm(ctx: NodeContext) -> list[Expr]:
+    """Normalizes over axes `axis`..last: nn.layer_norm for the last axis alone, else the formula.
+    The Mean and InvStdDev outputs are not supported."""
+    data, scale = ctx.input(0), ctx.input(1)
+    bias = ctx.input(2) if ctx.has_input(2) else None
+    ndim = ctx.type_of(data).ndim
+    axis = normalize_axis(ctx.attr("axis", -1), ndim)
+    epsilon = ctx.attr("epsilon", 1e-5)
+    dtype = ctx.type_of(data).dtype
+    if axis == ndim - 1 and ctx.type_of(scale).ndim == 1:
+        if bias is None:
+            bias = ctx.const(np.zeros(ctx.static_shape(scale, "a missing bias (made of zeros)"), dtype))
+        return [ctx.call("nn.layer_norm", data, scale, bias, axis=-1, epsilon=epsilon)]
+    axes = list(range(axis, ndim))
+    centered = ctx.call("subtract", data, ctx.call("mean", data, axis=axes, keepdims=True))
+    variance = ctx.call("mean", ctx.call("multiply", centered, centered), axis=axes, keepdims=True)
+    std = ctx.call("sqrt", ctx.call("add", variance, ctx.const(epsilon, dtype)))
+    out = ctx.call("multiply", ctx.call("divide", centered, std), scale)
+    return [out if bias is None else ctx.call("add", out, bias)]

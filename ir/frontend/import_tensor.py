@@ -1,0 +1,321 @@
+"""Converters of ONNX shape, layout, indexing and reduction ops, and of constants.
+
+The ops that shape computations are made of (`Shape`, `ConstantOfShape`, `Reshape`, `Concat`,
+`Gather`, `Slice`, `Squeeze`/`Unsqueeze`, `Expand`, ...) fold to constants when their data inputs
+are constant; `Shape` and `Size` fold whenever the input's shape is static.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Sequence
+
+import numpy as np
+
+from ..errors import ShapeError
+from ..expr import Expr
+from ..op.shapes import broadcast_shapes, known, normalize_axis
+from .errors import FrontendError
+from .import_context import NodeContext, converter
+
+
+def _ints(values) -> list[int]:
+    return [int(v) for v in np.asarray(values).reshape(-1)]
+
+
+def _axes_operand(ctx: NodeContext, input_since: int, index: int = 1) -> list[int] | None:
+    """`axes` from the attribute (before opset `input_since`) or from input `index` (since it)."""
+    if ctx.opset < input_since:
+        axes = ctx.attr("axes", None)
+    else:
+        axes = ctx.optional_static(index, "axes")
+    return None if axes is None else _ints(axes)
+
+
+def _normalized(axes: Sequence[int], ndim: int) -> list[int]:
+    """Axes made non-negative; an out-of-range axis raises a `ShapeError`, which names it."""
+    return [normalize_axis(a, ndim) for a in axes]
+
+
+# -- pass-through and constants ---------------------------------------------------------------------
+
+@converter("Identity")
+def convert_identity(ctx: NodeContext) -> Expr:
+    return ctx.input(0)
+
+
+@converter("Dropout")
+def convert_dropout(ctx: NodeContext) -> list[Expr]:
+    """Inference dropout passes its input through; the mask output is not supported."""
+    training = ctx.optional_static(2, "training_mode") if ctx.opset >= 12 else None
+    if training is not None and bool(training):
+        raise ctx.unsupported("training_mode", bool(training), "only inference graphs are imported")
+    return [ctx.input(0)]
+
+
+@converter("Constant")
+def convert_constant(ctx: NodeContext) -> Expr:
+    for key, dtype in (("value", None), ("value_float", "float32"), ("value_floats", "float32"),
+                       ("value_int", "int64"), ("value_ints", "int64")):
+        if ctx.has_attr(key):
+            return ctx.const(ctx.attr(key), dtype)
+    given = [a.name for a in ctx.node.attribute]
+    raise FrontendError(f"a Constant needs a numeric tensor value; attribute(s) {given} are not supported")
+
+
+@converter("ConstantOfShape")
+def convert_constant_of_shape(ctx: NodeContext) -> Expr:
+    shape = _ints(ctx.static_input(0, "output shape"))
+    fill = ctx.attr("value", np.zeros(1, "float32"))
+    return ctx.const(np.broadcast_to(fill.reshape(-1)[0], shape))  # the constant copies it once
+
+
+@converter("Shape")
+def convert_shape(ctx: NodeContext) -> Expr:
+    shape = ctx.static_shape(ctx.input(0), "Shape (folded at import)")
+    start, end = ctx.attr("start", 0), ctx.attr("end", None)  # opset 15 slices the shape
+    return ctx.const(np.array(shape[slice(start, end)], dtype="int64"))
+
+
+@converter("Size")
+def convert_size(ctx: NodeContext) -> Expr:
+    shape = ctx.static_shape(ctx.input(0), "Size (folded at import)")
+    return ctx.const(np.array(math.prod(shape), dtype="int64"))
+
+
+@converter("Range")
+def convert_range(ctx: NodeContext) -> Expr:
+    start, limit, delta = (ctx.static_input(i, what) for i, what in enumerate(("start", "limit", "delta")))
+    return ctx.const(np.arange(start.item(), limit.item(), delta.item()).astype(start.dtype))
+
+
+# -- layout -------------------------------------------------------------------------------------------
+
+@converter("Reshape")
+def convert_reshape(ctx: NodeContext) -> Expr:
+    data = ctx.input(0)
+    newshape = _ints(ctx.static_input(1, "target shape"))
+    if ctx.attr("allowzero", 0) and 0 in newshape:
+        raise ctx.unsupported("allowzero", 1, "a 0 in the target shape must copy the input dimension")
+    if (value := ctx.constant_value(data)) is not None:
+        return ctx.const(value.reshape([value.shape[i] if n == 0 else n for i, n in enumerate(newshape)]))
+    return ctx.call("reshape", data, newshape=newshape)
+
+
+@converter("Flatten")
+def convert_flatten(ctx: NodeContext) -> Expr:
+    data = ctx.input(0)
+    shape = ctx.type_of(data).shape
+    axis = ctx.attr("axis", 1)
+    axis = axis + len(shape) if axis < 0 else axis
+    if axis == 0:
+        newshape = [1, -1]
+    elif all(known(d) for d in shape[:axis]):
+        newshape = [math.prod(shape[:axis]), -1]
+    elif axis == 1:
+        newshape = [0, -1]
+    else:
+        raise FrontendError(f"Flatten(axis={axis}) needs static leading dimensions, got shape "
+                            f"{ctx.type_of(data).shape_str()}")
+    if (value := ctx.constant_value(data)) is not None:
+        return ctx.const(value.reshape(newshape))
+    return ctx.call("reshape", data, newshape=newshape)
+
+
+@converter("Transpose")
+def convert_transpose(ctx: NodeContext) -> Expr:
+    data = ctx.input(0)
+    perm = ctx.attr("perm", None)
+    if (value := ctx.constant_value(data)) is not None:
+        return ctx.const(np.transpose(value, perm))
+    return ctx.call("transpose", data, axes=perm)
+
+
+@converter("Concat")
+def convert_concat(ctx: NodeContext) -> Expr:
+    parts = ctx.inputs()
+    axis = ctx.attr("axis")
+    values = [ctx.constant_value(p) for p in parts]
+    if all(v is not None for v in values):
+        return ctx.const(np.concatenate(values, axis=axis))
+    return ctx.call("concatenate", parts, axis=axis)
+
+
+@converter("Split")
+def convert_split(ctx: NodeContext) -> list[Expr]:
+    data = ctx.input(0)
+    ty = ctx.type_of(data)
+    axis = normalize_axis(ctx.attr("axis", 0), ty.ndim)
+    size = ty.shape[axis]
+    sizes = ctx.attr("split", None) if ctx.opset < 13 else ctx.optional_static(1, "split sizes")
+    count = ctx.num_outputs
+    if sizes is not None:
+        sizes = _ints(sizes)
+        if len(sizes) != count or (known(size) and sum(sizes) != size):
+            raise FrontendError(f"split sizes {sizes} do not cut dimension {axis} (size {size}) into {count} outputs")
+    elif known(size) and size % count:  # opset 18: the last part is the smaller one
+        part = -(-size // count)
+        sizes = [part] * (count - 1) + [size - part * (count - 1)]
+    if sizes is None or len(set(sizes)) == 1:
+        sections = count
+    else:
+        sections = np.cumsum(sizes)[:-1].tolist()
+    parts = ctx.call("split", data, indices_or_sections=sections, axis=axis)
+    return [ctx.item(parts, i) for i in range(count)]
+
+
+def _onnx_slice_start(start: int, step: int, dim) -> int:
+    """ONNX clamps a negative-step start below the first element to the first element; Python
+    slicing would select nothing, so make the start 0 when the dimension is known."""
+    if step < 0 and known(dim) and start < -dim:
+        return 0
+    return start
+
+
+@converter("Slice")
+def convert_slice(ctx: NodeContext) -> Expr:
+    data = ctx.input(0)
+    shape = ctx.type_of(data).shape
+    if ctx.opset < 10:
+        starts, ends, axes, steps = ctx.attr("starts"), ctx.attr("ends"), ctx.attr("axes", None), None
+    else:
+        starts, ends = ctx.static_input(1, "starts"), ctx.static_input(2, "ends")
+        axes, steps = ctx.optional_static(3, "axes"), ctx.optional_static(4, "steps")
+    starts, ends = _ints(starts), _ints(ends)
+    axes = list(range(len(starts))) if axes is None else _normalized(_ints(axes), len(shape))
+    steps = [1] * len(starts) if steps is None else _ints(steps)
+    starts = [_onnx_slice_start(b, s, shape[a]) for a, b, s in zip(axes, starts, steps)]
+    if (value := ctx.constant_value(data)) is not None:
+        index = [slice(None)] * value.ndim
+        for a, b, e, s in zip(axes, starts, ends, steps):
+            index[a] = slice(b, e, s)
+        return ctx.const(value[tuple(index)])
+    return ctx.call("strided_slice", data, begin=starts, end=ends, strides=steps, axes=axes)
+
+
+@converter("Squeeze")
+def convert_squeeze(ctx: NodeContext) -> Expr:
+    data = ctx.input(0)
+    axes = _axes_operand(ctx, 13) or None  # no axes, or empty ones: every unit axis
+    if (value := ctx.constant_value(data)) is not None:
+        return ctx.const(np.squeeze(value, axis=None if axes is None else tuple(axes)))
+    return ctx.call("squeeze", data, axis=axes)
+
+
+@converter("Unsqueeze")
+def convert_unsqueeze(ctx: NodeContext) -> Expr:
+    """Unsqueeze axes index the output; inserting them in ascending order keeps every index valid."""
+    data = ctx.input(0)
+    axes = _axes_operand(ctx, 13)
+    if axes is None:
+        raise FrontendError("Unsqueeze needs axes")
+    axes = sorted(_normalized(axes, ctx.type_of(data).ndim + len(axes)))
+    if (value := ctx.constant_value(data)) is not None:
+        return ctx.const(np.expand_dims(value, tuple(axes)))
+    runs: list[list[int]] = []  # consecutive axes become one expand_dims
+    for a in axes:
+        if runs and runs[-1][0] + runs[-1][1] == a:
+            runs[-1][1] += 1
+        else:
+            runs.append([a, 1])
+    for start, count in runs:
+        data = ctx.call("expand_dims", data, axis=start, num_newaxis=count)
+    return data
+
+
+@converter("Expand")
+def convert_expand(ctx: NodeContext) -> Expr:
+    data = ctx.input(0)
+    target = _ints(ctx.static_input(1, "target shape"))
+    shape = ctx.type_of(data).shape
+    try:
+        out = broadcast_shapes(shape, target)
+    except ShapeError as err:
+        raise FrontendError(f"cannot expand shape {ctx.type_of(data).shape_str()} to {target}: {err}") from None
+    if not all(known(d) for d in out):
+        raise FrontendError(f"expanding shape {ctx.type_of(data).shape_str()} to {target} gives a dynamic shape")
+    if (value := ctx.constant_value(data)) is not None:
+        return ctx.const(np.broadcast_to(value, out))
+    if tuple(out) == tuple(shape):
+        return data
+    return ctx.call("broadcast_to", data, shape=list(out))
+
+
+@converter("Pad")
+def convert_pad(ctx: NodeContext) -> Expr:
+    data = ctx.input(0)
+    ndim = ctx.type_of(data).ndim
+    mode = ctx.attr("mode", "constant")
+    if mode not in ("constant", "reflect", "edge"):
+        raise ctx.unsupported("mode", mode, "use constant, reflect or edge")
+    if ctx.opset < 11:
+        pads, value, axes = _ints(ctx.attr("pads")), float(ctx.attr("value", 0.0)), None
+    else:
+        pads = _ints(ctx.static_input(1, "pads"))
+        fill = ctx.optional_static(2, "constant_value")
+        value = 0.0 if fill is None or fill.size == 0 else float(fill.reshape(-1)[0])
+        axes = ctx.optional_static(3, "axes") if ctx.opset >= 18 else None
+    axes = list(range(ndim)) if axes is None else _normalized(_ints(axes), ndim)
+    if len(pads) != 2 * len(axes):
+        raise FrontendError(f"pads {pads} must have 2 x {len(axes)} entries")
+    if any(p < 0 for p in pads):
+        raise FrontendError(f"negative pads {pads} (cropping) are not supported")
+    width = [[0, 0] for _ in range(ndim)]
+    for i, a in enumerate(axes):
+        width[a] = [pads[i], pads[i + len(axes)]]
+    return ctx.call("nn.pad", data, pad_width=width, pad_value=value, pad_mode=mode)
+
+
+# -- indexing -----------------------------------------------------------------------------------------
+
+@converter("Gather")
+def convert_gather(ctx: NodeContext) -> Expr:
+    data, indices = ctx.input(0), ctx.input(1)
+    shape = ctx.type_of(data).shape
+    axis = normalize_axis(ctx.attr("axis", 0), len(shape))
+    index_values = ctx.constant_value(indices)
+    if index_values is None:  # ONNX indices may be negative (counted from the end): wrap them
+        return ctx.call("take", data, indices, axis=axis, mode="wrap")
+    size = shape[axis]
+    if known(size):
+        if np.any((index_values < -size) | (index_values >= size)):
+            raise FrontendError(f"indices {index_values.tolist()} are out of range for dimension {axis} of size {size}")
+        index_values = np.where(index_values < 0, index_values + size, index_values).astype(index_values.dtype)
+    if (value := ctx.constant_value(data)) is not None:
+        return ctx.const(np.take(value, index_values, axis=axis))
+    mode = "fast" if known(size) else "wrap"
+    return ctx.call("take", data, ctx.const(index_values), axis=axis, mode=mode)
+
+
+# -- reductions ---------------------------------------------------------------------------------------
+
+_REDUCE = {  # ONNX op -> (IR reduction, opset since which axes is an input)
+    "ReduceSum": ("sum", 13), "ReduceMean": ("mean", 18), "ReduceMax": ("max", 18), "ReduceMin": ("min", 18),
+    "ReduceProd": ("prod", 18), "ReduceSumSquare": ("sum", 18), "ReduceL1": ("sum", 18), "ReduceL2": ("sum", 18),
+}
+
+
+@converter(*_REDUCE)
+def convert_reduce(ctx: NodeContext) -> Expr:
+    data = ctx.input(0)
+    op, input_since = _REDUCE[ctx.op_type]
+    axes = _axes_operand(ctx, input_since)
+    if not axes:
+        if ctx.attr("noop_with_empty_axes", 0):
+            return data
+        axes = None
+    if ctx.op_type in ("ReduceSumSquare", "ReduceL2"):
+        data = ctx.call("multiply", data, data)
+    elif ctx.op_type == "ReduceL1":
+        data = ctx.call("abs", data)
+    out = ctx.call(op, data, axis=axes, keepdims=bool(ctx.attr("keepdims", 1)))
+    return ctx.call("sqrt", out) if ctx.op_type == "ReduceL2" else out
+
+
+@converter("ArgMax", "ArgMin")
+def convert_arg_reduce(ctx: NodeContext) -> Expr:
+    if ctx.attr("select_last_index", 0):
+        raise ctx.unsupported("select_last_index", 1, "ties must resolve to the first index")
+    op = "argmax" if ctx.op_type == "ArgMax" else "argmin"
+    index = ctx.call(op, ctx.input(0), axis=ctx.attr("axis", 0), keepdims=bool(ctx.attr("keepdims", 1)))
+    return ctx.call("cast", index, dtype="int64")  # ONNX indices are int64, the IR's int32

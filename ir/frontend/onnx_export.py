@@ -1,0 +1,303 @@
+"""IR -> ONNX: `to_onnx(mod, params)` gives a checked `onnx.ModelProto` that ONNX Runtime runs.
+
+    model = to_onnx(mod, params)                     # opset 17 unless `opset=` says otherwise
+    onnx.save(model, "optimized.onnx")
+
+`main`'s parameters named in `params` become initializers, the others graph inputs (a `SizeVar`
+dimension becomes a `dim_param`); constants become initializers. Every registered op has an
+emitter (fused forms are decomposed into standard ONNX ops); `Let` bindings and calls of inner
+functions (e.g. partitioned composites) are inlined; `If` becomes an ONNX `If` with subgraphs.
+A node used several times is exported once. A large constant whose elements are all equal (a
+zero or one fill) becomes a `ConstantOfShape` node rather than an initializer, which keeps files
+small; importing folds it back into a constant.
+"""
+
+from __future__ import annotations
+
+from typing import Mapping
+
+import numpy as np
+import onnx
+
+from ..errors import IRError
+from ..expr import Call, Constant, Expr, Function, If, Tuple, TupleGetItem, Var
+from ..module import IRModule
+from ..op.registry import Op
+from ..type_infer import infer_type, types_compatible
+from ..types import TensorType, TupleType, Type
+from ..visitor import free_vars
+from . import export_elemwise, export_nn, export_tensor  # noqa: F401  (register emitters)
+from .errors import FrontendError
+from .export_context import EMITTERS, EmitContext, Names, Value
+from .inline import inline_bindings
+from .onnx_types import elem_of_dtype, value_info
+
+__all__ = ["to_onnx", "DEFAULT_OPSET", "OLDEST_EXPORT_OPSET"]
+
+DEFAULT_OPSET = 17  # the first with LayerNormalization
+OLDEST_EXPORT_OPSET = 13
+_SHARED_CONSTANT_ELEMENTS = 16  # emitter constants up to this size are shared by value
+_SPLAT_MIN_ELEMENTS = 1024  # a constant this large whose elements are all equal becomes ConstantOfShape
+
+
+def _is_splat(data: np.ndarray) -> bool:
+    flat = data.reshape(-1)
+    return bool(np.all(flat[:64] == flat[0])) and bool(np.all(flat == flat[0]))  # cheap rejection first
+
+
+def _flatten(value: Value) -> list[str]:
+    return [value] if isinstance(value, str) else [n for v in value for n in _flatten(v)]
+
+
+def _flatten_type(ty: Type) -> list[TensorType]:
+    if isinstance(ty, TupleType):
+        return [t for f in ty.fields for t in _flatten_type(f)]
+    if not isinstance(ty, TensorType):
+        raise FrontendError(f"only tensors and tuples of tensors can be exported, got a value of type {ty}")
+    return [ty]
+
+
+def _unflatten(names: list[str], ty: Type) -> Value:
+    if not isinstance(ty, TupleType):
+        return names.pop(0)
+    return tuple(_unflatten(names, f) for f in ty.fields)
+
+
+def _describe(call: Call) -> str:
+    inputs = ", ".join(str(a.checked_type) for a in call.args)
+    return f"{call.op.name} (inputs {inputs})"
+
+
+class _Scope:
+    """The ONNX values of IR nodes in one graph or subgraph; a subgraph sees its parents' values."""
+
+    def __init__(self, parent: "_Scope | None" = None):
+        self.parent = parent
+        self.values: dict[Expr, Value] = {}
+        self.nodes: list[onnx.NodeProto] = []
+
+    @property
+    def root(self) -> "_Scope":
+        scope = self
+        while scope.parent is not None:
+            scope = scope.parent
+        return scope
+
+    def find(self, expr: Expr) -> Value | None:
+        scope: _Scope | None = self
+        while scope is not None:
+            if expr in scope.values:
+                return scope.values[expr]
+            scope = scope.parent
+        return None
+
+
+class _GraphExporter:
+    """Walks the (inlined, typed) body of `main` and emits ONNX nodes, constants and subgraphs."""
+
+    def __init__(self, opset: int):
+        self.opset = opset
+        self.names = Names()
+        self.initializers: list[tuple[str, np.ndarray]] = []
+        self._constant_names: dict[Expr, str] = {}
+        self._shared_constants: dict[tuple, str] = {}
+
+    def add_initializer(self, name: str, value: np.ndarray) -> None:
+        elem_of_dtype(value.dtype.name, f"constant {name!r}")
+        self.initializers.append((name, value))
+
+    def write_initializers(self, graph: onnx.GraphProto) -> None:
+        """Add the initializers to `graph` in place (weights can be large: each is copied once)."""
+        for name, value in self.initializers:
+            tensor = graph.initializer.add()
+            tensor.name = name
+            tensor.data_type = elem_of_dtype(value.dtype.name, name)
+            tensor.dims.extend(value.shape)
+            tensor.raw_data = np.ascontiguousarray(value, dtype=value.dtype.newbyteorder("<")).tobytes()
+
+    def context(self, scope: _Scope) -> EmitContext:
+        """An emitter context that appends to the nodes of `scope`."""
+        return EmitContext(self.opset, self.names, scope.nodes, self.small_constant)
+
+    def small_constant(self, value: np.ndarray) -> str:
+        key = (value.dtype.str, value.shape, value.tobytes()) if value.size <= _SHARED_CONSTANT_ELEMENTS else None
+        if key is not None and key in self._shared_constants:
+            return self._shared_constants[key]
+        name = self.names.fresh("const")
+        self.add_initializer(name, value)
+        if key is not None:
+            self._shared_constants[key] = name
+        return name
+
+    def constant(self, constant: Constant, scope: _Scope) -> str:
+        """The name of a constant, exported once: an initializer, or a fill node in the root graph
+        (which every subgraph sees)."""
+        if constant not in self._constant_names:
+            data = np.asarray(constant.data)
+            if data.size >= _SPLAT_MIN_ELEMENTS and _is_splat(data):
+                ctx = self.context(scope.root)
+                fill = onnx.numpy_helper.from_array(data.reshape(-1)[:1])
+                name = ctx.node("ConstantOfShape", [ctx.ints(data.shape)], value=fill)
+            else:
+                name = self.names.fresh("const")
+                self.add_initializer(name, data)
+            self._constant_names[constant] = name
+        return self._constant_names[constant]
+
+    def export(self, expr: Expr, scope: _Scope) -> Value:
+        for node in self._order(expr, scope):
+            scope.values[node] = self._emit(node, scope)
+        return scope.find(expr)
+
+    def _order(self, expr: Expr, scope: _Scope) -> list[Expr]:
+        """Nodes not yet exported in `scope`, children first; If branches are left to subgraphs."""
+        order: list[Expr] = []
+        seen: set[Expr] = set()
+        stack: list[tuple[Expr, bool]] = [(expr, False)]
+        while stack:
+            node, expanded = stack.pop()
+            if expanded:
+                order.append(node)
+                continue
+            if node in seen or scope.find(node) is not None:
+                continue
+            seen.add(node)
+            stack.append((node, True))
+            for child in reversed(self._inputs(node)):
+                stack.append((child, False))
+        return order
+
+    @staticmethod
+    def _inputs(node: Expr) -> tuple[Expr, ...]:
+        if isinstance(node, Call):
+            if not isinstance(node.op, Op):
+                raise FrontendError(f"a call of a {type(node.op).__name__} (not an inlinable function) cannot be "
+                                    f"exported; only calls of ops and of function literals are supported")
+            return node.args
+        if isinstance(node, Tuple):
+            return node.fields
+        if isinstance(node, TupleGetItem):
+            return (node.tuple_value,)
+        if isinstance(node, If):
+            return (node.cond,)
+        if isinstance(node, Function):
+            raise FrontendError("a function value (one that is not called) cannot be exported")
+        return ()
+
+    def _emit(self, node: Expr, scope: _Scope) -> Value:
+        if isinstance(node, Constant):
+            return self.constant(node, scope)
+        if isinstance(node, Var):
+            raise FrontendError(f"variable %{node.name_hint} is not a parameter of main; it cannot be exported")
+        if isinstance(node, Tuple):
+            return tuple(scope.find(f) for f in node.fields)
+        if isinstance(node, TupleGetItem):
+            return scope.find(node.tuple_value)[node.index]
+        if isinstance(node, If):
+            return self._emit_if(node, scope)
+        return self._emit_call(node, scope)
+
+    def _emit_call(self, call: Call, scope: _Scope) -> Value:
+        emitter = EMITTERS.get(call.op.name)
+        if emitter is None:
+            raise FrontendError(f"op {call.op.name} has no ONNX export")
+        ctx = self.context(scope)
+        try:
+            return emitter(ctx, call, [scope.find(a) for a in call.args])
+        except IRError as err:
+            raise FrontendError(f"exporting {_describe(call)}: {err}") from None
+
+    def _emit_if(self, node: If, scope: _Scope) -> Value:
+        cond_type = node.cond.checked_type
+        if not isinstance(cond_type, TensorType) or any(d != 1 for d in cond_type.shape):
+            raise FrontendError(f"an If condition must hold one bool value to export, got {cond_type}")
+        branches = []
+        for name, branch in (("then", node.true_branch), ("else", node.false_branch)):
+            child = _Scope(scope)
+            results = _flatten(self.export(branch, child))
+            outputs = [self.names.fresh(f"{name}_out") for _ in results]
+            for result, out in zip(results, outputs):  # a subgraph output must be produced inside it
+                child.nodes.append(onnx.helper.make_node("Identity", [result], [out], name=out))
+            infos = [value_info(o, t) for o, t in zip(outputs, _flatten_type(branch.checked_type))]
+            branches.append(onnx.helper.make_graph(child.nodes, self.names.fresh(f"{name}_branch"), [], infos))
+        ctx = self.context(scope)
+        count = len(_flatten_type(node.checked_type))
+        outputs = ctx.node("If", [scope.find(node.cond)], outputs=count, then_branch=branches[0],
+                           else_branch=branches[1])
+        return _unflatten([outputs] if count == 1 else list(outputs), node.checked_type)
+
+
+def _main(mod: IRModule | Expr) -> Function:
+    if isinstance(mod, IRModule):
+        return mod["main"]
+    if isinstance(mod, Function):
+        return mod
+    if isinstance(mod, Expr):
+        return Function(free_vars(mod), mod)
+    raise TypeError(f"to_onnx takes an IRModule or an IR expression, got {type(mod).__name__}")
+
+
+def _check_param(var: Var, value: np.ndarray) -> None:
+    ty = var.checked_type
+    if not types_compatible(TensorType(value.shape, value.dtype.name), ty):
+        raise FrontendError(f"params[{var.name_hint!r}] has shape {value.shape} and dtype {value.dtype.name}, "
+                            f"but the parameter is {ty}")
+
+
+def to_onnx(mod: IRModule | Expr, params: Mapping[str, np.ndarray] | None = None, opset: int | None = None,
+            name: str = "main") -> onnx.ModelProto:
+    """Export `mod["main"]` (or an expression) as an ONNX model checked by `onnx.checker`.
+
+    `params` maps parameter names to arrays (anything with `.numpy()` works too); those become
+    initializers. `opset` defaults to 17; 13 to the newest the installed `onnx` defines are
+    accepted. A tuple result becomes several graph outputs (nested tuples are flattened).
+    """
+    opset = DEFAULT_OPSET if opset is None else opset
+    newest = onnx.defs.onnx_opset_version()
+    if not OLDEST_EXPORT_OPSET <= opset <= newest:
+        raise FrontendError(f"cannot export to opset {opset}: choose one from {OLDEST_EXPORT_OPSET} to {newest}")
+    main = _main(mod)
+    func = infer_type(Function(main.params, inline_bindings(main.body)))
+    values = {k: v.numpy() if hasattr(v, "numpy") and not isinstance(v, np.ndarray) else np.asarray(v)
+              for k, v in (params or {}).items()}
+    by_name = {p.name_hint: p for p in func.params}
+    unknown = sorted(set(values) - set(by_name))
+    if unknown:
+        raise FrontendError(f"params {unknown} are not parameters of main; its parameters are {sorted(by_name)}")
+
+    exporter = _GraphExporter(opset)
+    root = _Scope()
+    inputs = []
+    for param in func.params:
+        exporter.names.reserve(param.name_hint)
+        root.values[param] = param.name_hint
+        if param.name_hint in values:
+            _check_param(param, values[param.name_hint])
+            exporter.add_initializer(param.name_hint, values[param.name_hint])
+        elif isinstance(param.checked_type, TensorType):
+            inputs.append(value_info(param.name_hint, param.checked_type))
+        else:
+            raise FrontendError(f"parameter %{param.name_hint} has type {param.checked_type}; "
+                                f"graph inputs must be tensors")
+
+    results = _flatten(exporter.export(func.body, root))
+    produced = {n for node in root.nodes for n in node.output}
+    output_names: list[str] = []
+    for result in results:  # a graph output must be a node output, and each one distinct
+        if result not in produced or result in output_names:
+            renamed = exporter.names.fresh("output")
+            root.nodes.append(onnx.helper.make_node("Identity", [result], [renamed], name=renamed))
+            result = renamed
+        output_names.append(result)
+    outputs = [value_info(n, t) for n, t in zip(output_names, _flatten_type(func.body.checked_type))]
+
+    graph = onnx.helper.make_graph(root.nodes, name, inputs, outputs)
+    opset_ids = [onnx.helper.make_opsetid("", opset)]
+    model = onnx.helper.make_model(graph, opset_imports=opset_ids, producer_name="relay-eqsat",
+                                   ir_version=onnx.helper.find_min_ir_version_for(opset_ids))
+    exporter.write_initializers(model.graph)
+    try:
+        onnx.checker.check_model(model)
+    except onnx.checker.ValidationError as err:
+        raise FrontendError(f"the exported model does not pass onnx.checker: {err}") from None
+    return model

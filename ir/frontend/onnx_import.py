@@ -1,0 +1,214 @@
+"""ONNX -> IR: `from_onnx(model)` gives a typed `IRModule` and the weights left as parameters.
+
+    mod, params = from_onnx("resnet50.onnx", shape={"data": (1, 3, 224, 224)})
+    print(mod["main"].astext())
+
+Opsets 9 to the newest the installed `onnx` defines are read; each converter handles the
+attribute-vs-input changes of its op across those opsets. Shape computations whose inputs are all
+constant (`Shape` of a static tensor, `ConstantOfShape`, `Cast`/`Concat`/`Gather`/`Unsqueeze` of
+constants, ...) are folded while importing, so e.g. a `Reshape` target becomes an attribute.
+"""
+
+from __future__ import annotations
+
+import difflib
+import os
+from pathlib import Path
+from typing import Mapping, Sequence
+
+import numpy as np
+import onnx
+
+from ..errors import IRError, TypeInferenceError
+from ..expr import Constant, Expr, Function, Tuple, Var
+from ..module import IRModule
+from ..type_infer import infer_type
+from ..types import TensorType
+from ..visitor import free_vars
+from . import import_control, import_elemwise, import_nn, import_tensor  # noqa: F401  (register converters)
+from .errors import FrontendError
+from .import_context import CONVERTERS, NodeContext, TypeCache
+from .onnx_types import array_of, tensor_type_of
+
+__all__ = ["from_onnx", "load_model", "GraphImporter", "OLDEST_OPSET"]
+
+OLDEST_OPSET = 9
+_DEFAULT_DOMAINS = ("", "ai.onnx")
+
+
+def load_model(model: onnx.ModelProto | str | os.PathLike | bytes) -> onnx.ModelProto:
+    """A `ModelProto` from a proto, a file path or serialized bytes.
+
+    Bytes or files that do not parse, or parse into something without a graph, raise
+    `FrontendError` saying the model could not be parsed. The model is not run through
+    `onnx.checker` (which rejects, e.g., outputs without a shape that ONNX Runtime accepts):
+    a value that no node defines is reported when a node uses it.
+    """
+    if isinstance(model, onnx.ModelProto):
+        proto, where = model, "the given ModelProto"
+    elif isinstance(model, (bytes, bytearray, memoryview)):
+        proto, where = _parse(bytes(model), "the given bytes"), "the given bytes"
+    elif isinstance(model, (str, os.PathLike)):
+        path = Path(model)
+        where = f"file {str(path)!r}"
+        proto = _parse(path.read_bytes(), where)
+        onnx.external_data_helper.load_external_data_for_model(proto, str(path.parent))
+    else:
+        raise TypeError(f"from_onnx takes an onnx.ModelProto, a path or bytes, got {type(model).__name__}")
+    if not proto.HasField("graph") or not proto.graph.output:
+        raise FrontendError(f"the ONNX model in {where} could not be parsed: it has no graph outputs")
+    return proto
+
+
+def _parse(data: bytes, where: str) -> onnx.ModelProto:
+    try:
+        return onnx.load_model_from_string(data)
+    except Exception as err:  # protobuf raises DecodeError, and RuntimeError for some truncations
+        raise FrontendError(f"the ONNX model in {where} could not be parsed: {err}") from None
+
+
+def _default_opset(proto: onnx.ModelProto) -> int:
+    versions = [o.version for o in proto.opset_import if o.domain in _DEFAULT_DOMAINS]
+    if not versions:
+        raise FrontendError("the model imports no version of the default ONNX domain (opset_import is empty)")
+    opset, newest = versions[0], onnx.defs.onnx_opset_version()
+    if not OLDEST_OPSET <= opset <= newest:
+        raise FrontendError(f"opset {opset} is not supported: this importer reads opsets {OLDEST_OPSET} to {newest}")
+    return opset
+
+
+class _Unavailable:
+    """An ONNX output the converter does not produce (e.g. a training-only statistic)."""
+
+    def __init__(self, node: str, index: int):
+        self.node, self.index = node, index
+
+
+class GraphImporter:
+    """Converts the nodes of one ONNX graph, in order; subgraphs (If branches) get a child importer
+    that sees the values of its parent."""
+
+    def __init__(self, opset: int, types: TypeCache, param_values: dict[Var, np.ndarray],
+                 parent: "GraphImporter | None" = None):
+        self.opset = opset
+        self.types = types
+        self.param_values = param_values  # unfrozen initializers: read where a static value is needed
+        self.parent = parent
+        self.values: dict[str, Expr | _Unavailable] = {}
+
+    def lookup(self, name: str) -> Expr:
+        scope: GraphImporter | None = self
+        while scope is not None:
+            value = scope.values.get(name)
+            if isinstance(value, _Unavailable):
+                raise FrontendError(f"value {name!r} (output {value.index} of node {value.node!r}) is not "
+                                    f"supported: only the outputs an inference graph computes are")
+            if value is not None:
+                return value
+            scope = scope.parent
+        raise FrontendError(f"value {name!r} is used but never defined")
+
+    def static_value(self, expr: Expr) -> np.ndarray | None:
+        """The value of a constant or of an unfrozen initializer, else None."""
+        if isinstance(expr, Constant):
+            return np.asarray(expr.data)
+        if isinstance(expr, Var):
+            return self.param_values.get(expr)
+        return None
+
+    def foldable_value(self, expr: Expr) -> np.ndarray | None:
+        """The value constant folding may use: a constant's, or an unfrozen integer initializer's
+        (those feed shape computations; floating-point weights stay parameters)."""
+        value = self.static_value(expr)
+        if value is None or isinstance(expr, Constant) or value.dtype.kind in "biu":
+            return value
+        return None
+
+    def add_initializers(self, graph: onnx.GraphProto, freeze: bool) -> dict[str, Var]:
+        """Initializers as constants, or (`freeze=False`) as parameters; returns those parameters."""
+        if graph.sparse_initializer:
+            raise FrontendError(f"sparse initializers are not supported ({graph.sparse_initializer[0].values.name!r})")
+        params: dict[str, Var] = {}
+        for tensor in graph.initializer:
+            value = array_of(tensor, f"initializer {tensor.name!r}")
+            if freeze:
+                self.values[tensor.name] = Constant(value)
+            else:
+                param = Var(tensor.name, TensorType(value.shape, value.dtype.name))
+                params[tensor.name] = param
+                self.param_values[param] = value
+                self.values[tensor.name] = param
+        return params
+
+    def convert_nodes(self, graph: onnx.GraphProto) -> list[Expr]:
+        """Convert every node; returns the graph's outputs."""
+        for node in graph.node:
+            self.convert(node)
+        return [self.lookup(out.name) for out in graph.output]
+
+    def import_subgraph(self, graph: onnx.GraphProto) -> list[Expr]:
+        """The outputs of a subgraph (an If branch) that takes no inputs of its own."""
+        if graph.input:
+            raise FrontendError(f"subgraph {graph.name!r} has inputs {[v.name for v in graph.input]}; "
+                                f"only If branches (which take none) are supported")
+        child = GraphImporter(self.opset, self.types, self.param_values, parent=self)
+        child.add_initializers(graph, freeze=True)
+        return child.convert_nodes(graph)
+
+    def convert(self, node: onnx.NodeProto) -> None:
+        ctx = NodeContext(self, node, self.opset)
+        fn = CONVERTERS.get(node.op_type) if node.domain in _DEFAULT_DOMAINS else None
+        if fn is None:
+            op = node.op_type if node.domain in _DEFAULT_DOMAINS else f"{node.domain}.{node.op_type}"
+            close = difflib.get_close_matches(node.op_type, CONVERTERS, n=3) if node.domain in _DEFAULT_DOMAINS else []
+            hint = f"; did you mean {', '.join(close)}?" if close else ""
+            raise FrontendError(f"unsupported ONNX op {op!r} in node {ctx.name!r} (opset {self.opset}){hint}")
+        try:
+            result = fn(ctx)
+        except TypeInferenceError as err:
+            raise TypeInferenceError(f"{ctx.describe()}: {err}") from None
+        except IRError as err:  # FrontendError, and attribute checks of the IR builders
+            raise FrontendError(f"{ctx.describe()}: {err}") from None
+        outputs = [result] if isinstance(result, Expr) else list(result)
+        for index, name in enumerate(node.output):
+            if name:
+                self.values[name] = outputs[index] if index < len(outputs) else _Unavailable(ctx.name, index)
+
+
+def _input_vars(graph: onnx.GraphProto, shape: Mapping[str, Sequence] | None) -> list[Var]:
+    initialized = {t.name for t in graph.initializer}
+    inputs = [v for v in graph.input if v.name not in initialized]
+    overrides = dict(shape or {})
+    unknown = sorted(set(overrides) - {v.name for v in inputs})
+    if unknown:
+        raise FrontendError(f"shape= names {unknown}, which are not graph inputs; the inputs are "
+                            f"{[v.name for v in inputs]}")
+    return [Var(value.name, tensor_type_of(value, overrides.get(value.name))) for value in inputs]
+
+
+def from_onnx(model: onnx.ModelProto | str | os.PathLike | bytes, shape: Mapping[str, Sequence] | None = None,
+              freeze_params: bool = True) -> tuple[IRModule, dict[str, np.ndarray]]:
+    """Import an ONNX model as an `IRModule` whose `main` is typed; returns `(mod, params)`.
+
+    `model` is a `ModelProto`, a path or serialized bytes. `shape` overrides input shapes by
+    name; otherwise a `dim_param` becomes `ir.SizeVar(name)` and an unknown dim `ir.Any`. With
+    `freeze_params` (default) initializers become constants and `params` is empty; without it they
+    become parameters of `main` after the graph inputs, with their values in `params`. Integer
+    initializers feed shape computations, so those fold even unfrozen; one only read that way
+    (e.g. a `Reshape` target) is left out of `main` and `params`. `main`
+    returns the single graph output, or a tuple of them. Failures raise before anything is returned.
+    """
+    proto = load_model(model)
+    importer = GraphImporter(_default_opset(proto), TypeCache(), {})
+    inputs = _input_vars(proto.graph, shape)
+    for var in inputs:
+        importer.values[var.name_hint] = var
+    weights = importer.add_initializers(proto.graph, freeze_params)
+    outputs = importer.convert_nodes(proto.graph)
+    body = outputs[0] if len(outputs) == 1 else Tuple(outputs)
+    used = {id(v) for v in free_vars(body)}
+    weight_params = [v for v in weights.values() if id(v) in used]
+    func = Function(inputs + weight_params, body)
+    mod = infer_type(IRModule({"main": func}))
+    params = {v.name_hint: importer.param_values[v] for v in weight_params}
+    return mod, params
