@@ -8,7 +8,7 @@ import numpy as np
 
 from .expr import Call, Constant, Expr, Function, If, Let, Tuple, TupleGetItem, Var
 
-__all__ = ["children", "post_order", "free_vars", "rebuild", "bind", "bind_params_by_name", "count_nodes"]
+__all__ = ["children", "post_order", "free_vars", "rebuild", "deep_copy", "bind", "bind_params_by_name", "count_nodes"]
 
 
 def children(expr: Expr) -> tuple[Expr, ...]:
@@ -71,12 +71,15 @@ def free_vars(expr: Expr) -> list[Var]:
     return out
 
 
-def _with_children(node: Expr, new: Mapping[int, Expr]) -> Expr:
-    """`node` with its children replaced by `new[id(child)]`; `node` itself when nothing changed."""
+def _with_children(node: Expr, new: Mapping[int, Expr], fresh: bool = False) -> Expr:
+    """`node` with its children replaced by `new[id(child)]`; `node` itself when nothing changed
+    (unless `fresh`, which always builds a new node; variables and ops are kept)."""
     kids = children(node)
     repl = [new.get(id(k), k) for k in kids]
-    if all(a is b for a, b in zip(kids, repl)):
+    if not fresh and all(a is b for a, b in zip(kids, repl)):
         return node
+    if isinstance(node, Constant):
+        return Constant(node.data)
     if isinstance(node, Call):
         from .op.registry import Op
         if isinstance(node.op, Op):
@@ -94,6 +97,9 @@ def _with_children(node: Expr, new: Mapping[int, Expr]) -> Expr:
     if isinstance(node, Let):
         var = new.get(id(node.var), node.var)
         return Let(var, repl[0], repl[1])
+    from .op.registry import Op
+    if isinstance(node, (Var, Op)):
+        return node
     raise TypeError(f"cannot rebuild {type(node).__name__}")
 
 
@@ -108,6 +114,14 @@ def rebuild(expr: Expr, fn: Callable[[Expr, Expr], Expr | None]) -> Expr:
         if result is not node:
             new[id(node)] = result
     return new.get(id(expr), expr)
+
+
+def deep_copy(expr: Expr) -> Expr:
+    """A copy made of new nodes (no cached types); variables and ops are shared with `expr`."""
+    new: dict[int, Expr] = {}
+    for node in post_order(expr):
+        new[id(node)] = _with_children(node, new, fresh=True)
+    return new[id(expr)]
 
 
 def bind(expr: Expr, binds: Mapping[Var, Expr]) -> Expr:

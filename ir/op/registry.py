@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import difflib
 import enum
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np

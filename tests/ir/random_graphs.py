@@ -6,9 +6,9 @@ import numpy as np
 from hypothesis import strategies as st
 
 from ir import relay
-from ir.expr import Call, Constant, Expr, Function, Tuple, TupleGetItem, Var
+from ir.expr import Call, Expr, Tuple, TupleGetItem, Var
 from ir.op.registry import Op
-from ir.visitor import rebuild
+from ir.visitor import deep_copy
 
 SHAPE = (2, 3)
 UNARY = ["nn.relu", "sigmoid", "tanh", "negative", "exp", "abs"]
@@ -44,19 +44,7 @@ def graphs(draw, max_nodes: int = 25) -> Expr:
 
 def clone(expr: Expr) -> Expr:
     """A deep copy made of fresh nodes (free variables are kept: they are identities)."""
-    def fresh(old: Expr, new: Expr) -> Expr | None:
-        if isinstance(new, Call):
-            return Call(new.op, new.args, new.attrs)
-        if isinstance(new, Constant):
-            return Constant(np.array(new.data))
-        if isinstance(new, Tuple):
-            return Tuple(new.fields)
-        if isinstance(new, TupleGetItem):
-            return TupleGetItem(new.tuple_value, new.index)
-        if isinstance(new, Function):
-            return Function(new.params, new.body, new.ret_type, new.attrs)
-        return None
-    return rebuild(expr, fresh)
+    return deep_copy(expr)
 
 
 def mutate_root(expr: Expr) -> Expr:
