@@ -8,7 +8,7 @@ import numpy as np
 
 from .expr import Call, Constant, Expr, Function, If, Let, Tuple, TupleGetItem, Var
 
-__all__ = ["children", "post_order", "free_vars", "rebuild", "deep_copy", "bind", "bind_params_by_name", "count_nodes"]
+__all__ = ["children", "post_order", "free_vars", "with_children", "rebuild", "deep_copy", "bind", "bind_params_by_name", "count_nodes"]
 
 
 def children(expr: Expr) -> tuple[Expr, ...]:
@@ -71,7 +71,7 @@ def free_vars(expr: Expr) -> list[Var]:
     return out
 
 
-def _with_children(node: Expr, new: Mapping[int, Expr], fresh: bool = False) -> Expr:
+def with_children(node: Expr, new: Mapping[int, Expr], fresh: bool = False) -> Expr:
     """`node` with its children replaced by `new[id(child)]`; `node` itself when nothing changed
     (unless `fresh`, which always builds a new node; variables and ops are kept)."""
     kids = children(node)
@@ -108,7 +108,7 @@ def rebuild(expr: Expr, fn: Callable[[Expr, Expr], Expr | None]) -> Expr:
     replacement (or None to keep it). Sharing is preserved; unchanged subgraphs keep their objects."""
     new: dict[int, Expr] = {}
     for node in post_order(expr):
-        updated = _with_children(node, new)
+        updated = with_children(node, new)
         replacement = fn(node, updated)
         result = updated if replacement is None else replacement
         if result is not node:
@@ -120,7 +120,7 @@ def deep_copy(expr: Expr) -> Expr:
     """A copy made of new nodes (no cached types); variables and ops are shared with `expr`."""
     new: dict[int, Expr] = {}
     for node in post_order(expr):
-        new[id(node)] = _with_children(node, new, fresh=True)
+        new[id(node)] = with_children(node, new, fresh=True)
     return new[id(expr)]
 
 

@@ -65,6 +65,12 @@ def _is_num(v: Any) -> bool:
     return _is_int(v) or isinstance(v, (float, np.floating))
 
 
+def _float32(v: Any) -> float:
+    """Float attributes hold float32 values (as ONNX attributes do), so `1e-5` written in Python and
+    `1e-5` read back from a float32 constant are the same attribute."""
+    return float(np.float32(v))
+
+
 def _is_int_list(v: Any) -> bool:
     if isinstance(v, np.ndarray):
         return v.ndim == 1 and v.dtype.kind in "iu"
@@ -97,7 +103,7 @@ class AttrField:
             value = int(value) if ok else value
         elif kind == "float":
             ok = _is_num(value)
-            value = float(value) if ok else value
+            value = _float32(value) if ok else value
         elif kind == "bool":
             ok = isinstance(value, (bool, np.bool_)) or (_is_int(value) and value in (0, 1))
             value = bool(value) if ok else value
@@ -113,7 +119,7 @@ class AttrField:
             value = tuple(int(x) for x in value) if ok else value
         elif kind == "floats":
             ok = isinstance(value, (list, tuple)) and all(_is_num(x) for x in value)
-            value = tuple(float(x) for x in value) if ok else value
+            value = tuple(_float32(x) for x in value) if ok else value
         elif kind in ("axes", "int_or_ints"):
             if _is_int(value):
                 value = (int(value),) if kind == "axes" else int(value)
@@ -130,7 +136,7 @@ class AttrField:
             value = int(value) if ok else value
         elif kind == "float?":
             ok = _is_num(value)
-            value = float(value) if ok else value
+            value = _float32(value) if ok else value
         if not ok:
             raise AttrsError(f"{op_name}: attribute {self.name!r} must be {_KINDS[kind]}, "
                              f"got {type(value).__name__} {value!r}")

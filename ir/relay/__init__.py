@@ -7,6 +7,7 @@ the op's schema order (which follows TVM's signatures).
 
 from __future__ import annotations
 
+import sys as _sys
 import types as _pytypes
 
 from .. import expr
@@ -47,7 +48,10 @@ def _builder(op: Op):
 
 
 def _namespace(name: str) -> _pytypes.ModuleType:
-    return _pytypes.ModuleType(f"ir.relay.{name}")
+    """A module object registered in `sys.modules`, so `from ir.relay.op.nn import conv2d` works."""
+    module = _pytypes.ModuleType(f"ir.relay.{name}")
+    _sys.modules[module.__name__] = module
+    return module
 
 
 op = _namespace("op")
@@ -58,6 +62,7 @@ op.op.get = get_op
 op.Op = Op
 nn = _namespace("nn")
 op.nn = nn
+_sys.modules["ir.relay.op.nn"] = nn
 op.tensor = op  # relay.op.tensor.add and friends
 
 for _name in list_ops():
@@ -83,3 +88,5 @@ def _infer_type_pass():
 
 transform.InferType = _infer_type_pass
 bind = bind
+
+from . import dataflow_pattern  # noqa: E402,F401  (relay.dataflow_pattern.rewrite, as in TVM)
