@@ -1,0 +1,41 @@
+"""ONNX Runtime's fused contrib forms, for targets with the `ort` key (ONNX Runtime's kernels).
+
+`nn.fused_matmul` (FusedMatMul), `nn.bias_gelu` (BiasGelu) and `nn.skip_layer_norm`
+(SkipLayerNormalization) have no generic strategy: a target runs them only if its keys say it
+has such kernels, so the e-graph extracts them only for such a target.
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+from ir.attrs import Attrs
+from ir.op.registry import get_op
+from ir.types import Type
+
+from ..registry import reference_compute
+from ..strategy import OpStrategy
+from ..target import Target
+from .dense import matmul_strategy_cpu
+from .generic import no_knobs
+from .norm import add_layer_norm_implementations
+
+__all__ = ["bias_gelu_strategy_ort", "skip_layer_norm_strategy_ort"]
+
+
+def bias_gelu_strategy_ort(attrs: Attrs, in_types: Sequence[Type], out_type: Type, target: Target) -> OpStrategy:
+    s = OpStrategy()
+    s.add_implementation(reference_compute("nn.bias_gelu"), no_knobs, name="bias_gelu.ort", plevel=10)
+    return s
+
+
+def skip_layer_norm_strategy_ort(attrs: Attrs, in_types: Sequence[Type], out_type: Type,
+                                 target: Target) -> OpStrategy:
+    s = OpStrategy()
+    add_layer_norm_implementations(s, "nn.skip_layer_norm", attrs, in_types, "ort")
+    return s
+
+
+get_op("nn.fused_matmul").get_attr("FTVMStrategy").register("ort", matmul_strategy_cpu("nn.fused_matmul"))
+get_op("nn.bias_gelu").get_attr("FTVMStrategy").register("ort", bias_gelu_strategy_ort)
+get_op("nn.skip_layer_norm").get_attr("FTVMStrategy").register("ort", skip_layer_norm_strategy_ort)

@@ -1,0 +1,110 @@
+"""cpu strategies for `nn.conv2d` and the fused `nn.conv2d_bias_act`: four algorithms compete.
+
+Untuned priorities (measured on a two-core x86 host with OpenBLAS): a 1x1 kernel as a plain GEMM
+(20) beats everything it applies to; depthwise convolutions run best as per-tap multiply-adds
+(direct, 18); otherwise im2col + GEMM (10) beats the per-tap GEMMs of the direct form (6) and
+Winograd (4), whose tile transforms cost numpy more memory passes than the multiplications they
+save. Tuning measures them all.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Sequence
+
+import numpy as np
+
+from ir.attrs import Attrs
+from ir.op.nn import KERNEL_LAYOUTS, LAYOUTS
+from ir.op.registry import get_op
+from ir.types import TensorType, Type
+
+from ..condition import InputDim, SpecializedCondition
+from ..kernels import conv2d as kernels
+from ..roofline import Work
+from ..strategy import ConfigSpace, OpStrategy
+from ..target import Target
+from ..work import conv2d_macs, dim_size, numel, op_work
+from .generic import no_knobs
+
+__all__ = ["conv2d_strategy_cpu", "kernel_hw"]
+
+
+def kernel_hw(attrs: Attrs, weight: TensorType) -> tuple[int, int]:
+    """The (KH, KW) of a convolution weight in the call's kernel layout."""
+    _, _, kh_axis, kw_axis = KERNEL_LAYOUTS[attrs.kernel_layout]
+    return weight.shape[kh_axis], weight.shape[kw_axis]
+
+
+def _schedule_im2col(attrs: Attrs, in_types: Sequence[Type], out_type: Type, target: Target) -> ConfigSpace:
+    batch = in_types[0].shape[0]
+    return ConfigSpace(fold_batch=(False, True)) if not isinstance(batch, int) or batch > 1 else ConfigSpace()
+
+
+def _schedule_direct(attrs: Attrs, in_types: Sequence[Type], out_type: Type, target: Target) -> ConfigSpace:
+    out_per_group = out_type.shape[LAYOUTS[attrs.data_layout][0]] // attrs.groups
+    blocks = [b for b in (32, 128) if b < out_per_group]
+    return ConfigSpace(oc_block=(None, *blocks))
+
+
+def _estimate(algorithm: str):
+    """The roofline work of one algorithm: the op's count, adjusted for what the algorithm does."""
+    def estimate(attrs: Attrs, in_types: Sequence[Type], out_type: Type) -> Work:
+        base = op_work("nn.conv2d", attrs, in_types, out_type)
+        if algorithm == "gemm_1x1":
+            return base.scaled(efficiency=0.95)
+        kh, kw = kernel_hw(attrs, in_types[1])
+        c_axis, h_axis, w_axis = LAYOUTS[attrs.data_layout]
+        in_c, out_c = dim_size(in_types[0].shape[c_axis]), dim_size(out_type.shape[c_axis])
+        itemsize = np.dtype(out_type.dtype).itemsize
+        pixels = numel(out_type) // out_c                       # N x OH x OW
+        columns = pixels * in_c * kh * kw * itemsize            # the column matrix, or all tap copies
+        if algorithm == "im2col":
+            return base.scaled(efficiency=0.85) + Work(0.0, 2.0 * columns, launches=kh * kw)
+        if algorithm == "direct":
+            return base.scaled(efficiency=0.6) + Work(0.0, 2.0 * columns, launches=2 * kh * kw)
+        tiles = (dim_size(out_type.shape[0]) * math.ceil(dim_size(out_type.shape[h_axis]) / 2)
+                 * math.ceil(dim_size(out_type.shape[w_axis]) / 2))
+        macs = conv2d_macs(attrs, in_types, out_type) * 16 / 36    # 4x4 products per 2x2 outputs, not 4 x 9
+        transform_flops = tiles * (32 * in_c + 24 * out_c) + 28 * in_c * out_c
+        transformed = 16 * (tiles * (in_c + out_c) + in_c * out_c) * itemsize
+        return Work(2.0 * macs + transform_flops, base.bytes + 2.0 * transformed, launches=40, efficiency=0.7)
+    return estimate
+
+
+_SCHEDULES = {"im2col": _schedule_im2col, "direct": _schedule_direct, "winograd": no_knobs, "gemm_1x1": no_knobs}
+
+
+def conv2d_strategy_cpu(op_name: str):
+    """The cpu strategy of `nn.conv2d` or `nn.conv2d_bias_act`."""
+    kernel = kernels.conv2d_bias_act if op_name == "nn.conv2d_bias_act" else kernels.conv2d
+    prefix = op_name.split(".")[1]
+
+    def add(strategy: OpStrategy, algorithm: str, plevel: int) -> None:
+        def compute(attrs, inputs, out_type, config):
+            return kernel(algorithm, attrs, *inputs, config)
+        strategy.add_implementation(compute, _SCHEDULES[algorithm], name=f"{prefix}_{algorithm}.cpu", plevel=plevel,
+                                    estimate=_estimate(algorithm))
+
+    def strategy(attrs: Attrs, in_types: Sequence[Type], out_type: Type, target: Target) -> OpStrategy:
+        s = OpStrategy()
+        hw = kernel_hw(attrs, in_types[1])
+        channel_axis = LAYOUTS[attrs.data_layout][0]
+        in_channels = in_types[0].shape[channel_axis]
+        depthwise = isinstance(in_channels, int) and kernels.is_depthwise(attrs, in_channels)
+        add(s, "im2col", 10)
+        add(s, "direct", 18 if depthwise else 6)
+        if kernels.gemm_1x1_applies(attrs, hw):
+            add(s, "gemm_1x1", 20)
+        if kernels.winograd_applies(attrs, hw):
+            # the tile transforms only pay off with enough channels to amortise them
+            with SpecializedCondition(InputDim(0, channel_axis) >= 16):
+                add(s, "winograd", 4)
+        return s
+
+    strategy.__name__ = f"{prefix}_strategy_cpu"
+    return strategy
+
+
+for _op in ("nn.conv2d", "nn.conv2d_bias_act"):
+    get_op(_op).get_attr("FTVMStrategy").register("cpu", conv2d_strategy_cpu(_op), override=_op == "nn.conv2d")

@@ -1,0 +1,47 @@
+"""cpu strategies for max and average pooling: kernel taps (10) against whole windows (5).
+
+Folding one strided slice per kernel position keeps every numpy call over the whole output and
+never materialises the windows, which the reference kernel does.
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+from ir.attrs import Attrs
+from ir.op.nn import LAYOUTS
+from ir.op.registry import get_op
+from ir.types import Type
+
+from ..kernels import pool as kernels
+from ..registry import reference_compute
+from ..strategy import OpStrategy
+from ..target import Target
+from .generic import no_knobs
+
+__all__ = ["pool_strategy_cpu"]
+
+_TAPS = {"nn.max_pool2d": kernels.max_pool2d_taps, "nn.avg_pool2d": kernels.avg_pool2d_taps}
+
+
+def pool_strategy_cpu(op_name: str):
+    """The cpu strategy of `nn.max_pool2d` or `nn.avg_pool2d`."""
+    taps = _TAPS[op_name]
+    prefix = op_name.split(".")[1]
+
+    def compute_taps(attrs: Attrs, inputs, out_type, config):
+        _, h_axis, w_axis = LAYOUTS[attrs.layout]
+        return taps(attrs, inputs[0], (out_type.shape[h_axis], out_type.shape[w_axis]))
+
+    def strategy(attrs: Attrs, in_types: Sequence[Type], out_type: Type, target: Target) -> OpStrategy:
+        s = OpStrategy()
+        s.add_implementation(compute_taps, no_knobs, name=f"{prefix}_taps.cpu", plevel=10)
+        s.add_implementation(reference_compute(op_name), no_knobs, name=f"{prefix}_windows.cpu", plevel=5)
+        return s
+
+    strategy.__name__ = f"{prefix}_strategy_cpu"
+    return strategy
+
+
+for _op in _TAPS:
+    get_op(_op).get_attr("FTVMStrategy").register("cpu", pool_strategy_cpu(_op), override=True)

@@ -1,0 +1,153 @@
+"""`tune`: measure the implementations and knob configurations of every workload of a program.
+
+For each distinct workload with static shapes, every implementation whose condition holds is
+measured with its default configuration first (highest plevel first), then the other
+configurations in turn, up to `trials` measurements per workload. Each measurement checks its
+output against the first candidate's (the one selection would pick untuned) and appends one
+JSON-lines record to the log (`strategies.records`), so an interrupted run keeps what it measured.
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import os
+import time
+from typing import Any, Iterator, Mapping
+
+import numpy as np
+
+from ir.expr import Call, Expr
+from ir.module import IRModule
+from ir.op.registry import Op
+from ir.types import TensorType, TupleType, Type
+from ir.visitor import post_order
+
+from .devices import require_device, to_host, to_torch
+from .executor import prepare_program
+from .records import ErrorCode, TuningRecord, append_records
+from .select import candidate_implementations, config_space
+from .strategy import OpImplementation
+from .target import Target, as_target
+from .workload import Workload
+
+__all__ = ["tune", "program_workloads", "random_value"]
+
+logger = logging.getLogger("strategies")
+
+
+def program_workloads(mod: IRModule | Expr, params: Mapping[str, Any] | None = None) -> list[Workload]:
+    """The distinct workloads of a program's calls (after binding params and folding constants), in order."""
+    seen: dict[str, Workload] = {}
+    for node in post_order(prepare_program(mod, params)):
+        if isinstance(node, Call) and isinstance(node.op, Op):
+            workload = Workload.of_call(node)
+            seen.setdefault(workload.key, workload)
+    return list(seen.values())
+
+
+def random_value(ty: Type, rng: np.random.Generator) -> Any:
+    """A random value of a static type: normal floats, small non-negative ints, random bools."""
+    if isinstance(ty, TupleType):
+        return tuple(random_value(f, rng) for f in ty.fields)
+    assert isinstance(ty, TensorType)
+    shape = ty.concrete_shape
+    if ty.dtype == "bool":
+        return rng.random(shape) < 0.5
+    if np.dtype(ty.dtype).kind in "iu":
+        return rng.integers(0, 2, size=shape).astype(ty.dtype)
+    return rng.standard_normal(shape).astype(ty.dtype)
+
+
+def _trial_plan(workload: Workload, candidates: list[OpImplementation], target: Target,
+                trials: int) -> list[tuple[OpImplementation, dict]]:
+    """Default configurations first (highest plevel first), then the others round-robin."""
+    def stream(impl: OpImplementation) -> Iterator[tuple[OpImplementation, dict]]:
+        return ((impl, config) for config in config_space(impl, workload, target).configs())
+
+    streams = [stream(impl) for impl in sorted(candidates, key=lambda impl: -impl.plevel)]
+    plan = []
+    for batch in itertools.zip_longest(*streams):
+        plan.extend(entry for entry in batch if entry is not None)
+    return plan[:trials]
+
+
+def _matches(out: Any, expected: Any) -> bool:
+    if isinstance(expected, tuple):
+        return isinstance(out, tuple) and len(out) == len(expected) and all(map(_matches, out, expected))
+    out = np.asarray(out)
+    if out.shape != expected.shape or out.dtype != expected.dtype:
+        return False
+    if expected.dtype.kind != "f":
+        return bool(np.array_equal(out, expected))
+    finite = np.abs(expected[np.isfinite(expected)])
+    scale = max(1.0, float(finite.max()) if finite.size else 1.0)
+    return bool(np.allclose(out, expected, rtol=1e-3, atol=1e-4 * scale, equal_nan=True))
+
+
+def _measure(impl: OpImplementation, workload: Workload, inputs: list, config: dict, target: Target,
+             repeat: int) -> tuple[list[float], Any]:
+    args = [to_torch(v, target.device) for v in inputs] if impl.device == "torch" else inputs
+    sync = target.device == "cuda"
+    if sync:
+        import torch
+    out = impl.compute(workload.attrs, args, workload.out_type, config)  # warm-up, and the checked output
+    costs = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        impl.compute(workload.attrs, args, workload.out_type, config)
+        if sync:
+            torch.cuda.synchronize()
+        costs.append((time.perf_counter() - start) * 1e6)
+    return costs, to_host(out)
+
+
+def _tune_workload(workload: Workload, target: Target, trials: int, repeat: int,
+                   rng: np.random.Generator) -> list[TuningRecord]:
+    _, candidates, _ = candidate_implementations(workload, target)
+    inputs = [random_value(t, rng) for t in workload.in_types]
+    expected = None
+    records = []
+    for impl, config in _trial_plan(workload, candidates, target, trials):
+        costs: list[float] = []
+        error, message = ErrorCode.NO_ERROR, ""
+        try:
+            with np.errstate(all="ignore"):
+                costs, out = _measure(impl, workload, inputs, config, target, repeat)
+            if expected is None:
+                expected = out
+            elif not _matches(out, expected):
+                error, message, costs = ErrorCode.WRONG_RESULT, "output differs from the first candidate's", []
+        except Exception as err:  # a failing candidate is a measurement result, not a crash
+            error, message = ErrorCode.RUNTIME_ERROR, f"{type(err).__name__}: {err}"
+        records.append(TuningRecord(target.kind, workload.key, workload.op, impl.name, config, tuple(costs),
+                                    int(error), message, time.time()))
+    return records
+
+
+def tune(mod: IRModule | Expr, target: Target | str = "cpu", log: str | os.PathLike = "tuning.jsonl",
+         trials: int = 16, params: Mapping[str, Any] | None = None, repeat: int = 3,
+         seed: int = 0) -> list[TuningRecord]:
+    """Measure every static workload of `mod` on `target`, appending one record per measurement to `log`.
+
+    `trials` caps the measurements per workload; each measurement times `repeat` runs (after a
+    warm-up) and records them in microseconds. Workloads with symbolic shapes are skipped (their
+    shapes are known only at run time). Returns the records written.
+    """
+    target = as_target(target)
+    require_device(target)
+    if trials < 1:
+        raise ValueError(f"trials must be >= 1, got {trials}")
+    rng = np.random.default_rng(seed)
+    written: list[TuningRecord] = []
+    for workload in program_workloads(mod, params):
+        if not workload.static:
+            logger.info("tune: %s has symbolic shapes; skipped", workload.describe())
+            continue
+        records = _tune_workload(workload, target, trials, repeat, rng)
+        append_records(log, records)
+        written.extend(records)
+        best = min((r for r in records if r.ok), key=lambda r: r.latency_us, default=None)
+        logger.info("tune: %s: %d trial(s), best %s", workload.describe(), len(records),
+                    f"{best.implementation} {best.latency_us:.1f} us" if best else "none succeeded")
+    return written

@@ -1,0 +1,90 @@
+"""How much work an op does: FLOPs and bytes moved, from its attributes and input/output types.
+
+This is the op's own count, independent of the algorithm; implementations adjust it (e.g.
+Winograd's fewer multiplications, im2col's column matrix) through their `estimate`. Symbolic
+dimensions count as `assumed_dim`.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Sequence
+
+import numpy as np
+
+from ir.attrs import Attrs
+from ir.types import TensorType, TupleType, Type
+
+from .roofline import Work
+
+__all__ = ["op_work", "numel", "nbytes", "ASSUMED_DIM", "conv2d_macs", "dim_size"]
+
+#: the size a symbolic dimension counts as in estimates
+ASSUMED_DIM = 32
+
+#: ops that numpy and torch run as views: no data moves and no kernel starts
+_VIEWS = {"reshape", "squeeze", "expand_dims", "nn.batch_flatten", "split"}
+#: element-wise ops that cost a transcendental evaluation per element (counted as this many FLOPs)
+_TRANSCENDENTAL = {"exp": 8, "log": 8, "tanh": 8, "sigmoid": 8, "erf": 8, "nn.gelu": 12, "nn.bias_gelu": 12,
+                   "power": 8, "sqrt": 4, "rsqrt": 4}
+_NORMALIZATION = {"nn.softmax": 5, "nn.log_softmax": 5, "nn.layer_norm": 8, "nn.skip_layer_norm": 9,
+                  "nn.batch_norm": 4}
+
+
+def numel(ty: Type, assumed_dim: int = ASSUMED_DIM) -> int:
+    """Elements of a tensor type (all fields of a tuple type)."""
+    if isinstance(ty, TupleType):
+        return sum(numel(f, assumed_dim) for f in ty.fields)
+    return math.prod(d if isinstance(d, int) else assumed_dim for d in ty.shape)
+
+
+def nbytes(ty: Type, assumed_dim: int = ASSUMED_DIM) -> int:
+    """Bytes of a tensor type (all fields of a tuple type)."""
+    if isinstance(ty, TupleType):
+        return sum(nbytes(f, assumed_dim) for f in ty.fields)
+    return numel(ty, assumed_dim) * np.dtype(ty.dtype).itemsize
+
+
+def dim_size(d, assumed_dim: int = ASSUMED_DIM) -> int:
+    """A dimension's size; a symbolic one counts as `assumed_dim`."""
+    return d if isinstance(d, int) else assumed_dim
+
+
+def conv2d_macs(attrs: Attrs, in_types: Sequence[Type], out_type: Type, assumed_dim: int = ASSUMED_DIM) -> int:
+    """Multiply-adds of a 2-D convolution: every output element sums (in_channels / groups) x KH x KW products."""
+    weight: TensorType = in_types[1]  # type: ignore[assignment]
+    o_axis = 0 if attrs.kernel_layout == "OIHW" else 3
+    per_output = math.prod(dim_size(d, assumed_dim) for i, d in enumerate(weight.shape) if i != o_axis)
+    return numel(out_type, assumed_dim) * per_output
+
+
+def _matmul_macs(attrs: Attrs, in_types: Sequence[Type], out_type: Type, assumed_dim: int) -> int:
+    a: TensorType = in_types[0]  # type: ignore[assignment]
+    k = a.shape[-2] if attrs.get("transpose_a") else a.shape[-1]
+    return numel(out_type, assumed_dim) * dim_size(k, assumed_dim)
+
+
+def op_work(op_name: str, attrs: Attrs, in_types: Sequence[Type], out_type: Type,
+            assumed_dim: int = ASSUMED_DIM) -> Work:
+    """The FLOPs and bytes of one call of `op_name`, computed once, with no algorithmic trick."""
+    moved = sum(nbytes(t, assumed_dim) for t in in_types) + nbytes(out_type, assumed_dim)
+    out_elems = numel(out_type, assumed_dim)
+    if op_name in _VIEWS:
+        return Work(0.0, 0.0, launches=0)
+    if op_name in ("nn.conv2d", "nn.conv2d_bias_act"):
+        return Work(2.0 * conv2d_macs(attrs, in_types, out_type, assumed_dim) + 2.0 * out_elems, moved)
+    if op_name in ("nn.dense", "nn.dense_bias_act"):
+        k = dim_size(in_types[0].shape[-1], assumed_dim)  # type: ignore[union-attr]
+        return Work(2.0 * out_elems * k + 2.0 * out_elems, moved)
+    if op_name in ("nn.matmul", "nn.batch_matmul", "nn.fused_matmul"):
+        return Work(2.0 * _matmul_macs(attrs, in_types, out_type, assumed_dim), moved)
+    if op_name in ("nn.max_pool2d", "nn.avg_pool2d"):
+        return Work(float(out_elems * math.prod(attrs.pool_size)), moved)
+    if op_name in _NORMALIZATION:
+        return Work(float(_NORMALIZATION[op_name] * numel(in_types[0], assumed_dim)), moved)
+    if op_name == "nn.lrn":
+        return Work(float(2 * attrs.size * out_elems), moved)
+    if op_name in _TRANSCENDENTAL:
+        return Work(float(_TRANSCENDENTAL[op_name] * out_elems), moved)
+    in_elems = sum(numel(t, assumed_dim) for t in in_types)
+    return Work(float(max(in_elems, out_elems)), moved)
