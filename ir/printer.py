@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from .attrs import Attrs
 from .expr import Call, Constant, Expr, Function, If, Let, Tuple, TupleGetItem, Var
 from .op.registry import Op
-from .visitor import children, free_vars
+from .visitor import children, free_vars, post_order
 
 if TYPE_CHECKING:
     from .module import IRModule
@@ -90,8 +90,8 @@ class _Printer:
             return f"meta[relay.Constant][{k}]"
         return None
 
-    def rhs(self, e: Expr, names: dict[int, str], indent: str) -> str:
-        ref = lambda x: names[id(x)]  # noqa: E731
+    def rhs(self, e: Expr, names: dict[Expr, str], indent: str) -> str:
+        ref = lambda x: names[x]  # noqa: E731
         if isinstance(e, Call):
             head = e.op.name if isinstance(e.op, Op) else ref(e.op)
             parts = [ref(a) for a in e.args]
@@ -113,15 +113,15 @@ class _Printer:
             return self.function(e, "fn ", names, indent)
         raise TypeError(f"cannot print {type(e).__name__}")
 
-    def block(self, root: Expr, outer: dict[int, str], indent: str) -> list[str]:
+    def block(self, root: Expr, outer: dict[Expr, str], indent: str) -> list[str]:
         """Lines computing `root` in a scope that already knows `outer`; the last line is its value."""
         names = dict(outer)
         lines: list[str] = []
-        order = [n for n in _scoped_post_order(root, names)]
-        for node in order:
+        # inner functions' bodies are printed in their own blocks; nodes named outside are not repeated
+        for node in post_order(root, _outside_functions, stop=names):
             leaf = self.leaf(node)
             if leaf is not None:
-                names[id(node)] = leaf
+                names[node] = leaf
                 continue
             text = self.rhs(node, names, indent)
             if node is root:
@@ -129,13 +129,13 @@ class _Printer:
             else:
                 name = f"%{self.counter}"
                 self.counter += 1
-                names[id(node)] = name
+                names[node] = name
                 lines.append(f"{indent}{name} = {text}{self.type_comment(node)};")
         if not lines:
-            lines.append(indent + names[id(root)])
+            lines.append(indent + names[root])
         return lines
 
-    def function(self, f: Function, head: str, outer: dict[int, str], indent: str) -> str:
+    def function(self, f: Function, head: str, outer: dict[Expr, str], indent: str) -> str:
         params = [self.var_decl(p) for p in f.params]
         params += [f"{k}={_value(v)}" for k, v in f.attrs.items()]
         ret = f.ret_type or (f.checked_type.ret_type if f.type_inferred else None)
@@ -146,29 +146,13 @@ class _Printer:
             joined = ", ".join(params)
         sig = f"{head}({joined})" + (f" -> {ret}" if ret is not None else "")
         scope = dict(outer)
-        scope.update({id(p): self.var_name(p) for p in f.params})
+        scope.update({p: self.var_name(p) for p in f.params})
         body = self.block(f.body, scope, indent + "  ")
         return sig + " {\n" + "\n".join(body) + "\n" + indent + "}"
 
 
-def _scoped_post_order(root: Expr, known: dict[int, str]):
-    """Post-order of `root` that does not descend into nodes already named in an outer scope."""
-    seen: set[int] = set(known)
-    stack: list[tuple[Expr, bool]] = [(root, False)]
-    while stack:
-        node, expanded = stack.pop()
-        if expanded:
-            yield node
-            continue
-        if id(node) in seen:
-            continue
-        seen.add(id(node))
-        stack.append((node, True))
-        if isinstance(node, Function):
-            continue  # its body is printed inside its own block
-        for c in reversed(children(node)):
-            if id(c) not in seen:
-                stack.append((c, False))
+def _outside_functions(e: Expr) -> tuple[Expr, ...]:
+    return () if isinstance(e, Function) else children(e)
 
 
 def astext(obj: "Expr | IRModule", show_types: bool = True) -> str:

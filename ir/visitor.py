@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Callable, Iterator, Mapping
+from typing import Callable, Container, Iterator, Mapping, Sequence
 
 import numpy as np
 
 from .expr import Call, Constant, Expr, Function, If, Let, Tuple, TupleGetItem, Var
 
-__all__ = ["children", "post_order", "free_vars", "with_children", "rebuild", "deep_copy", "bind", "bind_params_by_name", "count_nodes"]
+__all__ = ["children", "operands", "post_order", "free_vars", "with_children", "rebuild", "deep_copy", "bind", "bind_params_by_name", "count_nodes"]
 
 
 def children(expr: Expr) -> tuple[Expr, ...]:
@@ -29,22 +29,37 @@ def children(expr: Expr) -> tuple[Expr, ...]:
     return ()
 
 
-def post_order(expr: Expr) -> Iterator[Expr]:
-    """Every node reachable from `expr` once, children before parents, deterministic order."""
-    seen: set[int] = set()
+def operands(expr: Expr) -> tuple[Expr, ...]:
+    """Like `children`, but binders included: function parameters and let variables."""
+    if isinstance(expr, Function):
+        return (*expr.params, expr.body)
+    if isinstance(expr, Let):
+        return (expr.value, expr.var, expr.body)
+    return children(expr)
+
+
+def post_order(expr: Expr, successors: Callable[[Expr], Sequence[Expr]] = children,
+               stop: Container[Expr] = ()) -> Iterator[Expr]:
+    """Every node reachable from `expr` once, successors before the node, in recursive-DFS order.
+
+    Iterative, so graphs thousands of nodes deep are fine. Nodes in `stop` are neither yielded nor
+    entered; `successors` defaults to `children` (use `operands` to visit binders too). Works for
+    any identity-hashed node type given its `successors` (patterns too).
+    """
+    seen: set[Expr] = set()
     stack: list[tuple[Expr, bool]] = [(expr, False)]
     while stack:
         node, expanded = stack.pop()
         if expanded:
             yield node
             continue
-        if id(node) in seen:
+        if node in seen or node in stop:
             continue
-        seen.add(id(node))
+        seen.add(node)
         stack.append((node, True))
-        for child in reversed(children(node)):
-            if id(child) not in seen:
-                stack.append((child, False))
+        for succ in reversed(successors(node)):
+            if succ not in seen:
+                stack.append((succ, False))
 
 
 def count_nodes(expr: Expr) -> int:

@@ -21,8 +21,8 @@ from dataclasses import dataclass
 
 from ..expr import Call, Constant, Expr, Function, If, Let, Tuple, TupleGetItem, Var
 from ..op.registry import Op
-from ..visitor import with_children
-from .indexed_graph import IndexedGraph, operands, post_dfs
+from ..visitor import operands, post_order, with_children
+from .indexed_graph import IndexedGraph
 from .match import DFPatternMatcher
 from .nodes import (
     CallPattern,
@@ -74,7 +74,7 @@ def _name_part(node: Expr) -> str:
 
 def _extract(root: Expr, inputs: dict[Expr, Var]) -> tuple[Expr, list[Expr], str]:
     """The subgraph under `root` with `inputs` replaced by their variables, its nodes, and its name."""
-    covered = list(post_dfs(root, operands, stop=inputs))
+    covered = list(post_order(root, operands, stop=inputs))
     replaced: dict[int, Expr] = {id(e): v for e, v in inputs.items()}
     for node in covered:
         updated = with_children(node, replaced)
@@ -89,7 +89,7 @@ class _Grouper:
         self.partitioning = partitioning
         self.graph = IndexedGraph(expr)
         self.matcher = DFPatternMatcher(expr, self.graph)
-        self.pattern_order = list(post_dfs(pattern, lambda p: p.children()))
+        self.pattern_order = list(post_order(pattern, lambda p: p.children()))
         self.group_of: dict[Expr, int] = {}
         self.candidates = 0
 
@@ -102,7 +102,7 @@ class _Grouper:
             if is_partitioned(node, self.partitioning):
                 skipped[node] = None
                 if isinstance(node, Function):
-                    skipped.update(dict.fromkeys(post_dfs(node.body, operands)))
+                    skipped.update(dict.fromkeys(post_order(node.body, operands)))
                 continue
             if self.matcher.match(self.pattern, node):
                 group = self._create_group(node)
@@ -119,7 +119,7 @@ class _Grouper:
                     fuzzy.update(dict.fromkeys(node_map.get(part, ())))
             elif isinstance(p, FunctionPattern):
                 for func in node_map.get(p, ()):
-                    fuzzy.update(dict.fromkeys(post_dfs(func.body, operands)))
+                    fuzzy.update(dict.fromkeys(post_order(func.body, operands)))
         return fuzzy
 
     def _create_group(self, root: Expr) -> Group | None:

@@ -8,52 +8,10 @@ and let-bound variables (a let variable's input is its value).
 
 from __future__ import annotations
 
-from typing import Callable, Container, Hashable, Iterator, Sequence, TypeVar
+from ..expr import Expr, Function, Let, Var
+from ..visitor import operands, post_order
 
-from ..expr import Call, Expr, Function, If, Let, Tuple, TupleGetItem, Var
-from ..op.registry import Op
-
-__all__ = ["IndexedGraph", "post_dfs", "operands"]
-
-N = TypeVar("N", bound=Hashable)
-
-
-def post_dfs(root: N, successors: Callable[[N], Sequence[N]], stop: Container[N] = ()) -> Iterator[N]:
-    """Each node reachable from `root` once, successors before the node, in recursive-DFS order.
-
-    Nodes in `stop` are neither yielded nor entered.
-    """
-    seen: dict[N, None] = {}
-    stack: list[tuple[N, bool]] = [(root, False)]
-    while stack:
-        node, expanded = stack.pop()
-        if expanded:
-            yield node
-            continue
-        if node in seen or node in stop:
-            continue
-        seen[node] = None
-        stack.append((node, True))
-        for succ in reversed(successors(node)):
-            if succ not in seen:
-                stack.append((succ, False))
-
-
-def operands(expr: Expr) -> tuple[Expr, ...]:
-    """Every sub-expression `expr` refers to, binders included, in TVM's visiting order."""
-    if isinstance(expr, Call):
-        return expr.args if isinstance(expr.op, Op) else (expr.op, *expr.args)
-    if isinstance(expr, Tuple):
-        return expr.fields
-    if isinstance(expr, TupleGetItem):
-        return (expr.tuple_value,)
-    if isinstance(expr, Function):
-        return (*expr.params, expr.body)
-    if isinstance(expr, If):
-        return (expr.cond, expr.true_branch, expr.false_branch)
-    if isinstance(expr, Let):
-        return (expr.value, expr.var, expr.body)
-    return ()
+__all__ = ["IndexedGraph"]
 
 
 def _dataflow_inputs(expr: Expr, let_values: dict[Var, Expr]) -> tuple[Expr, ...]:
@@ -73,7 +31,7 @@ class IndexedGraph:
 
     def __init__(self, root: Expr):
         self.root = root
-        self.order: list[Expr] = list(post_dfs(root, operands))
+        self.order: list[Expr] = list(post_order(root, operands))
         self.index: dict[Expr, int] = {node: i for i, node in enumerate(self.order)}
         let_values = {node.var: node.value for node in self.order if isinstance(node, Let)}
         self._inputs: list[tuple[Expr, ...]] = [_dataflow_inputs(n, let_values) for n in self.order]

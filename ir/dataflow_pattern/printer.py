@@ -8,7 +8,7 @@ Naming shared sub-patterns shows which parts must bind the same expression node.
 
 from __future__ import annotations
 
-from .indexed_graph import post_dfs
+from ..visitor import post_order
 from .nodes import DFPattern
 
 __all__ = ["pattern_text"]
@@ -16,7 +16,7 @@ __all__ = ["pattern_text"]
 
 def pattern_text(root: DFPattern) -> str:
     """`root` as builder-syntax text, shared sub-patterns first as numbered `%n = ...` lines."""
-    order = list(post_dfs(root, lambda p: p.children()))
+    order = list(post_order(root, lambda p: p.children()))
     uses: dict[DFPattern, int] = {}
     for node in order:
         for child in node.children():
