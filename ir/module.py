@@ -7,7 +7,7 @@ from typing import Iterator
 from .expr import Expr, Function
 from .visitor import free_vars
 
-__all__ = ["IRModule"]
+__all__ = ["IRModule", "entry_function"]
 
 
 class IRModule:
@@ -32,9 +32,7 @@ class IRModule:
     def __setitem__(self, name: str, func: Expr) -> None:
         if not isinstance(func, Expr):
             raise TypeError(f"module entries must be IR expressions, got {type(func).__name__}")
-        if not isinstance(func, Function):
-            func = Function(free_vars(func), func)
-        self.functions[name] = func
+        self.functions[name] = entry_function(func)
 
     def __contains__(self, name: str) -> bool:
         return name in self.functions
@@ -51,3 +49,14 @@ class IRModule:
 
     def __repr__(self) -> str:
         return f"IRModule({list(self.functions)})"
+
+
+def entry_function(program: "IRModule | Expr") -> Function:
+    """The function a program runs: `mod["main"]`, the function itself, or `fn(free vars) { expr }`."""
+    if isinstance(program, IRModule):
+        return program["main"]
+    if isinstance(program, Function):
+        return program
+    if isinstance(program, Expr):
+        return Function(free_vars(program), program)
+    raise TypeError(f"expected an IRModule or an IR expression, got {type(program).__name__}")

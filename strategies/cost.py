@@ -28,7 +28,7 @@ from ir.visitor import post_order
 
 from .constants import constant_subgraph
 from .errors import NoImplementationError
-from .interpreter import entry_function
+from ir.module import entry_function
 from .records import TuningHistory, TuningRecord
 from .select import candidate_implementations, highest_plevel, select_implementation
 from .strategy import OpImplementation

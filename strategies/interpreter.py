@@ -20,10 +20,10 @@ from typing import Any, Callable, Mapping
 import numpy as np
 
 from ir.expr import Call, Constant, Expr, Function, If, Let, Tuple, TupleGetItem, Var
-from ir.module import IRModule
+from ir.module import IRModule, entry_function
 from ir.op.registry import Op
 from ir.types import AnyDim, SizeVar, TensorType, TupleType, Type
-from ir.visitor import free_vars, post_order
+from ir.visitor import post_order
 
 from .errors import InputError, KernelError
 from .kernels.reference import run_reference, value_type
@@ -32,17 +32,6 @@ __all__ = ["evaluate", "Evaluator", "Closure", "entry_function", "bind_inputs", 
 
 #: runs one call of a registered op: (the call node, its argument values) -> its value
 OpRunner = Callable[[Call, list], Any]
-
-
-def entry_function(program: IRModule | Expr) -> Function:
-    """The function a program runs: `mod["main"]`, the function itself, or `fn(free vars) { expr }`."""
-    if isinstance(program, IRModule):
-        return program["main"]
-    if isinstance(program, Function):
-        return program
-    if isinstance(program, Expr):
-        return Function(free_vars(program), program)
-    raise TypeError(f"expected an IRModule or an IR expression, got {type(program).__name__}")
 
 
 # -- inputs -------------------------------------------------------------------------------------

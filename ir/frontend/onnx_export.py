@@ -21,11 +21,10 @@ import onnx
 
 from ..errors import IRError
 from ..expr import Call, Constant, Expr, Function, If, Tuple, TupleGetItem, Var
-from ..module import IRModule
+from ..module import IRModule, entry_function
 from ..op.registry import Op
 from ..type_infer import infer_type, types_compatible
 from ..types import TensorType, TupleType, Type
-from ..visitor import free_vars
 from . import export_elemwise, export_nn, export_tensor  # noqa: F401  (register emitters)
 from .errors import FrontendError
 from .export_context import EMITTERS, EmitContext, Names, Value
@@ -227,16 +226,6 @@ class _GraphExporter:
         return _unflatten([outputs] if count == 1 else list(outputs), node.checked_type)
 
 
-def _main(mod: IRModule | Expr) -> Function:
-    if isinstance(mod, IRModule):
-        return mod["main"]
-    if isinstance(mod, Function):
-        return mod
-    if isinstance(mod, Expr):
-        return Function(free_vars(mod), mod)
-    raise TypeError(f"to_onnx takes an IRModule or an IR expression, got {type(mod).__name__}")
-
-
 def _check_param(var: Var, value: np.ndarray) -> None:
     ty = var.checked_type
     if not types_compatible(TensorType(value.shape, value.dtype.name), ty):
@@ -256,7 +245,7 @@ def to_onnx(mod: IRModule | Expr, params: Mapping[str, np.ndarray] | None = None
     newest = onnx.defs.onnx_opset_version()
     if not OLDEST_EXPORT_OPSET <= opset <= newest:
         raise FrontendError(f"cannot export to opset {opset}: choose one from {OLDEST_EXPORT_OPSET} to {newest}")
-    main = _main(mod)
+    main = entry_function(mod)
     func = infer_type(Function(main.params, inline_bindings(main.body)))
     values = {k: v.numpy() if hasattr(v, "numpy") and not isinstance(v, np.ndarray) else np.asarray(v)
               for k, v in (params or {}).items()}

@@ -9,7 +9,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
-from ..attrs import Attrs, freeze_value
+from ..attrs import Attrs
 from ..errors import ArityError, AttrsError, OpNotFoundError
 from ..expr import Call, Expr, Tuple
 from ..types import Type, normalize_dtype
@@ -244,7 +244,7 @@ def normalize_attrs(op: Op, args: Sequence[Expr], attrs: Mapping[str, Any] | Non
         elif f.default is REQUIRED:
             raise AttrsError(f"{op.name}: attribute {f.name!r} is required")
         else:
-            out[f.name] = freeze_value(f.default)
+            out[f.name] = None if f.default is None else f.normalize(op.name, f.default)
     return Attrs(out)
 
 
