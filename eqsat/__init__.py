@@ -1,0 +1,45 @@
+"""The e-graph engine: lower IR into egglog, saturate under limits, extract per target, lift back.
+
+    import ir, eqsat
+    mod, params = ir.models.resnet50(batch=1, image=224)
+    res = eqsat.optimize(mod, params, target="cpu", rules="default",
+                         limits=eqsat.Limits(iterations=30, nodes=50_000, seconds=10), extractor="greedy")
+    print(res.summary())                 # stop reason, sizes, cost before -> after
+    res.mod, res.report.stop_reason, res.cost_before, res.cost_after
+    print(eqsat.compare(mod, params, targets=["cpu", "cuda"], extractors=["greedy", "ilp"]))
+
+Layers, bottom up: `egraph` (terms, the egglog backend, lowering and lifting, a plain-data view),
+`rules` (declarative rewrites, dataflow patterns and callbacks as rules, the rule library),
+`runner` (saturation with limits, back-off scheduling, reports), `extract` (tree, greedy DAG and
+ILP extractors over one cost interface), then `optimize`, `compare` and the `cli`.
+"""
+
+from __future__ import annotations
+
+from .compare import Candidate, Comparison, compare
+from .egraph.egraph import EGraph
+from .egraph.lower import Lowered, lift, lower
+from .egraph.view import EGraphView
+from .errors import EqsatError, ExtractionError, LoweringError, PatternCompileError, RuleError
+from .extract import (EXTRACTORS, Choice, CostModel, GreedyDagExtractor, IlpExtractor, OpCount, TreeExtractor,
+                      get_extractor, node_costs)
+from .limits import Limits, StopReason
+from .optimize import Optimized, optimize
+from .report import IterationRow, Report
+from .rules.callback import CallbackRule, find_matches
+from .rules.library import RULESETS, resolve_rules
+from .rules.pattern import avar, call, const_pat, getitem, pvars, tuple_pat
+from .rules.rule import Rule, RuleSet, birewrite, rule, ruleset
+from .runner import prove, run_schedule, saturate
+from .scheduler import BackoffScheduler, SimpleScheduler
+
+__all__ = [
+    "optimize", "Optimized", "compare", "Comparison", "Candidate", "Limits", "StopReason", "Report", "IterationRow",
+    "saturate", "run_schedule", "prove", "BackoffScheduler", "SimpleScheduler",
+    "EGraph", "EGraphView", "Lowered", "lower", "lift",
+    "Rule", "RuleSet", "rule", "birewrite", "ruleset", "pvars", "avar", "call", "const_pat", "tuple_pat", "getitem",
+    "CallbackRule", "find_matches", "RULESETS", "resolve_rules",
+    "Choice", "CostModel", "OpCount", "TreeExtractor", "GreedyDagExtractor", "IlpExtractor", "EXTRACTORS",
+    "get_extractor", "node_costs",
+    "EqsatError", "LoweringError", "RuleError", "PatternCompileError", "ExtractionError",
+]

@@ -1,0 +1,160 @@
+"""The `eqsat` command: argument parsing and printing only; the work happens in the library.
+
+    eqsat optimize resnet50 --small --target cuda --extractor ilp --json report.json
+    eqsat optimize model.onnx --onnx optimized.onnx
+    eqsat compare bert --small --targets cpu,cuda --extractors greedy,ilp --diff
+    eqsat rules [SET]
+    eqsat models
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+from pathlib import Path
+from typing import Sequence
+
+import ir
+
+from .compare import compare
+from .errors import EqsatError
+from .extract import EXTRACTORS, IlpExtractor
+from .limits import Limits
+from .optimize import optimize
+from .report import IterationRow
+from .rules.library import RULESETS
+
+__all__ = ["main", "build_parser"]
+
+
+def _load(source: str, small: bool) -> tuple[ir.IRModule, dict]:
+    path = Path(source)
+    if source.endswith(".onnx") or path.is_file():
+        return ir.frontend.from_onnx(str(path))
+    return ir.models.get(source, small=small)
+
+
+def _extractor(name: str, ilp_seconds: float):
+    return IlpExtractor(seconds=ilp_seconds) if name == "ilp" else EXTRACTORS[name]
+
+
+def _progress(quiet: bool):
+    if quiet:
+        return None
+
+    def show(row: IterationRow) -> None:
+        top = sorted(row.matches_per_rule.items(), key=lambda kv: (-kv[1], kv[0]))[:2]
+        most = ", ".join(f"{k} {v}" for k, v in top)
+        print(f"  iteration {row.iteration}: {row.enodes} e-nodes, {row.eclasses} e-classes, "
+              f"{row.total_seconds:.3f} s  {most}", file=sys.stderr, flush=True)
+    return show
+
+
+def _limits(args: argparse.Namespace) -> Limits:
+    return Limits(iterations=args.iterations, nodes=args.nodes, seconds=args.seconds)
+
+
+def _finite(x: float) -> float | None:
+    return x if math.isfinite(x) else None
+
+
+def _cmd_optimize(args: argparse.Namespace) -> int:
+    mod, params = _load(args.model, args.small)
+    res = optimize(mod, params, target=args.target, rules=args.rules, limits=_limits(args),
+                   extractor=_extractor(args.extractor, args.ilp_seconds), progress=_progress(args.quiet))
+    print(res.summary())
+    if args.print:
+        print(res.mod.astext())
+    if args.json:
+        data = {"model": args.model, "target": res.target, "extractor": res.extractor,
+                "cost_before": _finite(res.cost_before), "cost_after": _finite(res.cost_after),
+                "extract_seconds": res.extract_seconds,
+                "extractor_info": {k: v if isinstance(v, (int, float, str, bool, type(None))) else str(v)
+                                   for k, v in res.info.items()},
+                "report": res.report.to_dict()}
+        Path(args.json).write_text(json.dumps(data, indent=2, default=str) + "\n")
+    if args.onnx:
+        import onnx
+        onnx.save(ir.frontend.to_onnx(res.mod, res.params), args.onnx)
+    return 0
+
+
+def _cmd_compare(args: argparse.Namespace) -> int:
+    mod, params = _load(args.model, args.small)
+    result = compare(mod, params, targets=args.targets.split(","),
+                     extractors=[_extractor(e, args.ilp_seconds) for e in args.extractors.split(",")],
+                     rules=args.rules, limits=_limits(args), progress=_progress(args.quiet))
+    print(result)
+    if args.diff:
+        print(result.diffs())
+    return 0
+
+
+def _cmd_rules(args: argparse.Namespace) -> int:
+    names = [args.set] if args.set else sorted(RULESETS)
+    for name in names:
+        if name not in RULESETS:
+            raise EqsatError(f"unknown rule set {name!r}; choose from {sorted(RULESETS)}")
+        print(f"{name}: {', '.join(RULESETS[name].names)}")
+    return 0
+
+
+def _cmd_models(args: argparse.Namespace) -> int:
+    for name, entry in ir.models.MODELS.items():
+        print(f"{name:<14} {entry.summary}")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="eqsat", description="Equality saturation for Relay-style tensor graphs.")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    def program_args(p: argparse.ArgumentParser) -> None:
+        p.add_argument("model", help="a zoo model name (see `eqsat models`) or an .onnx file")
+        p.add_argument("--small", action="store_true", help="the zoo model's tiny test configuration")
+        p.add_argument("--rules", default="default", help=f"rule sets joined by '+' ({', '.join(sorted(RULESETS))})")
+        p.add_argument("--iterations", type=int, default=Limits.iterations)
+        p.add_argument("--nodes", type=int, default=Limits.nodes)
+        p.add_argument("--seconds", type=float, default=Limits.seconds)
+        p.add_argument("--ilp-seconds", type=float, default=60.0, help="time limit of the ILP extractor")
+        p.add_argument("--quiet", action="store_true", help="no per-iteration progress on stderr")
+
+    opt = sub.add_parser("optimize", help="saturate a model and extract the best program for a target")
+    program_args(opt)
+    opt.add_argument("--target", default="cpu", help="a strategies target (cpu, cuda, ...) or 'ops'")
+    opt.add_argument("--extractor", default="greedy", choices=sorted(EXTRACTORS))
+    opt.add_argument("--json", help="write the report as JSON to this file")
+    opt.add_argument("--onnx", help="write the optimized program as ONNX to this file")
+    opt.add_argument("--print", action="store_true", help="print the optimized program")
+    opt.set_defaults(run=_cmd_optimize)
+
+    cmp_ = sub.add_parser("compare", help="programs for several targets and extractors side by side")
+    program_args(cmp_)
+    cmp_.add_argument("--targets", default="cpu", help="comma-separated targets")
+    cmp_.add_argument("--extractors", default="greedy", help="comma-separated: " + ", ".join(sorted(EXTRACTORS)))
+    cmp_.add_argument("--diff", action="store_true", help="print each program's diff against the input")
+    cmp_.set_defaults(run=_cmd_compare)
+
+    rules = sub.add_parser("rules", help="list the rule sets and their rules")
+    rules.add_argument("set", nargs="?", help="one rule set")
+    rules.set_defaults(run=_cmd_rules)
+
+    models = sub.add_parser("models", help="list the model zoo")
+    models.set_defaults(run=_cmd_models)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the `eqsat` console script; returns the exit status."""
+    args = build_parser().parse_args(argv)
+    try:
+        return args.run(args)
+    except (EqsatError, ir.IRError, LookupError, OSError) as err:
+        print(f"eqsat: error: {err}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,223 @@
+"""The egglog side of the e-graph: the only module that imports egglog.
+
+Everything goes through egglog's low-level bindings (see EGGLOG.md): e-nodes are added by one
+body-less rule per batch, each e-node also unioned with a handle `H(k)` so that Python can name
+its class later; queries become rules that write their matches into a relation, which Python
+reads from a frozen copy of the database and then clears. Rewrites themselves are applied by
+Python, so egglog never creates a node on its own: every e-class owns at least one handle.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Iterable, Mapping, Sequence
+
+from egglog import bindings as B
+
+from .query import Atom, QVar, Query, is_plain_literal
+from .terms import MAX_CALL_ARITY, Handle, Kind, Term
+
+__all__ = ["Backend", "Frozen", "ctor_name", "TERM_CTORS"]
+
+_SP = B.RustSpan("eqsat", 0, 0)
+_HANDLE = "H"
+_FIXED = {
+    Kind.VAR: ("Var", ["String"]),
+    Kind.CONST: ("Const", ["String"]),
+    Kind.FUNC: ("Fn", ["String"]),
+    Kind.APPLY: ("Apply", ["T", "T"]),
+    Kind.TUPLE: ("Tuple", ["T"]),
+    Kind.NIL: ("Nil", []),
+    Kind.CONS: ("Cons", ["T", "T"]),
+    Kind.GETITEM: ("GetItem", ["T", "i64"]),
+    Kind.IF: ("If", ["T", "T", "T"]),
+    Kind.LET: ("Let", ["T", "T", "T"]),
+}
+TERM_CTORS: dict[str, tuple[Kind, list[str]]] = {name: (kind, sorts) for kind, (name, sorts) in _FIXED.items()}
+for _n in range(MAX_CALL_ARITY + 1):
+    TERM_CTORS[f"Call{_n}"] = (Kind.CALL, ["String", "String"] + ["T"] * _n)
+_PAYLOAD_SORTS = {"String", "i64"}
+
+
+def ctor_name(kind: Kind, n_children: int) -> str:
+    """The egglog constructor of an e-node of `kind` with `n_children` class children."""
+    if kind is Kind.CALL:
+        return f"Call{n_children}"
+    return _FIXED[kind][0]
+
+
+def _declarations() -> str:
+    lines = ["(datatype T)"]
+    for name, (_, sorts) in TERM_CTORS.items():
+        lines.append(f"(constructor {name} ({' '.join(sorts)}) T)")
+    lines.append(f"(constructor {_HANDLE} (i64) T :unextractable)")
+    return "\n".join(lines)
+
+
+def _lit(value: str | int) -> B.Lit:
+    return B.Lit(_SP, B.Int(value) if isinstance(value, int) else B.String(value))
+
+
+def _handle(h: Handle) -> B.Call:
+    return B.Call(_SP, _HANDLE, [B.Lit(_SP, B.Int(h))])
+
+
+def _term_expr(term: Term) -> B.Call:
+    """The egglog expression of `term`; children are looked up through their handles."""
+    if term.kind is Kind.CALL:
+        op, attrs = term.payload
+        args = [_lit(op), _lit(attrs)]
+    else:
+        args = [_lit(p) for p in term.payload]
+    if term.kind is Kind.GETITEM:  # the index comes after the tuple
+        return B.Call(_SP, "GetItem", [_handle(term.children[0]), args[0]])
+    return B.Call(_SP, ctor_name(term.kind, len(term.children)), args + [_handle(c) for c in term.children])
+
+
+def _render_arg(arg: QVar | str | int) -> str:
+    if isinstance(arg, QVar):
+        return arg.name
+    if isinstance(arg, int):
+        return str(arg)
+    if not is_plain_literal(arg):
+        raise ValueError(f"string literal {arg!r} cannot appear in a query")
+    return f'"{arg}"'
+
+
+def _render_atom(atom: Atom) -> str:
+    payload = [_render_arg(p) for p in atom.payload]
+    children = [c.name for c in atom.children]
+    if atom.kind is Kind.GETITEM:
+        args = children + payload
+    else:
+        args = payload + children
+    call = ctor_name(atom.kind, len(atom.children))
+    return f"(= {atom.out.name} ({call}{''.join(' ' + a for a in args)}))"
+
+
+@dataclass(frozen=True)
+class Frozen:
+    """One read of the database: canonical handle per class value, term rows and match rows."""
+
+    class_of: Mapping[object, Handle]
+    """egglog class value -> smallest handle in that class (a stable, deterministic class id)."""
+    handles: Mapping[Handle, Handle]
+    """every handle -> the smallest handle of its class."""
+    terms: tuple[Term, ...]
+    """every e-node once, children given as canonical handles; `term_class[i]` is its class."""
+    term_class: tuple[Handle, ...]
+    matches: Mapping[str, list[tuple]]
+    """query name -> decoded rows (classes as canonical handles, strings, ints)."""
+
+
+class Backend:
+    """An egglog e-graph driven through the low-level bindings."""
+
+    def __init__(self) -> None:
+        self._eg = B.EGraph()
+        self._eg.run_program(*self._eg.parse_program(_declarations()))
+        self._batches = 0
+        self._queries: dict[str, Query] = {}
+        self._rulesets: dict[str, str] = {}
+        self._strings: dict[object, str] = {}
+
+    # -- adding ------------------------------------------------------------------------------
+    def insert(self, terms: Sequence[tuple[Handle, Term]], unions: Sequence[tuple[Handle, Handle]]) -> bool:
+        """Add e-nodes (each under its new handle) and merge classes in one step; True if anything changed."""
+        if not terms and not unions:
+            return False
+        actions = [B.Union(_SP, _handle(h), _term_expr(t)) for h, t in terms]
+        actions += [B.Union(_SP, _handle(a), _handle(b)) for a, b in unions]
+        self._batches += 1
+        name = f"insert{self._batches}"
+        out = self._eg.run_program(
+            B.AddRuleset(_SP, name),
+            B.RuleCommand(B.Rule(_SP, actions, [], name, name)),
+            B.RunSchedule(B.Run(_SP, B.RunConfig(name, None))),
+        )
+        return bool(out[-1].report.updated)
+
+    # -- queries -----------------------------------------------------------------------------
+    def add_rule_queries(self, rule: str, queries: Mapping[str, Query]) -> None:
+        """Register the queries of one rule (as one ruleset, so the rule can be banned as a unit)."""
+        ruleset = f"rs_{len(self._rulesets)}"
+        program = [f"(ruleset {ruleset})"]
+        for qname, query in queries.items():
+            if qname in self._queries:
+                raise ValueError(f"query {qname!r} is already registered")
+            rel = f"M_{qname}"
+            sorts = " ".join(c.sort for c in query.columns)
+            cols = " ".join(c.name for c in query.columns)
+            body = " ".join(_render_atom(a) for a in query.atoms)
+            program.append(f"(relation {rel} ({sorts}))")
+            program.append(f'(rule ({body}) (({rel} {cols})) :ruleset {ruleset} :name "{qname}")')
+            program.append(f"(rule (({rel} {cols})) ((delete ({rel} {cols}))) :ruleset clear_{ruleset})")
+            self._queries[qname] = query
+        program.insert(1, f"(ruleset clear_{ruleset})")
+        self._eg.run_program(*self._eg.parse_program("\n".join(program)))
+        self._rulesets[rule] = ruleset
+
+    def search(self, rules: Iterable[str]) -> None:
+        """Run the queries of `rules` once over the current database (their matches are stored)."""
+        runs = [B.Run(_SP, B.RunConfig(self._rulesets[r], None)) for r in rules]
+        if runs:
+            self._eg.run_program(B.RunSchedule(B.Sequence(_SP, runs)))
+
+    def clear_matches(self, rules: Iterable[str]) -> None:
+        runs = [B.Run(_SP, B.RunConfig("clear_" + self._rulesets[r], None)) for r in rules]
+        if runs:
+            self._eg.run_program(B.RunSchedule(B.Sequence(_SP, runs)))
+
+    # -- reading -----------------------------------------------------------------------------
+    def enode_count(self) -> int:
+        """Number of e-nodes (term rows; handles and match relations excluded); about 0.1 ms."""
+        sizes = self._eg.run_program(B.PrintSize(_SP, None))[0].sizes
+        return sum(n for name, n in sizes if name in TERM_CTORS)
+
+    def _string(self, value) -> str:
+        s = self._strings.get(value)
+        if s is None:
+            s = self._strings[value] = self._eg.value_to_string(value)
+        return s
+
+    def freeze(self, read_terms: bool, queries: Iterable[str] = ()) -> Frozen:
+        """Read the database once: class ids, optionally all e-nodes, and the rows of `queries`."""
+        eg = self._eg
+        fr = eg.freeze()
+        to_int = eg.value_to_i64
+        class_of: dict[object, Handle] = {}
+        handles: dict[Handle, Handle] = {}
+        pairs = [(to_int(r.inputs[0]), r.output) for r in fr.functions[_HANDLE].rows]
+        for h, out in pairs:
+            known = class_of.get(out)
+            if known is None or h < known:
+                class_of[out] = h
+        for h, out in pairs:
+            handles[h] = class_of[out]
+        terms: list[Term] = []
+        term_class: list[Handle] = []
+        if read_terms:
+            for name, (kind, sorts) in TERM_CTORS.items():
+                n_payload = sum(1 for s in sorts if s in _PAYLOAD_SORTS)
+                for row in fr.functions[name].rows:
+                    ins = row.inputs
+                    if kind is Kind.GETITEM:
+                        payload, kids = (to_int(ins[1]),), (class_of[ins[0]],)
+                    else:
+                        payload = tuple(self._string(v) for v in ins[:n_payload])
+                        kids = tuple(class_of[v] for v in ins[n_payload:])
+                    terms.append(Term(kind, payload, kids))
+                    term_class.append(class_of[row.output])
+        matches: dict[str, list[tuple]] = {}
+        for qname in queries:
+            decoders = [self._decoder(c.sort, class_of) for c in self._queries[qname].columns]
+            matches[qname] = [tuple(d(v) for d, v in zip(decoders, row.inputs))
+                              for row in fr.functions[f"M_{qname}"].rows]
+        return Frozen(class_of, handles, tuple(terms), tuple(term_class), matches)
+
+    def _decoder(self, sort: str, class_of: Mapping[object, Handle]):
+        if sort == "T":
+            return class_of.__getitem__
+        if sort == "String":
+            return self._string
+        return self._eg.value_to_i64

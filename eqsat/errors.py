@@ -1,0 +1,25 @@
+"""Errors raised by the e-graph engine; each names the node, rule, class or limit involved."""
+
+from __future__ import annotations
+
+__all__ = ["EqsatError", "LoweringError", "RuleError", "ExtractionError", "PatternCompileError"]
+
+
+class EqsatError(Exception):
+    """Base class of every error the e-graph engine raises on bad input."""
+
+
+class LoweringError(EqsatError, ValueError):
+    """A program that cannot be lowered into the e-graph (untyped, or an unsupported node)."""
+
+
+class RuleError(EqsatError, ValueError):
+    """A malformed rule or rule set (unbound right-hand variable, repeated name, unknown op)."""
+
+
+class PatternCompileError(RuleError):
+    """A dataflow pattern that cannot become an e-matching query."""
+
+
+class ExtractionError(EqsatError, RuntimeError):
+    """No valid program can be extracted (an e-class has no legal node, or a root is missing)."""

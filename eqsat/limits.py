@@ -1,0 +1,50 @@
+"""Budgets for saturation and the reasons a run stops."""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+
+__all__ = ["Limits", "StopReason"]
+
+
+class StopReason(enum.Enum):
+    """Why saturation stopped; `Report.stop_reason` always holds one."""
+
+    SATURATED = "saturated"              # an iteration changed nothing, no rule banned or deferred
+    GOAL_REACHED = "goal_reached"        # the optional goal became equivalent to the start
+    ITERATION_LIMIT = "iteration_limit"
+    NODE_LIMIT = "node_limit"
+    TIME_LIMIT = "time_limit"
+
+    def __str__(self) -> str:
+        return self.value
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Budgets for one saturation run; each is checked by the runner, not by egglog.
+
+    The node and time limits are also checked while an iteration's matches are applied, so a run
+    overshoots them by at most the nodes one batch of matches adds and one search's time.
+    """
+
+    iterations: int = 30
+    """search + apply + rebuild rounds."""
+    nodes: int = 50_000
+    """e-nodes (term rows, handles excluded), measured after each rebuild."""
+    seconds: float = 10.0
+    """wall clock for saturation; lowering and extraction are not counted."""
+
+    def __post_init__(self) -> None:
+        for name in ("iterations", "nodes", "seconds"):
+            value = getattr(self, name)
+            if not value > 0:
+                raise ValueError(f"Limits.{name} must be positive, got {value!r}")
+
+    def first_exceeded(self, *, iteration: int, nodes: int, elapsed: float) -> StopReason | None:
+        """The limit that is reached, checking time, then nodes, then iterations; None if none is."""
+        over = [(elapsed >= self.seconds, StopReason.TIME_LIMIT),
+                (nodes >= self.nodes, StopReason.NODE_LIMIT),
+                (iteration >= self.iterations, StopReason.ITERATION_LIMIT)]
+        return next((reason for hit, reason in over if hit), None)

@@ -1,0 +1,85 @@
+"""What a rule sees when it fires: the matched classes, their types, and bound attribute values."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ir import Constant, Expr, Var
+from ir.types import TensorType, Type
+
+from ..egraph.egraph import EGraph
+from ..egraph.terms import Handle
+
+__all__ = ["Match"]
+
+
+@dataclass
+class Match:
+    """One match of a rule: root classes, pattern variables -> classes, attribute variables -> values."""
+
+    egraph: EGraph
+    roots: tuple[Handle, ...]
+    classes: dict[str, Handle] = field(default_factory=dict)
+    values: dict[str, Any] = field(default_factory=dict)
+    constants: dict[str, Constant] = field(default_factory=dict)
+    placeholders: dict[int, Handle] = field(default_factory=dict)
+    """id of an IR leaf handed out by `expr` -> the class it stands for."""
+    _leaves: dict[str, Expr] = field(default_factory=dict)
+
+    def __getitem__(self, name: str) -> Any:
+        """An attribute variable's value, or a pattern variable's class handle."""
+        if name in self.values:
+            return self.values[name]
+        return self.classes[name]
+
+    def expr(self, name: str) -> Expr:
+        """An IR leaf standing for the class bound to `name`, for building a rule's result.
+
+        A constant comes back as itself; any other class as a typed placeholder variable.
+        Lowering the result maps every placeholder back to its class.
+        """
+        leaf = self._leaves.get(name)
+        if leaf is None:
+            if name in self.constants:
+                leaf = self.constants[name]
+            elif name in self.classes:
+                leaf = Var(f"?{name}", self.type(name))
+            else:
+                raise KeyError(f"the pattern binds no variable {name!r}; it binds {sorted(self.classes)}")
+            self._leaves[name] = leaf
+            self.placeholders[id(leaf)] = self.classes[name]
+        return leaf
+
+    def root_type(self, index: int = 0) -> Type:
+        """The type of the `index`-th matched root class."""
+        return self.egraph.type_of(self.roots[index])
+
+    def type(self, name: str) -> Type:
+        return self.egraph.type_of(self.classes[name])
+
+    def tensor_type(self, name: str) -> TensorType | None:
+        ty = self.type(name)
+        return ty if isinstance(ty, TensorType) else None
+
+    def shape(self, name: str) -> tuple:
+        """The shape of a tensor-valued pattern variable (raises for tuples)."""
+        ty = self.tensor_type(name)
+        if ty is None:
+            raise TypeError(f"pattern variable {name!r} is not a tensor: {self.type(name)}")
+        return ty.shape
+
+    def ndim(self, name: str) -> int:
+        return len(self.shape(name))
+
+    def dtype(self, name: str) -> str:
+        ty = self.tensor_type(name)
+        if ty is None:
+            raise TypeError(f"pattern variable {name!r} is not a tensor: {self.type(name)}")
+        return ty.dtype
+
+    def const(self, name: str) -> np.ndarray:
+        """The value of a constant bound by `const_pat(name)`."""
+        return np.asarray(self.constants[name].data)

@@ -1,0 +1,141 @@
+"""Rules and rule sets: e-matching queries that find candidates, Python that builds results.
+
+A rule never edits the e-graph itself. `Rule.fire(match)` returns `Result`s (a root class and an
+IR expression built from `match.expr(...)` leaves); the runner type-checks each expression,
+lowers it and merges it into the root's class only when the types agree.
+"""
+
+from __future__ import annotations
+
+import abc
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Callable, Iterable, Protocol, Sequence
+
+from ir import Expr
+
+from ..egraph.query import Query
+from ..egraph.terms import Handle
+from ..errors import RuleError
+from .match import Match
+from .pattern import Pat, check_template, compile_patterns, instantiate, variables
+
+__all__ = ["MatchQuery", "Result", "Rule", "Rewrite", "rule", "birewrite", "RuleSet", "ruleset"]
+
+
+class MatchQuery(Protocol):
+    """A compiled query and the decoder of its rows (None: the row fails a Python-side check)."""
+
+    query: Query
+
+    def decode(self, egraph, row: tuple) -> Match | None: ...
+
+
+@dataclass(frozen=True)
+class Result:
+    """`expr` is equal to class `root`; `interior` classes must not escape if `expr` is extracted."""
+
+    root: Handle
+    expr: Expr
+    interior: frozenset[Handle] = frozenset()
+
+
+class Rule(abc.ABC):
+    """A named rewrite: `queries()` find matches, `fire(match)` says what each match is equal to."""
+
+    name: str
+
+    @abc.abstractmethod
+    def queries(self, egraph) -> Sequence[MatchQuery]:
+        """The conjunctive queries whose rows are this rule's matches in `egraph`."""
+
+    @abc.abstractmethod
+    def fire(self, m: Match) -> list[Result]:
+        """Results for one match (empty to decline it)."""
+
+    def select(self, matches: list[Match]) -> list[Match]:
+        """The matches of one iteration that should fire (all of them unless a rule says otherwise)."""
+        return matches
+
+
+Builder = Callable[[Match], "Expr | Sequence[Expr] | None"]
+
+
+@dataclass(frozen=True, eq=False)
+class Rewrite(Rule):
+    """`lhs -> rhs` when `when(match)`; several left sides make a multi-pattern rule (one rhs each)."""
+
+    name: str
+    lhs: tuple[Pat, ...]
+    rhs: tuple[Pat, ...] | Builder
+    when: Callable[[Match], bool] | None = None
+    _compiled: tuple = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        bound = set().union(*(variables(p) for p in self.lhs))
+        if not callable(self.rhs):
+            if len(self.rhs) != len(self.lhs):
+                raise RuleError(f"{self.name}: {len(self.lhs)} left side(s) but {len(self.rhs)} right side(s)")
+            for t in self.rhs:
+                check_template(t, bound, self.name)
+        object.__setattr__(self, "_compiled", (compile_patterns(self.lhs),))
+
+    def queries(self, egraph) -> Sequence[MatchQuery]:
+        return self._compiled
+
+    def fire(self, m: Match) -> list[Result]:
+        if self.when is not None and not self.when(m):
+            return []
+        if callable(self.rhs):
+            built = self.rhs(m)
+            if built is None:
+                return []
+            exprs = (built,) if isinstance(built, Expr) else tuple(built)
+        else:
+            exprs = tuple(instantiate(t, m) for t in self.rhs)
+        return [Result(root, e) for root, e in zip(m.roots, exprs)]
+
+
+def rule(name: str, lhs: Pat | tuple[Pat, ...], rhs: Pat | tuple[Pat, ...] | Builder,
+         when: Callable[[Match], bool] | None = None) -> Rewrite:
+    """A declarative rewrite; `rhs` may be a template or a function of the match returning IR."""
+    lhs_t = lhs if isinstance(lhs, tuple) else (lhs,)
+    rhs_t = rhs if callable(rhs) or isinstance(rhs, tuple) else (rhs,)
+    return Rewrite(name, lhs_t, rhs_t, when)
+
+
+def birewrite(name: str, a: Pat, b: Pat, when: Callable[[Match], bool] | None = None) -> tuple[Rewrite, Rewrite]:
+    """`a -> b` (named `name`) and `b -> a` (named `name-rev`)."""
+    return rule(name, a, b, when), rule(f"{name}-rev", b, a, when)
+
+
+@dataclass(frozen=True)
+class RuleSet:
+    """A named, ordered collection of rules with unique names."""
+
+    name: str
+    rules: tuple[Rule, ...]
+
+    def __add__(self, other: "RuleSet") -> "RuleSet":
+        return ruleset(f"{self.name}+{other.name}", (*self.rules, *other.rules))
+
+    def __iter__(self):
+        return iter(self.rules)
+
+    def __len__(self) -> int:
+        return len(self.rules)
+
+    @property
+    def names(self) -> list[str]:
+        return [r.name for r in self.rules]
+
+
+def ruleset(name: str, rules: Iterable[Rule | Iterable[Rule]]) -> RuleSet:
+    """A rule set; nested iterables (e.g. from `birewrite`) are flattened. Names must be unique."""
+    flat: list[Rule] = []
+    for r in rules:
+        flat.extend([r] if isinstance(r, Rule) else r)
+    repeated = sorted(n for n, k in Counter(r.name for r in flat).items() if k > 1)
+    if repeated:
+        raise RuleError(f"{name}: rule names key the reports, so they must be unique: {repeated}")
+    return RuleSet(name, tuple(flat))

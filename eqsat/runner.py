@@ -1,0 +1,215 @@
+"""Equality saturation under explicit limits: search in egglog, apply in Python, rebuild in egglog.
+
+Each iteration: (1) every rule the scheduler lets in runs its queries once (egglog finds only
+matches that are new since the rule last ran); (2) Python reads the matches, asks each rule for
+its results, type-checks and lowers them, and queues unions; (3) one egglog batch adds the new
+nodes and merges classes, which also restores congruence. Limits are checked between phases and
+every few matches while applying, so egglog's lack of node and time limits does not matter. The
+time budget is kept from both sides: applying stops when flushing what is pending would overrun
+it, and the run stops (with `time_limit`) when the next search is predicted to overrun it.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from time import perf_counter
+from typing import Callable, Iterable, Sequence
+
+import ir
+from ir import Expr
+
+from .egraph.egraph import EGraph, Merge
+from .egraph.terms import Handle
+from .limits import Limits, StopReason
+from .report import IterationRow, Report
+from .rules.match import Match
+from .rules.rule import Result, Rule
+from .scheduler import BackoffScheduler, Scheduler
+
+__all__ = ["saturate", "run_schedule", "prove"]
+
+_CHECK_EVERY = 4  # matches applied between two limit checks
+
+
+def _lower_result(egraph: EGraph, res: Result, m: Match) -> Handle | None:
+    """The class of a rule's result, or None when the result does not type-check."""
+    try:
+        ir.infer_type(res.expr)
+    except ir.IRError:
+        return None
+    return egraph.add_expr(res.expr, m.placeholders)
+
+
+class _Run:
+    """The state of one `saturate` call."""
+
+    def __init__(self, egraph: EGraph, rules: list[Rule], limits: Limits, scheduler: Scheduler):
+        self.egraph, self.rules, self.limits, self.scheduler = egraph, rules, limits, scheduler
+        self.keys = {r.name: egraph.register_rule(r) for r in rules}
+        self.deferred: dict[str, list[tuple[object, tuple]]] = {}
+        self.seen: dict[str, set[tuple]] = {r.name: set() for r in rules}
+        self.rejected: Counter[str] = Counter()
+        self.flush_seconds_per_change = 0.0
+        self.search_seconds_per_node = 0.0
+        self.start = perf_counter()
+
+    def elapsed(self) -> float:
+        return perf_counter() - self.start
+
+    def search(self, active: list[Rule]) -> tuple[dict[str, int], dict[str, list[tuple[object, tuple]]]]:
+        """New match counts, and the queue (waiting matches first, then new ones) per active rule."""
+        backend = self.egraph.backend
+        backend.search(self.keys[r.name][0] for r in active)
+        queries = [q for r in active for q, _ in self.keys[r.name][1]]
+        frozen = self.egraph.refresh(queries)
+        backend.clear_matches(self.keys[r.name][0] for r in active)
+        new: dict[str, int] = {}
+        queues: dict[str, list[tuple[object, tuple]]] = {}
+        for r in active:
+            queue = self.deferred.pop(r.name, [])
+            waiting, seen = len(queue), self.seen[r.name]
+            for qname, mq in self.keys[r.name][1]:
+                for row in sorted(frozen.matches[qname]):
+                    if (qname, row) not in seen:
+                        seen.add((qname, row))
+                        queue.append((mq, row))
+            new[r.name] = len(queue) - waiting
+            queues[r.name] = queue
+        return new, queues
+
+    def apply(self, admitted: dict[str, list[tuple[object, tuple]]], enodes_before: int) -> Counter[str]:
+        """Fire the admitted matches in rule order; when a limit is near, the rest wait (deferred)."""
+        applied: Counter[str] = Counter()
+        stopped = False
+        for r in self.rules:
+            queue = admitted.get(r.name, [])
+            if stopped:
+                if queue:
+                    self.deferred.setdefault(r.name, []).extend(queue)
+                continue
+            decoded = [(mq, row, mq.decode(self.egraph, row)) for mq, row in queue]
+            chosen = {id(m) for m in r.select([m for _, _, m in decoded if m is not None])}
+            for i, (mq, row, m) in enumerate(decoded):
+                if i % _CHECK_EVERY == 0 and self._over(enodes_before):
+                    stopped = True
+                    self.deferred.setdefault(r.name, []).extend((q, w) for q, w, _ in decoded[i:])
+                    break
+                if id(m) in chosen and self._fire(r, m):
+                    applied[r.name] += 1
+        return applied
+
+    def _over(self, enodes_before: int) -> bool:
+        """True when the time or node budget would run out once the pending batch is flushed."""
+        flush_estimate = self.flush_seconds_per_change * self.egraph.num_pending_changes
+        return (self.elapsed() + flush_estimate >= self.limits.seconds
+                or enodes_before + self.egraph.num_pending >= self.limits.nodes)
+
+    def flush(self) -> bool:
+        """Send the pending batch to egglog and update the flush-time estimate."""
+        pending = self.egraph.num_pending_changes
+        t0 = perf_counter()
+        changed = self.egraph.flush()
+        if pending:  # the slowest rate seen so far: overrunning the budget is worse than stopping early
+            self.flush_seconds_per_change = max(self.flush_seconds_per_change, (perf_counter() - t0) / pending)
+        return changed
+
+    def predicted_end(self, enodes: int) -> float:
+        """When the next iteration's search would end: searches scale with the e-graph's size."""
+        return self.elapsed() + self.search_seconds_per_node * enodes
+
+    def _fire(self, r: Rule, m: Match) -> bool:
+        try:
+            results = r.fire(m)
+        except ir.IRError:  # the rule built an invalid call (e.g. a bad attribute value)
+            self.rejected[r.name] += 1
+            return False
+        merged = False
+        for res in results:
+            handle = _lower_result(self.egraph, res, m)
+            outcome = Merge.TYPE_MISMATCH if handle is None else self.egraph.union(res.root, handle)
+            if outcome is Merge.TYPE_MISMATCH:
+                self.rejected[r.name] += 1
+                continue
+            merged = merged or outcome is Merge.MERGED
+            if res.interior:
+                self.egraph.exclude(handle, res.interior)
+        return merged
+
+
+def saturate(egraph: EGraph, rules: Iterable[Rule], limits: Limits = Limits(), *,
+             scheduler: Scheduler | None = None, goal: tuple[Handle, Handle] | None = None,
+             progress: Callable[[IterationRow], None] | None = None) -> Report:
+    """Apply `rules` until saturation or a limit; `goal` stops the run once its two classes merge.
+
+    The default scheduler is `BackoffScheduler()`. `progress` is called after every iteration.
+    """
+    rules = list(rules)
+    names = [r.name for r in rules]
+    if len(set(names)) != len(names):
+        raise ValueError(f"rule names must be unique, got {sorted(n for n in names if names.count(n) > 1)}")
+    run = _Run(egraph, rules, limits, scheduler or BackoffScheduler())
+    initial_enodes, initial_eclasses = egraph.enode_count(), egraph.eclass_count()
+    rows: list[IterationRow] = []
+    reason: StopReason | None = None
+    enodes = initial_enodes
+    while reason is None:
+        iteration = len(rows) + 1
+        t0 = perf_counter()
+        banned = run.scheduler.banned(iteration)
+        active = [r for r in rules if r.name not in banned]
+        new, queues = run.search(active)
+        run.search_seconds_per_node = max(run.search_seconds_per_node, (perf_counter() - t0) / max(enodes, 1))
+        admitted: dict[str, list] = {}
+        held = set(banned)
+        for name, queue in queues.items():
+            if queue and not run.scheduler.admit(name, iteration, len(queue)):
+                run.deferred[name] = queue
+                held.add(name)
+            else:
+                admitted[name] = queue
+        t1 = perf_counter()
+        applied = run.apply(admitted, enodes)
+        t2 = perf_counter()
+        changed = run.flush()
+        t3 = perf_counter()
+        enodes = egraph.enode_count()
+        row = IterationRow(iteration, enodes, egraph.eclass_count(),
+                           {n: k for n, k in sorted(new.items()) if k},
+                           dict(sorted((n, k) for n, k in applied.items() if k)),
+                           {"search": t1 - t0, "apply": t2 - t1, "rebuild": t3 - t2},
+                           tuple(sorted(held)))
+        rows.append(row)
+        if progress is not None:
+            progress(row)
+        if goal is not None and egraph.canonical(goal[0]) == egraph.canonical(goal[1]):
+            reason = StopReason.GOAL_REACHED
+        elif not changed and not run.deferred and not run.scheduler.banned(iteration + 1):
+            reason = StopReason.SATURATED
+        else:
+            reason = limits.first_exceeded(iteration=iteration, nodes=enodes, elapsed=run.predicted_end(enodes))
+            if reason is None and not changed:
+                run.scheduler.release()
+    return Report(reason, limits, tuple(rows), initial_enodes, initial_eclasses, run.elapsed(),
+                  dict(sorted(run.rejected.items())))
+
+
+def run_schedule(egraph: EGraph, phases: Sequence[tuple[Iterable[Rule], Limits]], *,
+                 scheduler_factory: Callable[[], Scheduler] = BackoffScheduler) -> list[Report]:
+    """Saturate phase by phase (e.g. cheap simplifications to saturation, then exploratory rules
+    under a tight budget); each phase gets a fresh scheduler and its own report."""
+    return [saturate(egraph, rules, limits, scheduler=scheduler_factory()) for rules, limits in phases]
+
+
+def prove(start: Expr, goal: Expr, rules: Iterable[Rule], limits: Limits = Limits(), *,
+          scheduler: Scheduler | None = None) -> Report:
+    """Saturate an e-graph holding both expressions; `GOAL_REACHED` when they become equal."""
+    egraph = EGraph()
+    handles = []
+    for e in (start, goal):
+        ir.infer_type(e)
+        handles.append(egraph.add_expr(e))
+    egraph.flush()
+    egraph.refresh()
+    if egraph.canonical(handles[0]) == egraph.canonical(handles[1]):
+        return Report(StopReason.GOAL_REACHED, limits, (), egraph.enode_count(), egraph.eclass_count(), 0.0)
+    return saturate(egraph, rules, limits, scheduler=scheduler, goal=(handles[0], handles[1]))

@@ -1,0 +1,182 @@
+"""Dataflow patterns as e-matching: agreement with the direct matcher, callbacks as rules."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import ir
+import strategies
+from ir import relay
+from ir.dataflow_pattern import (
+    K_ELEMWISE, DFPatternCallback, FunctionPattern, dominates, has_dtype, has_shape, is_constant, is_expr, is_if,
+    is_let, is_op, is_tuple, is_tuple_get_item, is_var, rewrite, wildcard,
+)
+from ir.dataflow_pattern import find_matches as direct_matches
+from ir.visitor import bind_params_by_name, children, post_order
+
+from eqsat.egraph.lower import lift, lower
+from eqsat.errors import PatternCompileError
+from eqsat.extract import GreedyDagExtractor, OpCount, node_costs
+from eqsat.extract.cost import function_cost
+from eqsat.limits import Limits, StopReason
+from eqsat.rules.callback import CallbackRule, find_matches
+from eqsat.rules.rule import ruleset
+from eqsat.runner import saturate
+
+
+def guide_patterns() -> dict:
+    """The patterns of the pattern-language guide (plus a few more corners)."""
+    conv = is_op("nn.conv2d")(wildcard(), wildcard())
+    is_conv2d = is_op("nn.conv2d")(is_var(), is_var())
+    is_elemwise = wildcard().has_attr({"TOpPattern": K_ELEMWISE})(wildcard())
+    x, var, mean, beta, gamma, eps = (wildcard() for _ in range(6))
+    bn = is_op("nn.batch_norm")(wildcard(), wildcard(), wildcard(), wildcard(), wildcard())
+    wc1, wc2 = wildcard(), wildcard()
+    return {
+        "add-or-subtract": (is_op("add") | is_op("subtract"))(wildcard(), wildcard()),
+        "op-attr": is_op("nn.dense").has_attr({"TOpPattern": K_ELEMWISE})(wildcard(), wildcard()),
+        "call-attr": conv.has_attr({"data_layout": "NHWC"}),
+        "call-attr-list": is_op("nn.conv2d")(wildcard(), wildcard()).has_attr({"kernel_size": [3, 3]}),
+        "optional": is_op("nn.bias_add")(conv, wildcard()).optional(lambda p: is_op("nn.relu")(p)),
+        "dtype": has_dtype("float32"),
+        "shape": has_shape((1, 8, 16, 16)),
+        "call-shape": is_op("nn.relu")(conv).has_shape((1, 8, 32, 32)),
+        "tuple": is_tuple((wildcard(), wildcard(), wildcard())),
+        "any-tuple-concat": is_op("concatenate")(is_tuple(None)),
+        "getitem": is_op("nn.relu")(is_tuple_get_item(bn, 0)),
+        "getitem-any-index": is_tuple_get_item(wildcard()),
+        "function": FunctionPattern([wc1, wc2], wc1 + wc2),
+        "constant": is_op("nn.bias_add")(is_op("nn.conv2d")(wildcard(), is_constant()), wildcard()),
+        "expr": wildcard() + (is_expr(relay.const(0)) | is_expr(relay.const(0.0))),
+        "composite": wildcard().has_attr({"Composite": "add"}),
+        "diamond": is_op("add")(is_op("nn.relu")(is_conv2d), is_op("nn.leaky_relu")(is_conv2d)),
+        "dominator": dominates(is_conv2d, is_elemwise, is_op("add")(wildcard(), wildcard())),
+        "batchnorm-math": gamma * (x - mean) / is_op("sqrt")(var + eps) + beta,
+        "any-call": wildcard()(None),
+        "any-arity": is_op("nn.dense")(None),
+        "commutative": is_op("multiply")(wildcard(), wildcard()) + wildcard(),
+        "named-var": is_op("nn.conv2d")(is_var("data"), wildcard()),
+    }
+
+
+def classes_of(egraph, body: ir.Expr) -> dict[int, int]:
+    """id(IR node) -> canonical class, lowering node by node (every node is already in the e-graph)."""
+    handle: dict[int, int] = {}
+    for node in post_order(body):
+        handle[id(node)] = egraph.add_expr(node, {id(c): handle[id(c)] for c in children(node)})
+    egraph.refresh()
+    return {k: egraph.canonical(h) for k, h in handle.items()}
+
+
+@pytest.mark.parametrize("model", ir.models.list_models())
+def test_ematching_finds_exactly_the_direct_matches(model):
+    mod, params = ir.models.get(model, small=True)
+    main = bind_params_by_name(mod["main"], params)
+    low = lower(ir.IRModule({"main": main}))
+    cls = classes_of(low.egraph, main.body)
+    for name, pattern in guide_patterns().items():
+        expected = sorted({cls[id(n)] for n in direct_matches(pattern, main.body)})
+        assert find_matches(pattern, low.egraph) == expected, f"{model}: {name}"
+
+
+def test_patterns_on_functions_if_and_let():
+    x, y = relay.var("x", shape=(3,)), relay.var("y", shape=(3,))
+    add = is_op("add")(wildcard(), wildcard())
+    fused = add.partition(ir.infer_type(relay.nn.relu(x + y)), {"Composite": "add"})
+    let_var = relay.var("let", shape=(3,), dtype="bool")
+    program = relay.Tuple([fused, relay.If(relay.less(x, y), x, y), relay.Let(let_var, relay.less(x, y), let_var)])
+    ir.infer_type(program)
+    low = lower(ir.IRModule.from_expr(program))
+    cls = classes_of(low.egraph, program)
+    wc1, wc2 = wildcard(), wildcard()
+    patterns = [
+        FunctionPattern([wc1, wc2], wc1 + wc2), FunctionPattern(None, wildcard() * wildcard()),
+        wildcard().has_attr({"Composite": "add"}), wildcard().has_attr({"Composite": "mul"}),
+        is_var("x"), is_op("less")(is_var("x"), is_var("y")),
+        is_if(is_op("less")(is_var("x"), is_var("y")), is_var("x"), is_var("y")),
+        is_let(is_var("let"), is_op("less")(is_var("x"), is_var("y")), is_var("let")),
+    ]
+    for pattern in patterns:
+        expected = sorted({cls[id(n)] for n in direct_matches(pattern, program)})
+        assert find_matches(pattern, low.egraph) == expected, repr(pattern)
+
+
+def test_a_pattern_that_cannot_be_compiled_is_named():
+    low = lower(ir.IRModule.from_expr(relay.nn.relu(relay.var("x", shape=(2,)))))
+    with pytest.raises(PatternCompileError, match="DFPattern|pattern"):
+        find_matches("not a pattern", low.egraph)
+
+
+class BatchnormCallback(DFPatternCallback):
+    """The guide's callback: arithmetic that equals batch_norm becomes batch_norm."""
+
+    def __init__(self, require_type=False):
+        super().__init__(require_type)
+        self.x, self.var, self.mean, self.beta, self.gamma, self.eps = (wildcard() for _ in range(6))
+        self.pattern = self.gamma * (self.x - self.mean) / is_op("sqrt")(self.var + self.eps) + self.beta
+
+    def callback(self, pre, post, node_map):
+        x, var, mean, beta, gamma = (node_map[p][0] for p in (self.x, self.var, self.mean, self.beta, self.gamma))
+        eps = node_map[self.eps][0]
+        return relay.op.nn.batch_norm(x, gamma, beta, mean, var, epsilon=float(eps.data.numpy().item()))[0]
+
+
+class FuseConvRelu(DFPatternCallback):
+    """The guide's partition example as a callback: conv2d + relu become one composite function."""
+
+    def __init__(self):
+        super().__init__()
+        self.pattern = is_op("nn.relu")(is_op("nn.conv2d")(wildcard(), wildcard()))
+
+    def callback(self, pre, post, node_map):
+        return self.pattern.partition(post, {"Composite": "conv_relu"})
+
+
+def guide_program() -> ir.IRModule:
+    x = relay.var("x", shape=(2, 4))
+    var, mean, beta, gamma = (relay.var(n, shape=(4,)) for n in ("var", "mean", "beta", "gamma"))
+    bn = gamma * (x - mean) / relay.op.sqrt(var + relay.const(1e-5)) + beta
+    w = relay.var("w", shape=(4, 4, 1, 1))
+    conv = relay.nn.conv2d(relay.reshape(bn, (1, 4, 2, 1)), w)
+    return ir.IRModule.from_expr(relay.Tuple([relay.nn.relu(conv), relay.nn.relu(relay.nn.relu(conv))]))
+
+
+def program_cost(mod: ir.IRModule) -> float:
+    typed = ir.infer_type(mod)
+    return function_cost(typed["main"], OpCount())
+
+
+def test_guide_callbacks_saturate_to_a_program_that_is_equal_and_no_worse_than_rewrite():
+    mod = guide_program()
+    callbacks = [BatchnormCallback(), FuseConvRelu()]
+    low = lower(mod)
+    report = saturate(low.egraph, ruleset("guide", [CallbackRule(cb) for cb in callbacks]), Limits(iterations=10))
+    assert report.stop_reason is StopReason.SATURATED
+    view = low.view()
+    choice = GreedyDagExtractor().extract(view, view.roots, OpCount())
+    choice.check(view)
+    out = lift(low, view, choice.node_of)
+    direct = ir.IRModule.from_expr(rewrite(callbacks, mod["main"].body))
+    assert choice.dag_cost(view, node_costs(view, OpCount())) <= program_cost(direct)
+    rng = np.random.default_rng(0)
+    inputs = {p.name_hint: rng.random(p.type_annotation.concrete_shape).astype("float32") + 0.5
+              for p in mod["main"].params}
+    for want, got in zip(strategies.evaluate(mod, inputs), strategies.evaluate(out, inputs)):
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+
+
+def test_escaping_intermediates_become_extraction_constraints():
+    # conv feeds relu (fused by the callback) and also a second user: fusing would compute conv twice
+    x, w = relay.var("x", shape=(1, 2, 4, 4)), relay.var("w", shape=(2, 2, 1, 1))
+    conv = relay.nn.conv2d(x, w)
+    mod = ir.IRModule.from_expr(relay.Tuple([relay.nn.relu(conv), relay.sigmoid(conv)]))
+    low = lower(mod)
+    saturate(low.egraph, ruleset("fuse", [CallbackRule(FuseConvRelu())]), Limits(iterations=3))
+    view = low.view()
+    assert len(view.exclusions) == 1
+    for costs in (OpCount(), [0.0 if n.kind.value == "apply" else 1.0 for n in view.nodes]):
+        choice = GreedyDagExtractor().extract(view, view.roots, costs)
+        choice.check(view)
+        assert not any(view.nodes[n].kind.value == "apply" for n in choice.node_of.values()
+                       if view.nodes[n].eclass in choice.classes(view))
