@@ -23,7 +23,7 @@ from ir.expr import Call, Constant, Expr, Function, If, Let, Tuple, TupleGetItem
 from ir.module import IRModule, entry_function
 from ir.op.registry import Op
 from ir.types import AnyDim, SizeVar, TensorType, TupleType, Type
-from ir.visitor import post_order
+from ir.visitor import children, post_order
 
 from .errors import InputError, KernelError
 from .kernels.reference import run_reference, value_type
@@ -151,19 +151,13 @@ class _Plan:
 
 def _operands(node: Expr, let_value: Mapping[int, Expr]) -> tuple[Expr, ...]:
     """What must be computed before `node` in the same body (not function bodies, not If branches)."""
-    if isinstance(node, Call):
-        return node.args if isinstance(node.op, Op) else (node.op, *node.args)
-    if isinstance(node, Tuple):
-        return node.fields
-    if isinstance(node, TupleGetItem):
-        return (node.tuple_value,)
     if isinstance(node, If):
         return (node.cond,)
-    if isinstance(node, Let):
-        return (node.value, node.body)
-    if isinstance(node, Var) and id(node) in let_value:
-        return (let_value[id(node)],)
-    return ()
+    if isinstance(node, Function):
+        return ()
+    if isinstance(node, Var):
+        return (let_value[id(node)],) if id(node) in let_value else ()
+    return children(node)
 
 
 class Evaluator:

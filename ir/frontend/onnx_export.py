@@ -24,6 +24,7 @@ from ..expr import Call, Constant, Expr, Function, If, Tuple, TupleGetItem, Var
 from ..module import IRModule, entry_function
 from ..op.registry import Op
 from ..type_infer import infer_type, types_compatible
+from ..visitor import children
 from ..types import TensorType, TupleType, Type
 from . import export_elemwise, export_nn, export_tensor  # noqa: F401  (register emitters)
 from .errors import FrontendError
@@ -168,20 +169,14 @@ class _GraphExporter:
 
     @staticmethod
     def _inputs(node: Expr) -> tuple[Expr, ...]:
-        if isinstance(node, Call):
-            if not isinstance(node.op, Op):
-                raise FrontendError(f"a call of a {type(node.op).__name__} (not an inlinable function) cannot be "
-                                    f"exported; only calls of ops and of function literals are supported")
-            return node.args
-        if isinstance(node, Tuple):
-            return node.fields
-        if isinstance(node, TupleGetItem):
-            return (node.tuple_value,)
-        if isinstance(node, If):
-            return (node.cond,)
+        if isinstance(node, Call) and not isinstance(node.op, Op):
+            raise FrontendError(f"a call of a {type(node.op).__name__} (not an inlinable function) cannot be "
+                                f"exported; only calls of ops and of function literals are supported")
         if isinstance(node, Function):
             raise FrontendError("a function value (one that is not called) cannot be exported")
-        return ()
+        if isinstance(node, If):
+            return (node.cond,)
+        return children(node)
 
     def _emit(self, node: Expr, scope: _Scope) -> Value:
         if isinstance(node, Constant):
