@@ -4,7 +4,8 @@
     mod, params = ir.models.resnet50(batch=1, image=224)
     res = eqsat.optimize(mod, params, target="cpu", rules="default",
                          limits=eqsat.Limits(iterations=30, nodes=50_000, seconds=10), extractor="greedy")
-    print(res.summary())                 # stop reason, sizes, cost before -> after
+    print(res.summary())                 # stop reason, sizes, cost before -> after (µs), op changes, check
+    print(res.explain())                 # per rule and fused op: cost before -> after, implementation
     res.mod, res.report.stop_reason, res.cost_before, res.cost_after
     print(eqsat.compare(mod, params, targets=["cpu", "cuda"], extractors=["greedy", "ilp"]))
 
@@ -18,9 +19,10 @@ from __future__ import annotations
 
 from .compare import Candidate, Comparison, compare
 from .egraph.egraph import EGraph
-from .egraph.lower import Lowered, lift, lower
+from .egraph.lower import Lowered, lift, lift_params, lower
 from .egraph.view import EGraphView
-from .errors import EqsatError, ExtractionError, LoweringError, PatternCompileError, RuleError
+from .errors import EqsatError, ExtractionError, LoweringError, PatternCompileError, RuleError, VerificationError
+from .explain import Change
 from .extract import (EXTRACTORS, Choice, CostModel, GreedyDagExtractor, IlpExtractor, OpCount, TreeExtractor,
                       get_extractor, node_costs)
 from .limits import Limits, StopReason
@@ -32,6 +34,8 @@ from .rules.pattern import avar, call, const_pat, getitem, pvars, tuple_pat
 from .rules.rule import Rule, RuleSet, birewrite, rule, ruleset
 from .runner import prove, run_schedule, saturate
 from .scheduler import BackoffScheduler, SimpleScheduler
+from .verify import Verification, verify
+from .visualize import Neighbourhood, describe_eclass, eclasses_with_op, neighbourhood, render, to_dot, to_networkx
 
 __all__ = [
     "optimize", "Optimized", "compare", "Comparison", "Candidate", "Limits", "StopReason", "Report", "IterationRow",
@@ -41,5 +45,7 @@ __all__ = [
     "CallbackRule", "find_matches", "RULESETS", "resolve_rules",
     "Choice", "CostModel", "OpCount", "TreeExtractor", "GreedyDagExtractor", "IlpExtractor", "EXTRACTORS",
     "get_extractor", "node_costs",
-    "EqsatError", "LoweringError", "RuleError", "PatternCompileError", "ExtractionError",
+    "EqsatError", "LoweringError", "RuleError", "PatternCompileError", "ExtractionError", "VerificationError",
+    "Verification", "verify", "Change", "lift_params",
+    "Neighbourhood", "neighbourhood", "to_networkx", "to_dot", "describe_eclass", "eclasses_with_op", "render",
 ]

@@ -3,6 +3,8 @@
     eqsat optimize resnet50 --small --target cuda --extractor ilp --json report.json
     eqsat optimize model.onnx --onnx optimized.onnx
     eqsat compare bert --small --targets cpu,cuda --extractors greedy,ilp --diff
+    eqsat tune resnet50 --small --log tuning.jsonl --trials 8 [--optimized]
+    eqsat show resnet50 --small --op nn.conv2d_bias_act --depth 2 --max-nodes 30 --dot view.dot
     eqsat rules [SET]
     eqsat models
 """
@@ -17,14 +19,17 @@ from pathlib import Path
 from typing import Sequence
 
 import ir
+import strategies
+from strategies.tuning import program_workloads
 
 from .compare import compare
 from .errors import EqsatError
-from .extract import EXTRACTORS, IlpExtractor
+from .extract import EXTRACTORS, IlpExtractor, get_extractor, node_costs
 from .limits import Limits
-from .optimize import optimize
+from .optimize import cost_model, optimize, saturate_program
 from .report import IterationRow
 from .rules.library import RULESETS
+from .visualize import DIRECTIONS, describe_eclass, eclasses_with_op, neighbourhood, render, to_dot
 
 __all__ = ["main", "build_parser"]
 
@@ -50,6 +55,15 @@ def _progress(quiet: bool):
         print(f"  iteration {row.iteration}: {row.enodes} e-nodes, {row.eclasses} e-classes, "
               f"{row.total_seconds:.3f} s  {most}", file=sys.stderr, flush=True)
     return show
+
+
+def _int_at_least(minimum: int):
+    def parse(text: str) -> int:
+        value = int(text)
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"must be an integer >= {minimum}, got {value}")
+        return value
+    return parse
 
 
 def _limits(args: argparse.Namespace) -> Limits:
@@ -89,6 +103,58 @@ def _cmd_compare(args: argparse.Namespace) -> int:
     print(result)
     if args.diff:
         print(result.diffs())
+    return 0
+
+
+def _cmd_tune(args: argparse.Namespace) -> int:
+    mod, params = _load(args.model, args.small)
+    if args.optimized:
+        res = optimize(mod, params, target=args.target, rules=args.rules, limits=_limits(args),
+                       extractor=_extractor(args.extractor, args.ilp_seconds), progress=_progress(args.quiet))
+        print(res.summary())
+        mod, params = res.mod, res.params
+    records = strategies.tune(mod, args.target, log=args.log, trials=args.trials, params=params,
+                              repeat=args.repeat)
+    workloads = [w for w in program_workloads(mod, params) if w.static]
+    print(f"tuned {len(workloads)} workload(s) on {args.target}: {len(records)} measurement(s) "
+          f"({sum(not r.ok for r in records)} failed) appended to {args.log}")
+    history = strategies.TuningHistory.load(args.log)
+    target = strategies.Target(args.target)
+    for workload in workloads:
+        tuned = strategies.select_implementation(workload, target, history)
+        untuned = strategies.select_implementation(workload, target, strategies.TuningHistory([]))
+        changed = untuned.implementation.name != tuned.implementation.name
+        note = f"; untuned: {untuned.implementation.name}" if changed else ""
+        print(f"{tuned.describe(target)}{note}")
+    return 0
+
+
+def _cmd_show(args: argparse.Namespace) -> int:
+    mod, params = _load(args.model, args.small)
+    sat = saturate_program(mod, params, rules=args.rules, limits=_limits(args), progress=_progress(args.quiet))
+    view = sat.view
+    costs = node_costs(view, cost_model(args.target))
+    choice = get_extractor(_extractor(args.extractor, args.ilp_seconds)).extract(view, view.roots, costs)
+    if args.op:
+        found = eclasses_with_op(view, args.op)
+        if not found:
+            raise EqsatError(f"no e-class of {args.model} holds an {args.op!r} e-node")
+        program = set(choice.classes(view))
+        eclass = next((c for c in found if c in program and view.nodes[choice.node_of[c]].op == args.op), found[0])
+    else:
+        eclass = view.roots[0] if args.eclass is None else args.eclass
+    print(sat.report.summary())
+    print(describe_eclass(view, eclass, costs=costs, choice=choice))
+    hood = neighbourhood(view, eclass, depth=args.depth, max_nodes=args.max_nodes, direction=args.direction,
+                         choice=choice, costs=costs)
+    dot = to_dot(hood, name=f"{args.model} e-class {eclass}")
+    print(f"view: {len(hood.classes)} e-class(es), {hood.node_count} e-node(s), {len(hood.stubs)} stub(s); "
+          f"highlighted: the program {choice.info.get('source', args.extractor)} extracts for {args.target}")
+    if args.dot:
+        Path(args.dot).write_text(dot)
+        print(f"wrote {args.dot}")
+    if args.render:
+        print(f"wrote {render(dot, args.render)}")
     return 0
 
 
@@ -137,6 +203,31 @@ def build_parser() -> argparse.ArgumentParser:
     cmp_.add_argument("--diff", action="store_true", help="print each program's diff against the input")
     cmp_.set_defaults(run=_cmd_compare)
 
+    tune = sub.add_parser("tune", help="measure the implementations of every workload and log the results")
+    program_args(tune)
+    tune.add_argument("--target", default="cpu", help="a strategies target (cpu, cuda, ...)")
+    tune.add_argument("--log", default="tuning.jsonl", help="the JSON-lines tuning log to append to")
+    tune.add_argument("--trials", type=_int_at_least(1), default=8, help="measurements per workload, at most")
+    tune.add_argument("--repeat", type=_int_at_least(1), default=3, help="timed runs per measurement")
+    tune.add_argument("--optimized", action="store_true",
+                      help="tune the program `optimize` extracts for the target (fused calls included)")
+    tune.add_argument("--extractor", default="greedy", choices=sorted(EXTRACTORS), help="with --optimized")
+    tune.set_defaults(run=_cmd_tune)
+
+    show = sub.add_parser("show", help="describe one e-class of the saturated e-graph and draw its neighbourhood")
+    program_args(show)
+    where = show.add_mutually_exclusive_group()
+    where.add_argument("--eclass", type=int, help="the e-class id (default: the root)")
+    where.add_argument("--op", help="an e-class holding an e-node of this op (one where the program uses it first)")
+    show.add_argument("--depth", type=_int_at_least(0), default=2, help="steps from the e-class")
+    show.add_argument("--max-nodes", type=_int_at_least(1), default=40, help="e-nodes drawn, at most")
+    show.add_argument("--direction", default="operands", choices=DIRECTIONS, help="which edges a step follows")
+    show.add_argument("--target", default="cpu", help="costs and highlighted program for this target (or 'ops')")
+    show.add_argument("--extractor", default="greedy", choices=sorted(EXTRACTORS))
+    show.add_argument("--dot", help="write the view as Graphviz DOT text to this file")
+    show.add_argument("--render", help="draw the view to this .svg/.png file (needs Graphviz's dot program)")
+    show.set_defaults(run=_cmd_show)
+
     rules = sub.add_parser("rules", help="list the rule sets and their rules")
     rules.add_argument("set", nargs="?", help="one rule set")
     rules.set_defaults(run=_cmd_rules)
@@ -151,7 +242,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return args.run(args)
-    except (EqsatError, ir.IRError, LookupError, OSError) as err:
+    except (EqsatError, ir.IRError, strategies.StrategyError, LookupError, OSError) as err:
         print(f"eqsat: error: {err}", file=sys.stderr)
         return 2
 

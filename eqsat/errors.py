@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-__all__ = ["EqsatError", "LoweringError", "RuleError", "ExtractionError", "PatternCompileError"]
+__all__ = ["EqsatError", "LoweringError", "RuleError", "ExtractionError", "PatternCompileError", "VerificationError"]
 
 
 class EqsatError(Exception):
@@ -23,3 +23,7 @@ class PatternCompileError(RuleError):
 
 class ExtractionError(EqsatError, RuntimeError):
     """No valid program can be extracted (an e-class has no legal node, or a root is missing)."""
+
+
+class VerificationError(EqsatError, RuntimeError):
+    """An extracted program computes something else than the original (names the rules applied)."""

@@ -1,24 +1,30 @@
-"""The pipeline: lower, saturate, extract for a target, lift back to IR."""
+"""The pipeline: lower, saturate, extract for a target, lift back to IR, verify against the input."""
 
 from __future__ import annotations
 
 import time
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
+
+import numpy as np
 
 import ir
 from ir import IRModule
 
-from .egraph.lower import Lowered, lift, lower
+from .egraph.lower import Lowered, lift_params, lower
 from .egraph.view import EGraphView
+from .explain import Change, find_changes, format_changes
 from .extract import Choice, CostModel, Extractor, OpCount, get_extractor, node_costs
 from .limits import Limits
 from .report import IterationRow, Report
 from .rules.library import resolve_rules
 from .runner import saturate
 from .scheduler import Scheduler
+from .verify import Verification, verify as check_program
 
-__all__ = ["Optimized", "optimize", "cost_model", "Saturated", "saturate_program", "extract_program"]
+__all__ = ["Optimized", "optimize", "cost_model", "cost_unit", "op_counts", "Saturated", "saturate_program",
+           "Extracted", "extract_program"]
 
 
 def cost_model(target: str | CostModel) -> CostModel:
@@ -35,6 +41,20 @@ def target_name(target: str | CostModel) -> str:
     return target if isinstance(target, str) else type(target).__name__
 
 
+def cost_unit(target: str | CostModel) -> str:
+    """What costs under `target` count: "µs" for strategies targets, "ops" for op counting."""
+    if target == "ops" or isinstance(target, OpCount):
+        return "ops"
+    import strategies
+    return "µs" if isinstance(target, (str, strategies.CostModel)) else "cost units"
+
+
+def op_counts(mod: IRModule) -> Counter[str]:
+    """How many calls of each op `main` makes (shared nodes once)."""
+    return Counter(n.op.name for n in ir.post_order(mod["main"].body)
+                   if isinstance(n, ir.Call) and isinstance(n.op, ir.Op))
+
+
 @dataclass
 class Saturated:
     """A saturated e-graph of one program, ready for extraction under any cost model."""
@@ -49,6 +69,10 @@ class Saturated:
     def input_choice(self) -> Choice:
         return Choice(self.before.roots, {c: ns[0] for c, ns in self.before.classes.items()})
 
+    def input_module(self) -> tuple[IRModule, dict[str, np.ndarray]]:
+        """The input program as lowered (equal to the input), with its parameters."""
+        return lift_params(self.lowered, self.before, self.input_choice().node_of)
+
 
 def saturate_program(mod: IRModule, params: Mapping[str, Any] | None = None, *, rules: Any = "default",
                      limits: Limits = Limits(), scheduler: Scheduler | None = None,
@@ -62,17 +86,22 @@ def saturate_program(mod: IRModule, params: Mapping[str, Any] | None = None, *, 
 
 @dataclass(frozen=True)
 class Extracted:
-    """One program extracted from a saturated e-graph, with its costs under one model."""
+    """One program extracted from a saturated e-graph, with its parameters and costs under one model."""
 
     mod: IRModule
+    params: dict[str, np.ndarray]
     choice: Choice
     cost_before: float
     cost_after: float
     seconds: float
+    changes: tuple[Change, ...]
 
 
 def extract_program(sat: Saturated, model: CostModel, extractor: str | Extractor) -> Extracted:
-    """The cheapest program `extractor` finds under `model`; the input itself when that is no better."""
+    """The cheapest program `extractor` finds under `model`; the input itself when that is no better.
+
+    Parameters that were bound for saturation are parameters again in the result (`lift_params`).
+    """
     costs = node_costs(sat.view, model)
     start = time.perf_counter()
     choice = get_extractor(extractor).extract(sat.view, sat.view.roots, costs)
@@ -82,18 +111,21 @@ def extract_program(sat: Saturated, model: CostModel, extractor: str | Extractor
     before = before_choice.dag_cost(sat.before, node_costs(sat.before, model))
     after = choice.dag_cost(sat.view, costs)
     if after > before:  # a heuristic extractor can lose to the input on a hard e-graph: keep the input
-        info = {**choice.info, "kept_input": True}
-        return Extracted(lift(sat.lowered, sat.before, before_choice.node_of), Choice(before_choice.roots,
-                         before_choice.node_of, info), before, before, seconds)
-    return Extracted(lift(sat.lowered, sat.view, choice.node_of), choice, before, after, seconds)
+        mod, params = sat.input_module()
+        kept = Choice(before_choice.roots, before_choice.node_of, {**choice.info, "kept_input": True})
+        return Extracted(mod, params, kept, before, before, seconds, ())
+    mod, params = lift_params(sat.lowered, sat.view, choice.node_of)
+    return Extracted(mod, params, choice, before, after, seconds, tuple(find_changes(sat.view, choice, costs, model)))
 
 
 @dataclass(frozen=True)
 class Optimized:
-    """The result of `optimize`: the program, what saturation did, and costs under the target's model."""
+    """The result of `optimize`: the program and its parameters, what saturation did, costs under the
+    target's model, what changed, and how the result was verified."""
 
     mod: IRModule
     params: dict
+    """values of the parameters `mod` uses: the input's params that survived, under their names."""
     report: Report
     cost_before: float
     cost_after: float
@@ -103,24 +135,61 @@ class Optimized:
     extract_seconds: float
     info: Mapping[str, Any] = field(default_factory=dict)
     """extractor statistics (ILP status and gap, ...)."""
+    unit: str = "cost units"
+    """what the costs count: "µs" on strategies targets, "ops" for op counting."""
+    op_counts_before: Mapping[str, int] = field(default_factory=dict)
+    op_counts_after: Mapping[str, int] = field(default_factory=dict)
+    changes: tuple[Change, ...] = ()
+    """regions of the result that rules made (see `explain`)."""
+    verification: Verification | None = None
+    """None when `optimize` ran with `verify=False`."""
+
+    def op_changes(self) -> str:
+        """"op before -> after" for every op whose count changed, e.g. "nn.conv2d 53 -> 0"."""
+        ops = sorted(set(self.op_counts_before) | set(self.op_counts_after))
+        changed = [f"{op} {self.op_counts_before.get(op, 0)} -> {self.op_counts_after.get(op, 0)}" for op in ops
+                   if self.op_counts_before.get(op, 0) != self.op_counts_after.get(op, 0)]
+        return ", ".join(changed) or "none"
 
     def summary(self) -> str:
         gain = f" ({self.cost_before / self.cost_after:.2f}x)" if self.cost_after else ""
-        return (f"{self.report.summary()}\ncost on {self.target} with {self.extractor}: {self.cost_before:.4g} -> "
-                f"{self.cost_after:.4g}{gain}; extraction {self.extract_seconds:.3f} s")
+        check = self.verification.summary() if self.verification else "not verified (verify=False)"
+        return "\n".join([
+            self.report.summary(),
+            f"cost on {self.target} with {self.extractor}: {self.cost_before:.4g} -> {self.cost_after:.4g} "
+            f"{self.unit}{gain}; extraction {self.extract_seconds:.3f} s",
+            f"ops changed: {self.op_changes()}",
+            check,
+        ])
+
+    def explain(self, limit: int = 20) -> str:
+        """Per rule and fused op: how many nodes it put in the program, their cost before -> after (see
+        `explain.Change`), and on strategies targets the implementation the cost model assumed and
+        why; largest saving first."""
+        return format_changes(self.changes, self.unit, limit)
 
 
 def optimize(mod: IRModule, params: Mapping[str, Any] | None = None, *, target: str | CostModel = "cpu",
              rules: Any = "default", limits: Limits = Limits(), extractor: str | Extractor = "greedy",
-             scheduler: Scheduler | None = None,
-             progress: Callable[[IterationRow], None] | None = None) -> Optimized:
+             scheduler: Scheduler | None = None, progress: Callable[[IterationRow], None] | None = None,
+             verify: bool | int = True) -> Optimized:
     """Saturate `mod` under `rules` within `limits`; lift the cheapest equivalent for `target` back to IR.
 
-    `params` are bound as constants first, so the result carries them inline (`Optimized.params`
-    is empty). `target` is a `strategies` target name, `"ops"` (count ops), or any `CostModel`.
+    `params` are bound as constants while saturating (rules may read weights) and are parameters
+    again in the result, with their values in `Optimized.params`. `target` is a `strategies`
+    target name, `"ops"` (count ops), or any `CostModel`. `verify` (default True: one input set;
+    an int: that many) runs the result and the input on seeded random inputs and raises
+    `VerificationError`, naming the applied rules, if they disagree; a wrong program is never
+    returned silently.
     """
     sat = saturate_program(mod, params, rules=rules, limits=limits, scheduler=scheduler, progress=progress)
-    out = extract_program(sat, cost_model(target), extractor)
+    model = cost_model(target)
+    out = extract_program(sat, model, extractor)
     ir.infer_type(out.mod)
-    return Optimized(out.mod, {}, sat.report, out.cost_before, out.cost_after, target_name(target),
-                     str(getattr(extractor, "name", extractor)), out.choice, out.seconds, dict(out.choice.info))
+    trials = int(verify)
+    checked = check_program(mod, params, out.mod, out.params, trials, sat.report) if trials > 0 else None
+    return Optimized(out.mod, out.params, sat.report, out.cost_before, out.cost_after, target_name(target),
+                     str(getattr(extractor, "name", extractor)), out.choice, out.seconds, dict(out.choice.info),
+                     cost_unit(target), dict(sorted(op_counts(sat.input_module()[0]).items())),
+                     dict(sorted(op_counts(out.mod).items())), out.changes, checked)
+

@@ -7,6 +7,9 @@ nodes and merges classes, which also restores congruence. Limits are checked bet
 every few matches while applying, so egglog's lack of node and time limits does not matter. The
 time budget is kept from both sides: applying stops when flushing what is pending would overrun
 it, and the run stops (with `time_limit`) when the next search is predicted to overrun it.
+A row that a rule cannot decide yet (`RETRY_LATER`: a dominator region whose path has no
+matching form so far) waits, and is decoded again after the next iteration that changed the
+e-graph; it does not keep a run from saturating.
 """
 
 from __future__ import annotations
@@ -23,7 +26,7 @@ from .egraph.terms import Handle
 from .limits import Limits, StopReason
 from .report import IterationRow, Report
 from .rules.match import Match
-from .rules.rule import Result, Rule
+from .rules.rule import RETRY_LATER, Result, Rule
 from .scheduler import BackoffScheduler, Scheduler
 
 __all__ = ["saturate", "run_schedule", "prove"]
@@ -31,13 +34,14 @@ __all__ = ["saturate", "run_schedule", "prove"]
 _CHECK_EVERY = 4  # matches applied between two limit checks
 
 
-def _lower_result(egraph: EGraph, res: Result, m: Match) -> Handle | None:
-    """The class of a rule's result, or None when the result does not type-check."""
+def _lower_result(egraph: EGraph, res: Result, m: Match, rule: str) -> Handle | None:
+    """The class of a rule's result (its new e-nodes marked as made by `rule`), or None when the
+    result does not type-check."""
     try:
         ir.infer_type(res.expr)
     except ir.IRError:
         return None
-    return egraph.add_expr(res.expr, m.placeholders)
+    return egraph.add_expr(res.expr, m.placeholders, origin=rule)
 
 
 class _Run:
@@ -47,6 +51,7 @@ class _Run:
         self.egraph, self.rules, self.limits, self.scheduler = egraph, rules, limits, scheduler
         self.keys = {r.name: egraph.register_rule(r) for r in rules}
         self.deferred: dict[str, list[tuple[object, tuple]]] = {}
+        self.waiting: dict[str, list[tuple[object, tuple]]] = {}
         self.seen: dict[str, set[tuple]] = {r.name: set() for r in rules}
         self.rejected: Counter[str] = Counter()
         self.flush_seconds_per_change = 0.0
@@ -88,15 +93,23 @@ class _Run:
                     self.deferred.setdefault(r.name, []).extend(queue)
                 continue
             decoded = [(mq, row, mq.decode(self.egraph, row)) for mq, row in queue]
-            chosen = {id(m) for m in r.select([m for _, _, m in decoded if m is not None])}
+            chosen = {id(m) for m in r.select([m for _, _, m in decoded if isinstance(m, Match)])}
             for i, (mq, row, m) in enumerate(decoded):
                 if i % _CHECK_EVERY == 0 and self._over(enodes_before):
                     stopped = True
                     self.deferred.setdefault(r.name, []).extend((q, w) for q, w, _ in decoded[i:])
                     break
-                if id(m) in chosen and self._fire(r, m):
+                if m is RETRY_LATER:
+                    self.waiting.setdefault(r.name, []).append((mq, row))
+                elif id(m) in chosen and self._fire(r, m):
                     applied[r.name] += 1
         return applied
+
+    def retry_waiting(self) -> None:
+        """Queue the rows parked by `RETRY_LATER` again (called after the e-graph changed)."""
+        for name, rows in self.waiting.items():
+            self.deferred.setdefault(name, []).extend(rows)
+        self.waiting.clear()
 
     def _over(self, enodes_before: int) -> bool:
         """True when the time or node budget would run out once the pending batch is flushed."""
@@ -125,7 +138,7 @@ class _Run:
             return False
         merged = False
         for res in results:
-            handle = _lower_result(self.egraph, res, m)
+            handle = _lower_result(self.egraph, res, m, r.name)
             outcome = Merge.TYPE_MISMATCH if handle is None else self.egraph.union(res.root, handle)
             if outcome is Merge.TYPE_MISMATCH:
                 self.rejected[r.name] += 1
@@ -171,6 +184,8 @@ def saturate(egraph: EGraph, rules: Iterable[Rule], limits: Limits = Limits(), *
         applied = run.apply(admitted, enodes)
         t2 = perf_counter()
         changed = run.flush()
+        if changed:
+            run.retry_waiting()
         t3 = perf_counter()
         enodes = egraph.enode_count()
         row = IterationRow(iteration, enodes, egraph.eclass_count(),
@@ -207,7 +222,7 @@ def prove(start: Expr, goal: Expr, rules: Iterable[Rule], limits: Limits = Limit
     handles = []
     for e in (start, goal):
         ir.infer_type(e)
-        handles.append(egraph.add_expr(e))
+        handles.append(egraph.add_program(e))
     egraph.flush()
     egraph.refresh()
     if egraph.canonical(handles[0]) == egraph.canonical(handles[1]):

@@ -1,14 +1,22 @@
 """The egglog side of the e-graph: the only module that imports egglog.
 
-Everything goes through egglog's low-level bindings (see EGGLOG.md): e-nodes are added by one
-body-less rule per batch, each e-node also unioned with a handle `H(k)` so that Python can name
-its class later; queries become rules that write their matches into a relation, which Python
-reads from a frozen copy of the database and then clears. Rewrites themselves are applied by
-Python, so egglog never creates a node on its own: every e-class owns at least one handle.
+Everything goes through egglog's low-level bindings (see EGGLOG.md). E-nodes are added in
+batches as plain rows: Python writes one tab-separated file per constructor (the new node's
+handle, its payload, its children's handles) and egglog's `input` command reads it into a
+load relation; one run of the load rules then makes each node and unions it with its handle
+`H(k)`, so that Python can name its class later, and a second run empties the load relations.
+This costs a few microseconds per node, where a rule with one action per node costs tens
+(egglog compiles every action) and grows superlinearly with the batch.
+
+Queries become rules that write their matches into a relation, which Python reads from a
+frozen copy of the database and then clears. Rewrites themselves are applied by Python, so
+egglog never creates a node on its own: every e-class owns at least one handle.
 """
 
 from __future__ import annotations
 
+import os
+import tempfile
 from dataclasses import dataclass
 from typing import Iterable, Mapping, Sequence
 
@@ -17,7 +25,7 @@ from egglog import bindings as B
 from .query import Atom, QVar, Query, is_plain_literal
 from .terms import MAX_CALL_ARITY, Handle, Kind, Term
 
-__all__ = ["Backend", "Frozen", "ctor_name", "TERM_CTORS"]
+__all__ = ["Backend", "Frozen", "ctor_name", "TERM_CTORS", "is_row_safe"]
 
 _SP = B.RustSpan("eqsat", 0, 0)
 _HANDLE = "H"
@@ -37,6 +45,12 @@ TERM_CTORS: dict[str, tuple[Kind, list[str]]] = {name: (kind, sorts) for kind, (
 for _n in range(MAX_CALL_ARITY + 1):
     TERM_CTORS[f"Call{_n}"] = (Kind.CALL, ["String", "String"] + ["T"] * _n)
 _PAYLOAD_SORTS = {"String", "i64"}
+_LOAD, _CLEAR, _UNION = "load", "load_clear", "L_union"
+
+
+def is_row_safe(text: str) -> bool:
+    """Whether `text` survives a trip through a load file (no tab or line break, no outer blanks)."""
+    return text == text.strip() and not any(c in text for c in "\t\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029")
 
 
 def ctor_name(kind: Kind, n_children: int) -> str:
@@ -47,31 +61,30 @@ def ctor_name(kind: Kind, n_children: int) -> str:
 
 
 def _declarations() -> str:
-    lines = ["(datatype T)"]
+    """The term sort, one constructor per e-node shape, handles, and the load relations and rules."""
+    lines = ["(datatype T)", f"(constructor {_HANDLE} (i64) T :unextractable)", f"(ruleset {_LOAD})",
+             f"(ruleset {_CLEAR})"]
     for name, (_, sorts) in TERM_CTORS.items():
         lines.append(f"(constructor {name} ({' '.join(sorts)}) T)")
-    lines.append(f"(constructor {_HANDLE} (i64) T :unextractable)")
+        columns = ["h"] + [f"a{i}" for i in range(len(sorts))]
+        row = f"(L_{name} {' '.join(columns)})"
+        args = "".join(f" ({_HANDLE} a{i})" if sort == "T" else f" a{i}" for i, sort in enumerate(sorts))
+        lines.append(f"(relation L_{name} (i64{''.join(' i64' if s == 'T' else ' ' + s for s in sorts)}))")
+        lines.append(f"(rule ({row}) ((union ({_HANDLE} h) ({name}{args}))) :ruleset {_LOAD})")
+        lines.append(f"(rule ({row}) ((delete {row})) :ruleset {_CLEAR})")
+    lines.append(f"(relation {_UNION} (i64 i64))")
+    lines.append(f"(rule (({_UNION} a b)) ((union ({_HANDLE} a) ({_HANDLE} b))) :ruleset {_LOAD})")
+    lines.append(f"(rule (({_UNION} a b)) ((delete ({_UNION} a b))) :ruleset {_CLEAR})")
     return "\n".join(lines)
 
 
-def _lit(value: str | int) -> B.Lit:
-    return B.Lit(_SP, B.Int(value) if isinstance(value, int) else B.String(value))
-
-
-def _handle(h: Handle) -> B.Call:
-    return B.Call(_SP, _HANDLE, [B.Lit(_SP, B.Int(h))])
-
-
-def _term_expr(term: Term) -> B.Call:
-    """The egglog expression of `term`; children are looked up through their handles."""
-    if term.kind is Kind.CALL:
-        op, attrs = term.payload
-        args = [_lit(op), _lit(attrs)]
-    else:
-        args = [_lit(p) for p in term.payload]
+def _row(handle: Handle, term: Term) -> str:
+    """The load-file line of `term` under `handle`: columns in the constructor's argument order."""
     if term.kind is Kind.GETITEM:  # the index comes after the tuple
-        return B.Call(_SP, "GetItem", [_handle(term.children[0]), args[0]])
-    return B.Call(_SP, ctor_name(term.kind, len(term.children)), args + [_handle(c) for c in term.children])
+        cells = (handle, term.children[0], term.payload[0])
+    else:
+        cells = (handle, *term.payload, *term.children)
+    return "\t".join(map(str, cells))
 
 
 def _render_arg(arg: QVar | str | int) -> str:
@@ -116,26 +129,33 @@ class Backend:
     def __init__(self) -> None:
         self._eg = B.EGraph()
         self._eg.run_program(*self._eg.parse_program(_declarations()))
-        self._batches = 0
         self._queries: dict[str, Query] = {}
         self._rulesets: dict[str, str] = {}
         self._strings: dict[object, str] = {}
 
     # -- adding ------------------------------------------------------------------------------
     def insert(self, terms: Sequence[tuple[Handle, Term]], unions: Sequence[tuple[Handle, Handle]]) -> bool:
-        """Add e-nodes (each under its new handle) and merge classes in one step; True if anything changed."""
+        """Add e-nodes (each under its new handle) and merge classes in one step; True if anything changed.
+
+        String payloads must be `is_row_safe`.
+        """
         if not terms and not unions:
             return False
-        actions = [B.Union(_SP, _handle(h), _term_expr(t)) for h, t in terms]
-        actions += [B.Union(_SP, _handle(a), _handle(b)) for a, b in unions]
-        self._batches += 1
-        name = f"insert{self._batches}"
-        out = self._eg.run_program(
-            B.AddRuleset(_SP, name),
-            B.RuleCommand(B.Rule(_SP, actions, [], name, name)),
-            B.RunSchedule(B.Run(_SP, B.RunConfig(name, None))),
-        )
-        return bool(out[-1].report.updated)
+        rows: dict[str, list[str]] = {}
+        for h, t in terms:
+            rows.setdefault(f"L_{ctor_name(t.kind, len(t.children))}", []).append(_row(h, t))
+        if unions:
+            rows[_UNION] = [f"{a}\t{b}" for a, b in unions]
+        with tempfile.TemporaryDirectory(prefix="eqsat-load-") as folder:
+            commands = []
+            for relation, lines in rows.items():
+                path = os.path.join(folder, relation)
+                with open(path, "w", encoding="utf-8") as f:
+                    f.write("\n".join(lines) + "\n")
+                commands.append(B.Input(_SP, relation, path))
+            out = self._eg.run_program(*commands, B.RunSchedule(B.Run(_SP, B.RunConfig(_LOAD, None))),
+                                       B.RunSchedule(B.Run(_SP, B.RunConfig(_CLEAR, None))))
+        return bool(out[-2].report.updated)
 
     # -- queries -----------------------------------------------------------------------------
     def add_rule_queries(self, rule: str, queries: Mapping[str, Query]) -> None:

@@ -4,6 +4,12 @@
 so it knows each node's type when the node is made: the type relation of the op, applied to the
 types of the child classes. That table is the shape/dtype analysis; `union` refuses to merge
 classes whose types differ, so an ill-typed rewrite never enters the e-graph.
+
+Between two refreshes the e-graph is a fixed *snapshot* (`generation` counts them). From its own
+tables Python answers, per snapshot and without reading egglog, which e-nodes each class holds
+(`class_nodes`) and which of them came from the programs lowered as input (`input_enodes`);
+dominator regions, callback leaves and `rewrite_once` are decided on them. It also remembers
+which rule made each e-node (`add_expr(origin=...)`), which the view reports as `origins`.
 """
 
 from __future__ import annotations
@@ -19,7 +25,7 @@ from ir.type_infer import types_compatible
 from ir.types import TupleType, Type
 
 from ..errors import LoweringError
-from .backend import Backend, Frozen
+from .backend import Backend, Frozen, is_row_safe
 from .terms import MAX_CALL_ARITY, Handle, Kind, Term
 from .view import EGraphView, Exclusion
 
@@ -43,8 +49,10 @@ def constant_key(c: Constant) -> str:
 
 
 def attrs_key(attrs: Attrs) -> str:
-    """The canonical text of a call's attributes (schema order, as `Call` normalizes them)."""
-    return repr(tuple(attrs.items()))
+    """The canonical text of a call's attributes (schema order, as `Call` normalizes them); a digest
+    of that text when it cannot be stored in egglog as it is (e.g. a multi-line value)."""
+    text = repr(tuple(attrs.items()))
+    return text if is_row_safe(text) else "attrs-" + hashlib.blake2b(text.encode(), digest_size=16).hexdigest()
 
 
 class EGraph:
@@ -64,13 +72,19 @@ class EGraph:
         self.functions: dict[str, Function] = {}
         self.attrs: dict[str, Attrs] = {}
         self._exclusions: list[tuple[Term, frozenset[Handle]]] = []
+        self._origins: dict[Handle, str] = {}
         self._rules: dict[int, tuple[object, str, list[tuple[str, object]]]] = {}
-        self._reps: dict[Handle, object] = {}
-        self._rep_class: dict[int, Handle] = {}
-        self.snapshot_cache: dict[str, object] = {}
-        """values derived from the current e-graph (e.g. a graph index); cleared by every refresh."""
+        self._flushed_terms = 0        # terms egglog holds as of the last refresh
+        self._stale = False            # a flush happened after the last refresh
+        self._programs: list[tuple[Expr, dict[Handle, list[Expr]]]] = []
+        self.generation = 0
+        """counts refreshes: values derived from one snapshot of the e-graph are valid while it stays."""
+        self.snapshot_cache: dict[object, object] = {}
+        """values derived from the current snapshot (class index, graph indexes); cleared by every refresh."""
+        self.indexes: dict[object, object] = {}
+        """indexes that keep themselves current across snapshots (e.g. where a sub-pattern matches)."""
         self.roots: list[Handle] = []
-        """classes of the program's outputs (set by `lower`); dominator checks see the graph below them."""
+        """classes of the program's outputs (set by `lower`)."""
 
     @property
     def backend(self) -> Backend:
@@ -111,18 +125,36 @@ class EGraph:
     def flush(self) -> bool:
         """Send pending nodes and unions to egglog (one batch); True if the e-graph changed."""
         terms, unions = self._pending_terms, self._pending_unions
+        if not terms and not unions:
+            return False
         self._pending_terms, self._pending_unions = [], []
+        self._stale = True
         return self._backend.insert(terms, unions)
 
-    def add_expr(self, expr: Expr, leaves: Mapping[int, Handle] | None = None) -> Handle:
+    def add_program(self, expr: Expr) -> Handle:
+        """Lower a typed program (`add_expr`) and remember it as an input: its e-nodes are the ones
+        `input_enodes` reports, and `program_nodes` maps its classes back to its IR nodes."""
+        done: dict[int, Handle] = {}
+        nodes: dict[Handle, list[Expr]] = {}
+        for node in _post_order(expr, {}):
+            handle = done[id(node)] = self._lower_node(node, done)
+            nodes.setdefault(handle, []).append(node)
+        self._programs.append((expr, nodes))
+        return done[id(expr)]
+
+    def add_expr(self, expr: Expr, leaves: Mapping[int, Handle] | None = None, origin: str | None = None) -> Handle:
         """Lower a typed IR expression; nodes whose `id` is in `leaves` stand for existing classes.
 
-        Inner functions are atomic (see `terms`). Every node must have its type inferred.
+        Inner functions are atomic (see `terms`). Every node must have its type inferred. `origin`
+        (a rule name) is recorded for the e-nodes this call makes, and reported by `view`.
         """
         leaves = dict(leaves or {})
         done: dict[int, Handle] = dict(leaves)
+        first_new = len(self._terms)
         for node in _post_order(expr, leaves):
             done[id(node)] = self._lower_node(node, done)
+        if origin is not None:
+            self._origins.update((h, origin) for h in range(first_new, len(self._terms)))
         return done[id(expr)]
 
     def _lower_node(self, node: Expr, done: Mapping[int, Handle]) -> Handle:
@@ -172,10 +204,11 @@ class EGraph:
     def _var_name(self, var: Var) -> str:
         name = self._var_names.get(id(var))
         if name is None:
-            name, k = var.name_hint, 0
+            base = var.name_hint if is_row_safe(var.name_hint) else repr(var.name_hint)
+            name, k = base, 0
             while name in self.variables:
                 k += 1
-                name = f"{var.name_hint}#{k}"
+                name = f"{base}#{k}"
             self.variables[name] = var
             self._var_names[id(var)] = name
         return name
@@ -222,44 +255,64 @@ class EGraph:
         self.flush()
         frozen = self._backend.freeze(read_terms, queries)
         self._canon = dict(frozen.handles)
-        self._reps.clear()
-        self._rep_class.clear()
+        self._flushed_terms = len(self._terms) - len(self._pending_terms)
+        self._stale = False
         self.snapshot_cache.clear()
+        self.generation += 1
         return frozen
 
-    # -- representatives ---------------------------------------------------------------------------
-    def representative(self, handle: Handle) -> Expr:
-        """IR of a class's first e-node, children likewise (one IR node per class; cached until the
-        next refresh). For a lowered program and its classes this is the program as it was lowered."""
-        order: list[Handle] = []
-        stack = [(self.canonical(handle), False)]
-        while stack:
-            h, expanded = stack.pop()
-            if h in self._reps:
-                continue
-            if expanded:
-                order.append(h)
-                term = self._terms[h]
-                kids = [self._reps[self.canonical(c)] for c in term.children]
-                payload = term.payload
-                if term.kind is Kind.CALL:
-                    payload = (payload[0], self.attrs[payload[1]])
-                expr = build_node(self, term.kind, payload, kids)
-                self._reps[h] = expr
-                self._rep_class[id(expr)] = h
-                continue
-            stack.append((h, True))
-            stack.extend((self.canonical(c), False) for c in self._terms[h].children
-                         if self.canonical(c) not in self._reps)
-        return self._reps[self.canonical(handle)]  # type: ignore[return-value]
+    def run_queries(self, key: str, queries: list[str]) -> Frozen:
+        """Run the registered queries of rule `key` on the current snapshot and read their rows.
 
-    def representative_term(self, handle: Handle) -> Term:
-        """The first e-node made in the class of `handle`."""
-        return self._terms[self.canonical(handle)]
+        Pending (unflushed) changes stay pending, so rows agree with the snapshot that the
+        current matches were read from; after a flush the e-graph is refreshed first.
+        """
+        if self._stale:
+            self.refresh()
+        self._backend.search([key])
+        frozen = self._backend.freeze(False, queries)
+        self._backend.clear_matches([key])
+        return frozen
 
-    def class_of_representative(self, expr: object) -> Handle | None:
-        """The class whose representative is `expr` (an IR node from `representative`)."""
-        return self._rep_class.get(id(expr))
+    # -- the current snapshot, class by class ---------------------------------------------------------
+    def _snapshot(self, key: str, compute):
+        if self._stale:
+            self.refresh()
+        value = self.snapshot_cache.get(key)
+        if value is None:
+            value = self.snapshot_cache[key] = compute()
+        return value
+
+    def class_nodes(self) -> Mapping[Handle, tuple[Term, ...]]:
+        """Every class of the current snapshot -> its distinct e-nodes (children as canonical handles),
+        in the order they were made. Read from Python's own tables, so it costs no egglog read."""
+        def compute() -> dict[Handle, tuple[Term, ...]]:
+            out: dict[Handle, dict[Term, None]] = {}
+            for h in range(self._flushed_terms):
+                out.setdefault(self.canonical(h), {})[self._canonical_term(self._terms[h])] = None
+            return {c: tuple(ts) for c, ts in out.items()}
+        return self._snapshot("class-nodes", compute)
+
+    def input_enodes(self) -> frozenset[Term]:
+        """The e-nodes of the programs added with `add_program` (children as canonical handles)."""
+        def compute() -> frozenset[Term]:
+            return frozenset(self._canonical_term(self._terms[h]) for _, nodes in self._programs for h in nodes)
+        return self._snapshot("input-enodes", compute)
+
+    def program_nodes(self) -> list[tuple[Expr, dict[Handle, list[Expr]]]]:
+        """Per program added with `add_program`: its root and canonical class -> its IR nodes there."""
+        def compute() -> list[tuple[Expr, dict[Handle, list[Expr]]]]:
+            out = []
+            for root, nodes in self._programs:
+                by_class: dict[Handle, list[Expr]] = {}
+                for h, exprs in nodes.items():
+                    by_class.setdefault(self.canonical(h), []).extend(exprs)
+                out.append((root, by_class))
+            return out
+        return self._snapshot("program-nodes", compute)
+
+    def _canonical_term(self, term: Term) -> Term:
+        return Term(term.kind, term.payload, tuple(self.canonical(c) for c in term.children))
 
     def enode_count(self) -> int:
         """Number of e-nodes in egglog (pending nodes are flushed first)."""
@@ -290,13 +343,20 @@ class EGraph:
                 payload = (payload[0], self.attrs[payload[1]])
             nodes.append((term.kind, payload, term.children, cls))
         types = {cls: self._types[cls] for cls in set(frozen.term_class)}
-        index = {(t.kind, t.payload, t.children): i for i, t in enumerate(frozen.terms)}
+        origins: list[str | None] = []
+        if self._origins:  # the rule that made each e-node: the one of its earliest handle
+            first: dict[Term, Handle] = {}
+            for h in range(len(self._terms)):
+                first.setdefault(self._canonical_term(self._terms[h]), h)
+            origins = [self._origins.get(first.get(t, -1)) for t in frozen.terms]
         exclusions = []
-        for term, interior in self._exclusions:
-            key = (term.kind, term.payload, tuple(canon.get(c, c) for c in term.children))
-            if key in index:
-                exclusions.append(Exclusion(index[key], frozenset(canon.get(c, c) for c in interior)))
-        return EGraphView.build(nodes, types, [canon.get(r, r) for r in roots], exclusions,
+        if self._exclusions:
+            index = {(t.kind, t.payload, t.children): i for i, t in enumerate(frozen.terms)}
+            for term, interior in self._exclusions:
+                key = (term.kind, term.payload, tuple(canon.get(c, c) for c in term.children))
+                if key in index:
+                    exclusions.append(Exclusion(index[key], frozenset(canon.get(c, c) for c in interior)))
+        return EGraphView.build(nodes, types, [canon.get(r, r) for r in roots], exclusions, origins,
                                 variables=self.variables, constants=self.constants, functions=self.functions)
 
 

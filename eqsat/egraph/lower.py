@@ -14,16 +14,16 @@ from typing import Mapping
 import numpy as np
 
 import ir
-from ir import Attrs, Expr, Function, IRModule
+from ir import Attrs, Constant, Expr, Function, IRModule
 from ir.types import Type
-from ir.visitor import bind_params_by_name
+from ir.visitor import bind, free_vars
 
 from ..errors import LoweringError
-from .egraph import EGraph, build_node
-from .terms import Handle
+from .egraph import EGraph, build_node, constant_key
+from .terms import Handle, Kind
 from .view import ClassId, EGraphView, NodeId
 
-__all__ = ["Lowered", "lower", "lift", "lift_expr"]
+__all__ = ["Lowered", "lower", "lift", "lift_params", "lift_expr"]
 
 
 @dataclass
@@ -33,9 +33,14 @@ class Lowered:
     egraph: EGraph
     root: Handle
     params: tuple[ir.Var, ...]
+    """`main`'s parameters that were not bound to values."""
     ret_type: Type | None
     attrs: Attrs
     other_functions: dict[str, Function] = field(default_factory=dict)
+    input_params: tuple[ir.Var, ...] = ()
+    """all of `main`'s parameters, bound or not, in their order."""
+    bound: dict[str, tuple[ir.Var, np.ndarray]] = field(default_factory=dict)
+    """constant key -> the parameter bound to that value and the value (the first, for equal values)."""
 
     @property
     def roots(self) -> tuple[Handle, ...]:
@@ -45,27 +50,46 @@ class Lowered:
         return self.egraph.view(self.roots)
 
 
+def _bind(main: Function, params: Mapping[str, object]) -> tuple[Function, dict[str, tuple[ir.Var, np.ndarray]]]:
+    """`main` with the named parameters replaced by constants, and constant key -> (parameter, value)."""
+    by_name = {p.name_hint: p for p in main.params}
+    unknown = sorted(set(params) - set(by_name))
+    if unknown:
+        raise LoweringError(f"params {unknown} are not parameters of main; its parameters are {sorted(by_name)}")
+    binds: dict[ir.Var, Constant] = {}
+    bound: dict[str, tuple[ir.Var, np.ndarray]] = {}
+    for name, value in params.items():
+        array = value.numpy() if hasattr(value, "numpy") and not isinstance(value, np.ndarray) else np.asarray(value)
+        const = binds[by_name[name]] = Constant(array)
+        bound.setdefault(constant_key(const), (by_name[name], array))
+    return bind(main, binds), bound  # type: ignore[return-value]
+
+
 def lower(program: IRModule | Expr, params: Mapping[str, object] | None = None,
           egraph: EGraph | None = None) -> Lowered:
-    """Lower `main` (or a bare expression) into a new e-graph, binding `params` as constants first."""
+    """Lower `main` (or a bare expression) into a new e-graph, binding `params` as constants first
+    (so that rules can read weights, e.g. to fold batch norms)."""
     mod = program if isinstance(program, IRModule) else IRModule.from_expr(program)
     main = mod["main"]
-    if params:
-        main = bind_params_by_name(main, {k: np.asarray(v) for k, v in params.items()})
+    input_params = main.params
+    main, bound = _bind(main, params) if params else (main, {})
     try:
         ir.infer_type(main)
     except ir.IRError as err:
         raise LoweringError(f"cannot lower an ill-typed program: {err}") from err
     egraph = egraph or EGraph()
-    root = egraph.add_expr(main.body, {})
+    root = egraph.add_program(main.body)
     egraph.roots.append(root)
     egraph.flush()
     others = {k: f for k, f in mod.functions.items() if k != "main"}
-    return Lowered(egraph, root, main.params, main.ret_type, main.attrs, others)
+    return Lowered(egraph, root, main.params, main.ret_type, main.attrs, others, input_params, bound)
 
 
-def lift_expr(view: EGraphView, node_of: Mapping[ClassId, NodeId], root: ClassId) -> Expr:
-    """The IR expression of `root` under a choice of one node per class (one IR node per class)."""
+def lift_expr(view: EGraphView, node_of: Mapping[ClassId, NodeId], root: ClassId,
+              constants: Mapping[str, Expr] | None = None) -> Expr:
+    """The IR expression of `root` under a choice of one node per class (one IR node per class);
+    constant nodes whose key is in `constants` become that expression instead."""
+    constants = constants or {}
     built: dict[ClassId, object] = {}
     stack: list[tuple[ClassId, bool]] = [(root, False)]
     while stack:
@@ -77,13 +101,32 @@ def lift_expr(view: EGraphView, node_of: Mapping[ClassId, NodeId], root: ClassId
             stack.append((cls, True))
             stack.extend((c, False) for c in reversed(node.children) if c not in built)
             continue
-        built[cls] = build_node(view, node.kind, node.payload, [built[c] for c in node.children])
+        if node.kind is Kind.CONST and node.payload[0] in constants:
+            built[cls] = constants[node.payload[0]]
+        else:
+            built[cls] = build_node(view, node.kind, node.payload, [built[c] for c in node.children])
     return built[root]  # type: ignore[return-value]
 
 
 def lift(lowered: Lowered, view: EGraphView, node_of: Mapping[ClassId, NodeId]) -> IRModule:
-    """The module whose `main` is the chosen program for the lowered root."""
-    root = view.roots[0]
-    body = lift_expr(view, node_of, root)
+    """The module whose `main` is the chosen program for the lowered root (bound params inline)."""
+    body = lift_expr(view, node_of, view.roots[0])
     main = Function(lowered.params, body, lowered.ret_type, lowered.attrs)
     return IRModule({"main": main, **lowered.other_functions})
+
+
+def lift_params(lowered: Lowered, view: EGraphView,
+                node_of: Mapping[ClassId, NodeId]) -> tuple[IRModule, dict[str, np.ndarray]]:
+    """Like `lift`, but every constant that is a bound parameter's value becomes that parameter again.
+
+    Returns the module and the values of the parameters it still uses, so that it runs and exports
+    like the input (`strategies.build(mod, params=...)`, `to_onnx(mod, params)`). Constants that
+    rules computed (e.g. folded weights) stay inline.
+    """
+    as_params = {key: var for key, (var, _) in lowered.bound.items()}
+    body = lift_expr(view, node_of, view.roots[0], as_params)
+    used = set(free_vars(body)) & set(as_params.values())
+    params = [p for p in lowered.input_params if p in lowered.params or p in used]
+    main = Function(params, body, lowered.ret_type, lowered.attrs)
+    values = {var.name_hint: value for var, value in lowered.bound.values() if var in used}
+    return IRModule({"main": main, **lowered.other_functions}), values

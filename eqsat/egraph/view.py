@@ -57,11 +57,19 @@ class Exclusion:
     classes: frozenset[ClassId]
 
 
-def _sort_key(node: tuple) -> tuple:
-    kind, payload, children, eclass = node
-    if kind is Kind.CALL:
-        payload = (payload[0], repr(tuple(payload[1].items())))
-    return (eclass, kind.value, payload, children)
+def _sort_keys(nodes: Sequence[tuple]) -> list[tuple]:
+    """(class, kind, payload, children) per node, with call attributes as text (one repr per `Attrs`)."""
+    texts: dict[int, str] = {}
+    keys = []
+    for kind, payload, children, eclass in nodes:
+        if kind is Kind.CALL:
+            attrs = payload[1]
+            text = texts.get(id(attrs))
+            if text is None:
+                text = texts[id(attrs)] = repr(tuple(attrs.items()))
+            payload = (payload[0], text)
+        keys.append((eclass, kind.value, payload, children))
+    return keys
 
 
 @dataclass(frozen=True)
@@ -76,17 +84,21 @@ class EGraphView:
     variables: Mapping[str, Var] = field(default_factory=dict)
     constants: Mapping[str, Constant] = field(default_factory=dict)
     functions: Mapping[str, Function] = field(default_factory=dict)
+    origins: tuple[str | None, ...] = ()
+    """per node, the rule that made it (None: lowered from the input); empty when no rule made any."""
 
     @staticmethod
     def build(nodes: Iterable[tuple[Kind, tuple, Sequence[ClassId], ClassId]],
               types: Mapping[ClassId, Type | None], roots: Sequence[ClassId],
-              exclusions: Iterable[Exclusion] = (), **tables: Any) -> "EGraphView":
+              exclusions: Iterable[Exclusion] = (), origins: Sequence[str | None] = (),
+              **tables: Any) -> "EGraphView":
         """A view from `(kind, payload, children, class)` tuples; nodes are put in canonical order.
 
-        `exclusions` refer to positions in the given `nodes` sequence.
+        `exclusions` and `origins` (one per node, or none) refer to positions in the given `nodes`.
         """
         given = [(k, tuple(p), tuple(c), e) for k, p, c, e in nodes]
-        order = sorted(range(len(given)), key=lambda i: _sort_key(given[i]))
+        keys = _sort_keys(given)
+        order = sorted(range(len(given)), key=keys.__getitem__)
         position = {old: new for new, old in enumerate(order)}
         enodes = tuple(ENode(*given[i]) for i in order)
         classes: dict[ClassId, list[NodeId]] = {}
@@ -97,8 +109,10 @@ class EGraphView:
         if missing:
             raise ValueError(f"e-graph view refers to classes without nodes: {missing[:10]}")
         excl = tuple(Exclusion(position[x.node], x.classes) for x in exclusions)
+        ordered_origins = tuple(origins[i] for i in order) if origins else ()
         return EGraphView(enodes, {c: tuple(ns) for c, ns in sorted(classes.items())},
-                          {c: types.get(c) for c in classes}, tuple(roots), excl, **tables)
+                          {c: types.get(c) for c in classes}, tuple(roots), excl, origins=ordered_origins,
+                          **tables)
 
     @cached_property
     def parents(self) -> Mapping[ClassId, tuple[NodeId, ...]]:

@@ -87,13 +87,24 @@ class Choice:
         if violated:
             x = violated[0]
             raise ExtractionError(f"node {x.node} ({view.nodes[x.node].label()}) is extracted, but its "
-                                  f"intermediate e-classes {sorted(x.classes)} are used elsewhere")
+                                  f"intermediate e-classes {sorted(x.classes)} are used outside its region")
 
     def violated_exclusions(self, view: EGraphView, classes: Sequence[ClassId] | None = None) -> list:
+        """The constraints broken by this choice: an extracted node whose protected classes are used by
+        a chosen node outside its region (neither the node itself nor one of the protected classes)."""
         classes = self.classes(view) if classes is None else classes
-        chosen = {self.node_of[c] for c in classes}
-        used = {k for n in chosen for k in view.nodes[n].children}
-        return [x for x in view.exclusions if x.node in chosen and x.classes & used]
+        users: dict[ClassId, set[ClassId]] = {}
+        for c in classes:
+            for k in view.nodes[self.node_of[c]].children:
+                users.setdefault(k, set()).add(c)
+        reachable = set(classes)
+        out = []
+        for x in view.exclusions:
+            owner = view.nodes[x.node].eclass
+            if owner in reachable and self.node_of[owner] == x.node and any(
+                    users.get(k, set()) - x.classes - {owner} for k in x.classes):
+                out.append(x)
+        return out
 
     def dag_cost(self, view: EGraphView, costs: Sequence[float]) -> float:
         """Sum of the chosen nodes' costs, each reachable class counted once."""

@@ -4,7 +4,8 @@ Variables: `x[n]` (node n chosen, binary) and, for classes on a cycle of the cla
 an order `o[c]` in [0, K]. Constraints: a root takes one node; a class takes at most one; a
 chosen node's child classes take one; a chosen node in class a with child b in the same strongly
 connected component forces `o[a] >= o[b] + 1` (so no cycle can be chosen); an escaping-
-intermediate constraint forbids its node together with any node using the protected classes.
+intermediate constraint forbids its node together with any node outside its region (its own
+class and the protected classes) that uses a protected class.
 The greedy DAG result is computed first: it bounds the objective, and it is returned instead
 whenever the solver stops (time limit) with nothing better, so ILP is never worse than greedy.
 """
@@ -137,8 +138,9 @@ class IlpExtractor:
                     constraint(order, 1.0 - big, math.inf)
         for x in view.exclusions:
             if x.node in col:
+                inside = x.classes | {view.nodes[x.node].eclass}
                 for n in nodes:
-                    if n != x.node and x.classes.intersection(view.nodes[n].children):
+                    if view.nodes[n].eclass not in inside and x.classes.intersection(view.nodes[n].children):
                         constraint([(col[x.node], 1.0), (col[n], 1.0)], -math.inf, 1.0)
         objective = np.zeros(n_vars)
         objective[:len(nodes)] = [costs[n] for n in nodes]

@@ -2,7 +2,8 @@
 
 A pattern becomes one or more conjunctive queries (alternatives multiply out); what a query
 cannot say is checked in Python on each row; what no single match can decide is left to
-extraction. Per pattern kind:
+extraction. A query matches e-nodes, so every sub-pattern may meet any equivalent form of its
+class, not only the form that was lowered. Per pattern kind:
 
 | pattern                              | in the query                            | checked in Python per match    |
 |--------------------------------------|-----------------------------------------|--------------------------------|
@@ -20,12 +21,20 @@ extraction. Per pattern kind:
 | alternatives, `optional`             | one query per alternative               | -                              |
 | `has_attr`                           | -                                       | call, op or function attributes |
 | `has_type`, `has_dtype`, `has_shape` | -                                       | the class's type (the analysis) |
-| `dominates(parent, path, child)`     | the child                               | parent and path, on representatives |
+| `dominates(parent, path, child)`     | the child                               | parent and path: the region search of `dominator`, over every form of every class |
 
-Escaping intermediates (an inner node of the match used outside it) cannot be decided per match
-in an e-graph, since other users may or may not be extracted: a callback's result carries the
-matched inner classes as an extraction constraint instead (see `callback`). The same goes for
-the dominator's post-dominance part, which covers the parent and path classes.
+Decided at extraction, not per match (the answer depends on which users the extracted program
+keeps): escaping intermediates (an inner node of a callback's match used outside it) and the
+dominator's post-dominance (the child post-dominates the parent). A callback's result carries
+the match's inner classes and the dominator's parent and path classes as an extraction
+constraint instead (see `callback`); `find_matches` decides post-dominance in the lowered program.
+
+Differences from the direct matcher, all from the e-graph holding values rather than nodes:
+structurally equal sub-graphs are one class (lowering hash-conses them), so a pattern cannot tell
+twins apart (e.g. a dominator whose parent is a wildcard accepts `add(f(x), f(x))`, where the
+direct matcher binds the parent to the first twin and fails on the second); leaves are classes,
+and a callback sees a placeholder for a leaf class that is neither a constant nor a variable.
+On an unsaturated e-graph without such twins the matches are the direct matcher's.
 """
 
 from __future__ import annotations
@@ -46,7 +55,7 @@ from ir.types import TensorType
 
 from ..egraph.egraph import EGraph, constant_key
 from ..egraph.query import Atom, QVar, Query, is_plain_literal
-from ..egraph.terms import MAX_CALL_ARITY, Handle, Kind
+from ..egraph.terms import MAX_CALL_ARITY, Handle, Kind, Term
 from ..errors import PatternCompileError
 
 __all__ = ["CompiledDFPattern", "compile_dfpattern"]
@@ -392,43 +401,29 @@ class CompiledDFPattern:
     bound: tuple[tuple[DFPattern, QVar], ...]
     checks: tuple[Check, ...]
     dominators: tuple[tuple[DominatorPattern, QVar], ...]
+    """dominator sub-patterns and the variable their child matched (decided by `rules.dominator`)."""
 
     def values(self, row: tuple) -> dict[str, Any]:
         return {c.name: v for c, v in zip(self.query.columns, row)}
 
     def accepts(self, egraph: EGraph, vals: dict[str, Any]) -> bool:
-        """Python-side checks, then dominator regions on the classes' representatives."""
-        if not all(check(egraph, vals) for check in self.checks):
-            return False
-        return all(_dominates(egraph, p, vals[var.name]) is not None for p, var in self.dominators)
+        """The Python-side checks of one row (attributes, names, types); dominators are not included."""
+        return all(check(egraph, vals) for check in self.checks)
+
+    def enodes(self, egraph: EGraph, vals: dict[str, Any]) -> dict[QVar, Term]:
+        """The matched e-node of every atom's output variable (children as canonical handles)."""
+        def value(arg: Any) -> Any:
+            return vals[arg.name] if isinstance(arg, QVar) else arg
+        return {a.out: Term(a.kind, tuple(value(p) for p in a.payload),
+                            tuple(egraph.canonical(vals[c.name]) for c in a.children))
+                for a in self.query.atoms}
 
     def interior(self, egraph: EGraph, vals: dict[str, Any]) -> set[Handle]:
-        """Inner classes of the match: computed nodes other than the root, plus dominator regions."""
+        """Inner classes of the match: classes of its computed nodes other than the root."""
         inner = {vals[a.out.name] for a in self.query.atoms
                  if a.kind in (Kind.CALL, Kind.APPLY, Kind.TUPLE, Kind.GETITEM, Kind.IF, Kind.LET)}
         inner.discard(vals[self.root.name])
-        for p, var in self.dominators:
-            inner |= _dominates(egraph, p, vals[var.name]) or set()
         return {egraph.canonical(h) for h in inner}
-
-
-def _dominates(egraph: EGraph, p: DominatorPattern, child: Handle) -> set[Handle] | None:
-    """The classes of the parent and path nodes when the region holds on representatives, else None."""
-    if not egraph.roots:
-        return None
-    matcher = egraph.snapshot_cache.get("dominator-matcher")
-    if matcher is None:  # one graph index per e-graph snapshot, shared by every dominator check
-        matcher = egraph.snapshot_cache["dominator-matcher"] = DFPatternMatcher(egraph.representative(egraph.roots[0]))
-    node = egraph.representative(child)
-    if node not in matcher.graph or not matcher.match(p, node):
-        return None
-    region = set()
-    for part in (p.parent, p.path):
-        for e in matcher.node_map.get(part, ()):
-            h = egraph.class_of_representative(e)
-            if h is not None:
-                region.add(h)
-    return region
 
 
 _VALUE_KINDS = (Kind.VAR, Kind.CONST, Kind.FUNC, Kind.APPLY, Kind.TUPLE, Kind.GETITEM, Kind.IF, Kind.LET)

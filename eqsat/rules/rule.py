@@ -20,7 +20,11 @@ from ..errors import RuleError
 from .match import Match
 from .pattern import Pat, check_template, compile_patterns, instantiate, variables
 
-__all__ = ["MatchQuery", "Result", "Rule", "Rewrite", "rule", "birewrite", "RuleSet", "ruleset"]
+__all__ = ["MatchQuery", "RETRY_LATER", "Result", "Rule", "Rewrite", "rule", "birewrite", "RuleSet", "ruleset"]
+
+RETRY_LATER = object()
+"""What `MatchQuery.decode` returns for a row that may still match once the e-graph has grown (a
+dominator region not complete yet); the runner decodes it again after the next change."""
 
 
 class MatchQuery(Protocol):
@@ -28,7 +32,7 @@ class MatchQuery(Protocol):
 
     query: Query
 
-    def decode(self, egraph, row: tuple) -> Match | None: ...
+    def decode(self, egraph, row: tuple) -> Match | None | object: ...
 
 
 @dataclass(frozen=True)

@@ -17,11 +17,12 @@ from ir.visitor import bind_params_by_name, children, post_order
 
 from eqsat.egraph.lower import lift, lower
 from eqsat.errors import PatternCompileError
-from eqsat.extract import GreedyDagExtractor, OpCount, node_costs
+from eqsat.extract import GreedyDagExtractor, IlpExtractor, OpCount, TreeExtractor, node_costs
 from eqsat.extract.cost import function_cost
 from eqsat.limits import Limits, StopReason
 from eqsat.rules.callback import CallbackRule, find_matches
-from eqsat.rules.rule import ruleset
+from eqsat.rules.pattern import avar, call, const_pat, pvars
+from eqsat.rules.rule import rule, ruleset
 from eqsat.runner import saturate
 
 
@@ -57,6 +58,15 @@ def guide_patterns() -> dict:
         "any-arity": is_op("nn.dense")(None),
         "commutative": is_op("multiply")(wildcard(), wildcard()) + wildcard(),
         "named-var": is_op("nn.conv2d")(is_var("data"), wildcard()),
+        "dominator-any-elemwise": dominates(wildcard(), is_elemwise, is_elemwise),
+        "dominator-conv-relu-or-add": dominates(
+            is_op("nn.conv2d")(wildcard(), wildcard()),
+            is_op("nn.relu")(wildcard()) | is_op("nn.bias_add")(wildcard(), wildcard()) | is_op("add")(wildcard(),
+                                                                                                      wildcard()),
+            wildcard()),
+        "dominator-concat": dominates(wildcard(), wildcard(), is_op("concatenate")(None)),
+        "dominator-nested": dominates(dominates(is_conv2d, is_elemwise, is_elemwise), is_elemwise, is_op("add")(
+            wildcard(), wildcard())),
     }
 
 
@@ -180,3 +190,134 @@ def test_escaping_intermediates_become_extraction_constraints():
         choice.check(view)
         assert not any(view.nodes[n].kind.value == "apply" for n in choice.node_of.values()
                        if view.nodes[n].eclass in choice.classes(view))
+
+
+def transposes_to_negations():
+    """A rule that gives transpose(transpose(x)) (an identity) an element-wise form: negative(negative(x))."""
+    x, = pvars("x")
+
+    def identity(m):
+        return [m["p"][i] for i in m["q"]] == list(range(len(m["p"])))
+    return rule("transposes-to-negations", call("transpose", call("transpose", x, axes=avar("p")), axes=avar("q")),
+                call("negative", call("negative", x)), when=identity)
+
+
+ELEMWISE = wildcard().has_attr({"TOpPattern": K_ELEMWISE})(wildcard())
+
+
+def conv_region(extra_user: bool = False):
+    """add(relu(conv), transpose(transpose(relu(conv)))): the second path is element-wise only after a rewrite."""
+    x, w = relay.var("x", shape=(1, 2, 4, 4)), relay.var("w", shape=(2, 2, 1, 1))
+    conv = relay.nn.conv2d(x, w)
+    r = relay.nn.relu(conv)
+    body = relay.add(r, relay.transpose(relay.transpose(r, (0, 1, 3, 2)), (0, 1, 3, 2)))
+    if extra_user:
+        body = relay.Tuple([body, relay.sigmoid(conv)])
+    return ir.IRModule.from_expr(body)
+
+
+DOMINATOR = dominates(is_op("nn.conv2d")(wildcard(), wildcard()), ELEMWISE, is_op("add")(wildcard(), wildcard()))
+
+
+class FuseRegion(DFPatternCallback):
+    """Partitions the dominator region into one composite function."""
+
+    def __init__(self):
+        super().__init__()
+        self.pattern = DOMINATOR
+        self.seen = []
+
+    def callback(self, pre, post, node_map):
+        self.seen.append((pre, node_map))
+        return self.pattern.partition(post, {"Composite": "region"})
+
+
+def test_dominators_match_forms_that_rules_create():
+    low = lower(conv_region())
+    assert find_matches(DOMINATOR, low.egraph) == []  # transpose is not element-wise
+    saturate(low.egraph, ruleset("neg", [transposes_to_negations()]), Limits(iterations=3))
+    add = low.egraph.canonical(low.root)
+    assert find_matches(DOMINATOR, low.egraph) == [add]
+
+
+def test_a_dominator_callback_sees_the_region_in_the_forms_that_match():
+    mod = conv_region()
+    low = lower(mod)
+    fuse = FuseRegion()
+    report = saturate(low.egraph, ruleset("r", [transposes_to_negations(), CallbackRule(fuse)]), Limits(iterations=6))
+    assert report.stop_reason is StopReason.SATURATED and report.applied_per_rule["FuseRegion"] == 1
+    pre, node_map = fuse.seen[0]
+    ops = [n.op.name for n in post_order(pre) if isinstance(n, ir.Call)]
+    assert ops == ["nn.conv2d", "nn.relu", "negative", "negative", "add"]  # the region, not the lowered transposes
+    assert [n.op.name for n in node_map[DOMINATOR.parent]] == ["nn.conv2d"]
+    assert [n.op.name for n in node_map[DOMINATOR.path]] == ["nn.relu", "negative", "negative"]
+    view = low.view()
+    cheap_apply = [0.0 if n.kind.value == "apply" else 1.0 for n in view.nodes]
+    choice = GreedyDagExtractor().extract(view, view.roots, cheap_apply)
+    choice.check(view)
+    out = lift(low, view, choice.node_of)
+    assert isinstance(out["main"].body.op, ir.Function)
+    inputs = {"x": np.ones((1, 2, 4, 4), "float32"), "w": np.full((2, 2, 1, 1), -0.5, "float32")}
+    np.testing.assert_allclose(strategies.evaluate(out, inputs), strategies.evaluate(mod, inputs))
+
+
+def test_post_dominance_is_an_extraction_constraint():
+    # conv also feeds sigmoid: the fused region would compute conv a second time
+    low = lower(conv_region(extra_user=True))
+    saturate(low.egraph, ruleset("r", [transposes_to_negations(), CallbackRule(FuseRegion())]), Limits(iterations=6))
+    view = low.view()
+    assert any(n.kind.value == "apply" for n in view.nodes)  # the callback fired ...
+    cheap_apply = [0.0 if n.kind.value == "apply" else 1.0 for n in view.nodes]
+    for extractor in (GreedyDagExtractor(), TreeExtractor(), IlpExtractor(seconds=10)):
+        choice = extractor.extract(view, view.roots, cheap_apply)
+        choice.check(view)  # ... but its result is never extracted
+        assert not any(view.nodes[choice.node_of[c]].kind.value == "apply" for c in choice.classes(view))
+
+
+class WrapRelu(DFPatternCallback):
+    """relu(x) -> relu(x * 1): its result matches its own pattern, so it can rewrite forever."""
+
+    def __init__(self, rewrite_once: bool):
+        super().__init__(rewrite_once=rewrite_once)
+        self.x = wildcard()
+        self.pattern = is_op("nn.relu")(self.x)
+
+    def callback(self, pre, post, node_map):
+        return relay.nn.relu(node_map[self.x][0] * relay.const(1.0))
+
+
+def test_rewrite_once_applies_a_callback_to_the_input_program_only():
+    x = relay.var("x", shape=(2, 3))
+    mod = ir.IRModule.from_expr(relay.nn.relu(relay.nn.relu(x)) + relay.sigmoid(x))
+    counts = {}
+    for once in (False, True):
+        low = lower(mod)
+        report = saturate(low.egraph, ruleset("wrap", [CallbackRule(WrapRelu(once))]), Limits(iterations=6))
+        counts[once] = report
+    assert counts[False].stop_reason is StopReason.ITERATION_LIMIT  # its own results match again and again
+    assert counts[True].stop_reason is StopReason.SATURATED
+    assert counts[True].applied_per_rule == {"WrapRelu": 2}  # the two relu e-nodes of the input, once each
+    direct = rewrite(WrapRelu(True), mod["main"].body)
+    assert sum(1 for n in post_order(direct) if isinstance(n, ir.Call) and n.op.name == "multiply") == 2
+
+
+def test_a_leaf_class_holding_a_constant_reaches_the_callback_as_that_constant():
+    a, b = relay.const(np.full(3, 2.0, "float32")), relay.const(np.full(3, 3.0, "float32"))
+    mod = ir.IRModule.from_expr(relay.nn.relu(a + b))
+    fold = rule("fold-add", call("add", const_pat("a"), const_pat("b")), lambda m: ir.const(m.const("a") + m.const("b")))
+    seen = []
+
+    class Probe(DFPatternCallback):
+        def __init__(self):
+            super().__init__()
+            self.x = wildcard()
+            self.pattern = is_op("nn.relu")(self.x)
+
+        def callback(self, pre, post, node_map):
+            seen.append(node_map[self.x][0])
+            return post
+    low = lower(mod)
+    saturate(low.egraph, ruleset("fold", [fold]), Limits(iterations=3))
+    saturate(low.egraph, ruleset("probe", [CallbackRule(Probe())]), Limits(iterations=3))
+    assert len(seen) == 1 and isinstance(seen[0], ir.Constant)
+    np.testing.assert_array_equal(seen[0].data, np.full(3, 5.0, "float32"))

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import math
+import time
+import tracemalloc
 
 import numpy as np
 import pytest
@@ -51,6 +53,7 @@ def test_all_extractors_give_valid_acyclic_programs_and_ilp_is_best(seed):
     tree = {k: c.tree_cost(view, costs) for k, c in choices.items()}
     assert dag["ilp"] <= dag["greedy"] + 1e-9
     assert dag["ilp"] <= dag["tree"] + 1e-9
+    assert dag["greedy"] <= dag["tree"] + 1e-9  # greedy's guarantee
     assert tree["tree"] <= min(tree.values()) + 1e-9  # the tree extractor is optimal for tree cost
 
 
@@ -118,3 +121,53 @@ def test_extraction_is_deterministic():
     for ex in ALL:
         first = ex.extract(view, view.roots, costs).node_of
         assert all(ex.extract(view, view.roots, costs).node_of == first for _ in range(3))
+
+
+def diamond_chain(depth: int):
+    """x -> (relu | sigmoid-or-tanh) -> add, `depth` times: every level shares its input twice."""
+    classes = {0: [("x", ())]}
+    for i in range(depth):
+        prev, a, b, c = 3 * i, 3 * i + 1, 3 * i + 2, 3 * i + 3
+        classes[a] = [("relu", (prev,))]
+        classes[b] = [("sigmoid", (prev,)), ("tanh", (prev,))]
+        classes[c] = [("add", (a, b))]
+    view = view_of(classes, (3 * depth,))
+    return view, costs_by_op(view, {"x": 0, "relu": 1, "sigmoid": 2, "tanh": 1.5, "add": 1})
+
+
+def test_greedy_scales_to_deep_graphs_in_time_and_memory():
+    # sets of nodes per class would hold 5k-deep programs each: ~15k sets of ~7.5k nodes, gigabytes
+    view, costs = diamond_chain(5000)
+    tracemalloc.start()
+    start = time.perf_counter()
+    choice = GreedyDagExtractor().extract(view, view.roots, costs)
+    seconds = time.perf_counter() - start
+    _, peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    choice.check(view)
+    assert choice.dag_cost(view, costs) == 5000 * (1 + 1.5 + 1)  # tanh, the cheaper form, at every level
+    assert peak < 64 * 2**20, f"peak {peak / 2**20:.0f} MiB"
+    assert seconds < 30, f"{seconds:.1f} s"
+
+
+def test_tree_costs_that_overflow_saturate_instead_of_failing():
+    view, costs = diamond_chain(1100)  # the tree cost doubles per level: 2**1100 is no float
+    choice = TreeExtractor().extract(view, view.roots, costs)
+    choice.check(view)
+    assert math.isinf(choice.tree_cost(view, costs)) and choice.dag_cost(view, costs) < math.inf
+
+
+def test_a_region_may_use_its_own_classes_but_nothing_outside_may():
+    # F (class 3) replaces add(relu(conv), conv) and protects {conv, relu}; it may take conv as an input itself
+    classes = {0: [("x", ())], 1: [("conv", (0,))], 2: [("relu", (1,))], 3: [("add", (2, 1)), ("F", (1,))],
+               4: [("out", (3,))], 5: [("g", (1,))], 6: [("out2", (3, 5))]}
+    costs_table = {"x": 0, "conv": 10, "relu": 1, "add": 1, "F": 0.5, "g": 1, "out": 0, "out2": 0}
+    inside = view_of({c: ns for c, ns in classes.items() if c <= 4}, (4,), {"F": {1, 2}})
+    escaping = view_of(classes, (6,), {"F": {1, 2}})
+    for ex in ALL:
+        choice = ex.extract(inside, inside.roots, costs_by_op(inside, costs_table))
+        choice.check(inside)
+        assert inside.nodes[choice.node_of[3]].op == "F", ex.name  # its own use of conv is fine
+        choice = ex.extract(escaping, escaping.roots, costs_by_op(escaping, costs_table))
+        choice.check(escaping)
+        assert escaping.nodes[choice.node_of[3]].op == "add", ex.name  # g uses conv outside the region

@@ -116,3 +116,15 @@ def test_ten_thousand_node_graph_round_trips_quickly():
     assert ir.structural_equal(out, mod)
     assert count_nodes(out["main"].body) <= count_nodes(mod["main"].body)  # no tree blow-up
     assert seconds < 20, f"10k-node round trip took {seconds:.1f} s"
+
+
+def test_names_with_blanks_tabs_and_line_breaks_survive_the_trip():
+    names = [" lead", "trail ", "tab\there", "line\nbreak", "", "quote\"d", "x"]
+    vs = [relay.var(n, shape=(2,)) for n in names]
+    body = vs[0]
+    for v in vs[1:]:
+        body = body + v
+    mod = ir.IRModule.from_expr(body)
+    out = round_trip(mod)
+    assert ir.structural_equal(out, mod)
+    assert [p.name_hint for p in out["main"].params] == names

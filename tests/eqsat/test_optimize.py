@@ -5,24 +5,15 @@ from __future__ import annotations
 import json
 
 import numpy as np
+import onnxruntime as ort
 import pytest
 
 import eqsat
 import ir
 import strategies
+from ir import relay
 from eqsat.cli import main
-
-
-def random_inputs(mod: ir.IRModule, seed: int = 0) -> dict[str, np.ndarray]:
-    rng = np.random.default_rng(seed)
-    out = {}
-    for p in mod["main"].params:
-        ty = p.type_annotation
-        if ty.dtype.startswith("int"):
-            out[p.name_hint] = rng.integers(0, 10, ty.concrete_shape).astype(ty.dtype)
-        else:
-            out[p.name_hint] = rng.standard_normal(ty.concrete_shape).astype(ty.dtype)
-    return out
+from eqsat.verify import random_inputs
 
 
 def as_list(value):
@@ -34,12 +25,98 @@ def test_optimized_model_computes_the_same_and_costs_no_more(model):
     mod, params = ir.models.get(model, small=True)
     res = eqsat.optimize(mod, params, target="cpu", limits=eqsat.Limits(iterations=8, seconds=20))
     assert res.cost_after <= res.cost_before
-    assert res.params == {} and res.report.stop_reason in eqsat.StopReason
-    inputs = {k: v for k, v in random_inputs(mod).items() if k not in params}
-    want = strategies.evaluate(mod, {**inputs, **params})
-    got = strategies.evaluate(res.mod, inputs)
+    assert res.report.stop_reason in eqsat.StopReason
+    assert res.verification is not None and res.verification.max_abs_diff <= res.verification.tolerance
+    # surviving weights are parameters again, under their names and with their values
+    assert set(res.params) <= set(params)
+    assert all(res.params[k] is params[k] or np.array_equal(res.params[k], params[k]) for k in res.params)
+    names = [p.name_hint for p in res.mod["main"].params]
+    assert set(res.params) <= set(names) and len(set(names)) == len(names)
+    inputs = random_inputs(mod, skip=list(params))
+    want = strategies.evaluate(mod, inputs, params)
+    got = strategies.evaluate(res.mod, inputs, res.params)
     for a, b in zip(as_list(got), as_list(want)):
         np.testing.assert_allclose(a, b, rtol=1e-3, atol=1e-4)
+
+
+def test_params_stay_parameters_so_the_result_builds_and_exports_like_the_input():
+    mod, params = ir.models.get("bert", small=True)
+    res = eqsat.optimize(mod, params, target="cpu", limits=eqsat.Limits(iterations=6))
+    assert set(res.params) == set(params)  # nothing folds in BERT: every weight is a parameter again
+    inputs = random_inputs(mod, skip=list(params))
+    want = as_list(strategies.build(mod, "cpu", params).run(inputs))
+    got = as_list(strategies.build(res.mod, "cpu", res.params).run(inputs))
+    for a, b in zip(got, want, strict=True):
+        np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-5)
+    model = ir.frontend.to_onnx(res.mod, res.params)
+    assert {init.name for init in model.graph.initializer} >= set(res.params)
+    session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    for a, b in zip(session.run(None, inputs), want, strict=True):
+        np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-5)
+
+
+X, = eqsat.pvars("x")
+
+
+class SigmoidIsFree:
+    def node_cost(self, op_name, attrs, in_types, out_type):
+        return 0.0 if op_name == "sigmoid" else 1.0
+
+
+def test_a_wrong_program_is_never_returned_and_the_error_names_the_rules():
+    mod, params = ir.models.get("vgg19", small=True)
+    rules = eqsat.ruleset("wrong", [eqsat.rule("relu-is-sigmoid", eqsat.call("nn.relu", X), eqsat.call("sigmoid", X))])
+    limits = eqsat.Limits(iterations=3)
+    with pytest.raises(eqsat.VerificationError) as failure:
+        eqsat.optimize(mod, params, target=SigmoidIsFree(), rules=rules, limits=limits)
+    assert "relu-is-sigmoid x" in str(failure.value) and "max |diff|" in str(failure.value)
+    res = eqsat.optimize(mod, params, target=SigmoidIsFree(), rules=rules, limits=limits, verify=False)
+    assert res.verification is None and "not verified" in res.summary()
+    assert res.op_counts_after.get("nn.relu", 0) == 0  # unchecked, the wrong program comes out
+
+
+def test_verification_with_several_input_sets_records_the_largest_difference():
+    mod, params = ir.models.get("resnet50", small=True)
+    res = eqsat.optimize(mod, params, target="cpu", limits=eqsat.Limits(iterations=6), verify=3)
+    v = res.verification
+    assert v.trials == 3 and v.max_abs_output > 0
+    assert 0 < v.max_abs_diff <= v.tolerance  # folded batch norms round differently, within tolerance
+    assert "verified on 3 random input sets" in res.summary()
+
+
+def test_verify_scales_its_tolerance_with_the_outputs_and_requires_nans_in_the_same_places():
+    x = relay.var("x", shape=(64,))
+
+    def program(body):
+        return ir.IRModule.from_expr(body)
+    big = program(x * relay.const(1000.0))
+    close = program(x * relay.const(1000.0) + relay.const(0.01))      # far below 1e-3 of |output|
+    off = program(x * relay.const(1000.0) + relay.const(50.0))
+    assert eqsat.verify(big, None, close, None, trials=2).max_abs_diff == pytest.approx(0.01, rel=1e-2)
+    with pytest.raises(eqsat.VerificationError, match="output 0"):
+        eqsat.verify(big, None, off, None, trials=1)
+    roots = program(relay.sqrt(x))                                    # NaN for negative inputs
+    assert eqsat.verify(roots, None, program(relay.sqrt(x) * relay.const(1.0)), None, trials=1).max_abs_diff == 0
+    with pytest.raises(eqsat.VerificationError):
+        eqsat.verify(roots, None, program(relay.sqrt(relay.abs(x))), None, trials=1)
+
+
+def test_summary_gives_units_and_op_changes_and_explain_names_rules_and_implementations():
+    mod, params = ir.models.get("resnet50", small=True)
+    res = eqsat.optimize(mod, params, target="cpu", limits=eqsat.Limits(iterations=8))
+    text = res.summary()
+    assert " µs" in text
+    assert "nn.batch_norm 53 -> 0" in text and "nn.conv2d 53 -> 0" in text and "nn.conv2d_bias_act 0 -> 53" in text
+    assert res.op_counts_before["nn.conv2d"] == 53 and res.op_counts_after.get("nn.conv2d", 0) == 0
+    explained = res.explain()
+    first = explained.splitlines()[0]
+    assert "nn.conv2d_bias_act" in first and " -> " in first and "µs" in first
+    assert "plevel" in first or "tuned" in first or "fallback" in first
+    rules = {c.rule for c in res.changes}
+    assert rules & {"fold-batch-norm-into-conv", "conv-bias", "conv-bias-relu"}
+    assert sum(c.cost_after for c in res.changes) < sum(c.cost_before for c in res.changes)
+    ops_res = eqsat.optimize(mod, params, target="ops", limits=eqsat.Limits(iterations=8))
+    assert " ops (" in ops_res.summary() and "[" not in ops_res.explain()  # no implementations without strategies
 
 
 def test_compare_targets_and_extractors_from_one_saturation():
@@ -56,6 +133,40 @@ def test_compare_targets_and_extractors_from_one_saturation():
     text = str(result)
     assert "cost before" in text and "nn.batch_norm" in text
     assert "+" in result.diffs() and "-" in result.diffs()
+
+
+def test_compare_shows_where_cost_models_pick_different_programs():
+    mod, params = ir.models.get("bert", small=True)
+    result = eqsat.compare(mod, params, targets=["cpu", "cuda"], limits=eqsat.Limits(iterations=6))
+    cpu, cuda = result.candidate("cpu"), result.candidate("cuda")
+    # skip_layer_norm has a CUDA kernel and none on the CPU: one e-graph, two programs
+    assert cpu.program != cuda.program
+    assert cpu.op_counts.get("nn.skip_layer_norm", 0) == 0 < cuda.op_counts["nn.skip_layer_norm"]
+    diff = result.diff("cpu", "cuda")
+    removed = [line for line in diff.splitlines() if line.startswith("-  ")]
+    added = [line for line in diff.splitlines() if line.startswith("+  ")]
+    assert all("nn.skip_layer_norm" in line for line in added)
+    assert {line.split("=")[1].split("(")[0].strip() for line in removed} == {"add", "nn.layer_norm"}
+    assert len(added) == cuda.op_counts["nn.skip_layer_norm"]  # renumbering does not show as changes
+    assert f"program {cpu.program} (cpu/greedy) vs {cuda.program} (cuda/greedy): add" in str(result)
+
+
+def test_compare_labels_equal_programs_alike():
+    x, w = relay.var("x", shape=(1, 3, 6, 6)), relay.var("w", shape=(4, 3, 3, 3))
+    mod = ir.IRModule.from_expr(relay.nn.relu(relay.nn.bias_add(relay.nn.conv2d(x, w), relay.var("b", shape=(4,)))))
+
+    class Unfused:
+        def node_cost(self, op_name, attrs, in_types, out_type):
+            return 100.0 if op_name.endswith("_act") else 1.0
+    result = eqsat.compare(mod, targets=["ops", Unfused(), "ops"], limits=eqsat.Limits(iterations=5))
+    first, unfused, again = result.candidates
+    assert first.program == again.program != unfused.program
+    assert first.op_counts == {"nn.conv2d_bias_act": 1} and unfused.op_counts == {
+        "nn.bias_add": 1, "nn.conv2d": 1, "nn.relu": 1}
+    assert result.diff(0, 2) == "" and "nn.conv2d_bias_act" in result.diff(0, 1)
+    assert unfused.unit == "cost units" and first.unit == "ops"
+    with pytest.raises(KeyError, match="candidates"):
+        result.candidate("ops")  # two candidates are named "ops"
 
 
 def test_any_cost_model_can_drive_extraction():

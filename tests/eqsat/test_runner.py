@@ -70,7 +70,7 @@ def test_time_limit_overshoot_is_under_ten_percent():
     low = lower(ir.IRModule.from_expr(e))
     report = saturate(low.egraph, AC, Limits(iterations=10**6, nodes=10**8, seconds=2.0))
     assert report.stop_reason is StopReason.TIME_LIMIT
-    assert 1.5 <= report.seconds < 2.2, report.summary()  # it may stop when the next search would not fit
+    assert 1.0 <= report.seconds < 2.2, report.summary()  # it stops early when the next search would not fit
 
 
 def test_report_rows_and_text():
@@ -157,6 +157,14 @@ SCRIPT = textwrap.dedent("""
     report = saturate(low.egraph, AC, Limits(iterations=4, nodes=10**6, seconds=60))
     print([(r.enodes, r.eclasses, sorted(r.matches_per_rule.items())) for r in report.rows])
     print(ir.astext(extract(low)))
+    import eqsat
+    from tests.eqsat.test_dfpattern import FuseRegion, conv_region, transposes_to_negations
+    mod, params = ir.models.get("squeezenet", small=True)
+    res = eqsat.optimize(mod, params, target="cuda", limits=Limits(iterations=6), verify=False)
+    print(ir.astext(res.mod), res.explain(), sorted(res.params))
+    res = eqsat.optimize(conv_region(), rules=[transposes_to_negations(), eqsat.CallbackRule(FuseRegion())],
+                         target="ops", verify=False)
+    print(ir.astext(res.mod), res.report.rows[-1].enodes)
 """)
 
 
