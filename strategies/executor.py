@@ -9,6 +9,16 @@ enclosing `apply_history_best` block. Each distinct workload is logged once on t
 logger (INFO): which implementation, and why (tuned / plevel / fallback). A call whose shapes are
 symbolic is checked when building (some implementation must be possible) and selects when it
 runs, per actual shape, among the implementations whose condition holds (memoized per shape).
+
+Building also prepares each call's kernel (`strategies.kernels.prepared`): work that depends only
+on constants and attributes (packed or transformed weights, batch-norm statistics folded into a
+scale and shift) is done once. On a cpu target a program without control flow runs as a
+`strategies.straight_line.StraightLineProgram`, which frees every value after its last use and
+lets element-wise and normalisation kernels write into inputs nothing reads afterwards; other
+programs (and other devices) run on the interpreter's evaluator.
+
+Threads: the GEMMs run in numpy's BLAS (OpenBLAS), whose thread pool is sized from
+`OPENBLAS_NUM_THREADS` when numpy is imported; every other kernel runs on the calling thread.
 """
 
 from __future__ import annotations
@@ -17,7 +27,7 @@ import logging
 import statistics
 import time
 from dataclasses import dataclass
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Collection, Mapping
 
 import numpy as np
 
@@ -26,14 +36,17 @@ from ir.expr import Call, Constant, Expr, Function
 from ir.module import IRModule
 from ir.op.registry import Op
 from ir.type_infer import infer_type
+from ir.types import Type
 from ir.visitor import bind_params_by_name, post_order
 
 from .constants import fold_constants
 from .devices import require_device, to_host, to_torch
 from .errors import InputError, KernelError
 from .interpreter import Evaluator, bind_inputs, entry_function
+from .kernels.prepared import NO_DONATION, Kernel, PreparedCompute
 from .records import TuningHistory, current_history
 from .select import Selection, candidate_implementations, select_implementation
+from .straight_line import StraightLineProgram, is_straight_line
 from .target import Target, as_target
 from .workload import Workload
 
@@ -87,32 +100,79 @@ class Profile:
         return "\n".join(lines)
 
 
+def _constant_inputs(call: Call) -> list[np.ndarray | None]:
+    return [np.asarray(a.data) if isinstance(a, Constant) else None for a in call.args]
+
+
 class _CallKernel:
-    """What runs for one call node: a fixed selection, or a per-shape dispatch for symbolic shapes."""
+    """What runs for one call node: the kernel prepared for its selection, or a per-shape dispatch.
 
-    __slots__ = ("call", "selection", "_by_shape", "_choose")
+    A kernel is prepared (`strategies.kernels.prepared`) once per selection: for a static call when
+    the program is built, for a call with symbolic shapes the first time each shape is met.
+    """
 
-    def __init__(self, call: Call, selection: Selection | None, choose: Callable[[Workload], Selection]):
+    __slots__ = ("call", "selection", "kernel", "trusted", "uses_donations", "last", "_by_shape", "_choose",
+                 "_device")
+
+    def __init__(self, call: Call, selection: Selection | None, choose: Callable[[Workload], Selection],
+                 device: str):
         self.call = call
         self.selection = selection
-        self._by_shape: dict[tuple, Selection] = {}
         self._choose = choose
+        self._device = device
+        self._by_shape: dict[tuple, tuple[Selection, Kernel]] = {}
+        self.kernel = self._prepare(selection, call.checked_type) if selection is not None else None
+        # only a fixed selection's kernel is known when the program is planned
+        compute = selection.implementation.compute if selection is not None else None
+        self.trusted = (isinstance(compute, PreparedCompute) and selection.implementation.device == "host"
+                        and device == "cpu")
+        self.uses_donations = self.trusted and compute.uses_donations
+        self.last = selection  # the selection of the latest run (profiles read it)
 
-    def select(self, args: list) -> tuple[Selection, Any]:
-        """The selection and output type for these argument values."""
-        if self.selection is not None:
-            return self.selection, self.call.checked_type
+    def _prepare(self, selection: Selection, out_type: Type) -> Kernel:
+        impl, attrs, config = selection.implementation, self.call.attrs, selection.config
+        if impl.device == "torch":
+            device, host = self._device, self._device == "cpu"
+
+            def torch_kernel(args: list, donated: Any) -> Any:
+                out = impl.compute(attrs, [to_torch(a, device) for a in args], out_type, config)
+                return to_host(out) if host else out  # a cpu target keeps every value a numpy array
+            return torch_kernel
+        if isinstance(impl.compute, PreparedCompute):
+            kernel = impl.compute.prepare(attrs, _constant_inputs(self.call), out_type, config)
+        else:
+            def kernel(args: list, donated: Any) -> Any:
+                return impl.compute(attrs, args, out_type, config)
+        if self._device == "cpu":
+            return kernel
+        return lambda args, donated: kernel([a if isinstance(a, np.ndarray) else to_host(a) for a in args], donated)
+
+    def _select(self, args: list) -> tuple[Selection, Kernel]:
+        """The selection and kernel for these argument values (symbolic shapes; memoized per shape)."""
         shapes = tuple(getattr(a, "shape", None) if not isinstance(a, tuple) else tuple(x.shape for x in a)
                        for a in args)
-        selection = self._by_shape.get(shapes)
-        if selection is None:
+        chosen = self._by_shape.get(shapes)
+        if chosen is None:
             try:
                 workload = Workload.of_values(self.call.op.name, self.call.attrs, [to_host(a) for a in args])
             except ShapeError as err:
                 raise KernelError(f"{self.call.op.name}: {err}") from None
             selection = self._choose(workload)
-            self._by_shape[shapes] = selection
-        return selection, selection.workload.out_type
+            chosen = self._by_shape[shapes] = (selection, self._prepare(selection, workload.out_type))
+        return chosen
+
+    def run(self, args: list, donated: Collection[int] = NO_DONATION) -> Any:
+        """The call's value for these arguments; `donated` lists arguments its kernel may overwrite."""
+        if self.kernel is not None:
+            selection, kernel = self.selection, self.kernel
+        else:
+            selection, kernel = self._select(args)
+            self.last = selection
+        try:
+            return kernel(args, donated)
+        except (ValueError, TypeError, IndexError, FloatingPointError) as err:
+            impl = selection.implementation
+            raise KernelError(f"{impl.name} failed on {selection.workload.describe()}: {err}") from err
 
 
 class Executable:
@@ -125,14 +185,18 @@ class Executable:
         self._selections: dict[str, Selection] = {}
         self._fallbacks: set[str] = set()
         self._kernels: dict[int, _CallKernel] = {}
-        self._times: list[tuple[Selection, float]] | None = None
+        self._times: list[tuple[_CallKernel, float]] | None = None
         self._device_constants: dict[int, Any] = {}
         for node in post_order(func):
             if isinstance(node, Call) and isinstance(node.op, Op):
                 self._kernels[id(node)] = self._plan_call(node)
         self._warn_fallbacks()
-        self._evaluator = Evaluator(self._run_op, self._load_constant if target.device != "cpu" else None)
-        self._evaluator.prepare(func)
+        self._program: StraightLineProgram | None = None
+        if target.device == "cpu" and is_straight_line(func):
+            self._program = StraightLineProgram(func, self._kernels)
+        else:
+            self._evaluator = Evaluator(self._run_op, self._load_constant if target.device != "cpu" else None)
+            self._evaluator.prepare(func)
 
     # -- selection ------------------------------------------------------------------------------
     def _select(self, workload: Workload) -> Selection:
@@ -149,13 +213,13 @@ class Executable:
     def _plan_call(self, call: Call) -> _CallKernel:
         workload = Workload.of_call(call)
         if workload.static:
-            return _CallKernel(call, self._select(workload), self._select)
+            return _CallKernel(call, self._select(workload), self._select, self.target.device)
         _, _, fallback = candidate_implementations(workload, self.target)  # fails now if nothing can run it
         if fallback:
             self._fallbacks.add(workload.op)
         logger.info("%s: %s has symbolic shapes; it dispatches per actual shape at run time",
                     self.target, workload.describe())
-        return _CallKernel(call, None, self._select)
+        return _CallKernel(call, None, self._select, self.target.device)
 
     def _warn_fallbacks(self) -> None:
         if self._fallbacks:
@@ -174,24 +238,35 @@ class Executable:
             value = self._device_constants[id(node)] = to_torch(node.data, self.target.device)
         return value
 
+    def _clock(self) -> float:
+        """Seconds for timing kernels; on a GPU, after the kernels queued so far have finished."""
+        if self.target.device == "cuda":
+            import torch
+            torch.cuda.synchronize()
+        return time.perf_counter()
+
     def _run_op(self, call: Call, args: list) -> Any:
-        selection, out_type = self._kernels[id(call)].select(args)
-        impl = selection.implementation
-        if impl.device == "torch":
-            args = [to_torch(a, self.target.device) for a in args]
-        else:
-            args = [a if isinstance(a, np.ndarray) else to_host(a) for a in args]
-        start = time.perf_counter() if self._times is not None else 0.0
-        try:
-            out = impl.compute(call.attrs, args, out_type, selection.config)
-        except (ValueError, TypeError, IndexError, FloatingPointError) as err:
-            raise KernelError(f"{impl.name} failed on {selection.workload.describe()}: {err}") from err
-        if self._times is not None:
-            if self.target.device == "cuda":
-                import torch
-                torch.cuda.synchronize()
-            self._times.append((selection, (time.perf_counter() - start) * 1e6))
+        kernel = self._kernels[id(call)]
+        if self._times is None:
+            return kernel.run(args)
+        start = self._clock()
+        out = kernel.run(args)
+        self._times.append((kernel, self._clock() - start))
         return out
+
+    def _execute(self, inputs: Mapping[str, Any] | None, named: Mapping[str, Any],
+                 times: list[tuple[_CallKernel, float]] | None = None) -> Any:
+        both = sorted(set(inputs or {}) & set(named))
+        if both:
+            raise InputError(f"input(s) {both} given twice")
+        bound = bind_inputs(self.func, {**(inputs or {}), **named})
+        if self._program is not None:
+            return self._program.run(bound, times, self._clock)
+        self._times = times
+        try:
+            return to_host(self._evaluator.run(self.func, bound))
+        finally:
+            self._times = None
 
     def run(self, inputs: Mapping[str, Any] | None = None, /, **named: Any) -> Any:
         """The program's output for named inputs: a numpy array, or a tuple of them.
@@ -199,26 +274,19 @@ class Executable:
         Inputs come as a mapping, as keywords, or both. A missing, unexpected or ill-shaped input
         raises `InputError` naming it, with the expected and the given type.
         """
-        both = sorted(set(inputs or {}) & set(named))
-        if both:
-            raise InputError(f"input(s) {both} given twice")
-        bound = bind_inputs(self.func, {**(inputs or {}), **named})
-        return to_host(self._evaluator.run(self.func, bound))
+        return self._execute(inputs, named)
 
     def profile(self, inputs: Mapping[str, Any] | None = None, /, repeat: int = 3, **named: Any) -> Profile:
         """Run `repeat` times (after one warm-up run) and report each call's median kernel time."""
-        self.run(inputs, **named)
+        self._execute(inputs, named)
         per_run: list[list[tuple[Selection, float]]] = []
         latencies = []
         for _ in range(max(1, repeat)):
-            self._times = []
+            times: list[tuple[_CallKernel, float]] = []
             start = time.perf_counter()
-            try:
-                self.run(inputs, **named)
-            finally:
-                per_run.append(self._times)
-                self._times = None
+            self._execute(inputs, named, times)
             latencies.append((time.perf_counter() - start) * 1e6)
+            per_run.append([(kernel.last, seconds * 1e6) for kernel, seconds in times])
         rows = []
         for calls in zip(*per_run):
             selection = calls[0][0]

@@ -2,9 +2,11 @@
 
 For each distinct workload with static shapes, every implementation whose condition holds is
 measured with its default configuration first (highest plevel first), then the other
-configurations in turn, up to `trials` measurements per workload. Each measurement checks its
-output against the first candidate's (the one selection would pick untuned) and appends one
-JSON-lines record to the log (`strategies.records`), so an interrupted run keeps what it measured.
+configurations in turn, up to `trials` measurements per workload. Each is timed as the executor
+runs it: inputs that are constants in the program (weights) are prepared once, outside the
+timing (`strategies.kernels.prepared`). Each measurement checks its output against the first
+candidate's (the one selection would pick untuned) and appends one JSON-lines record to the log
+(`strategies.records`), so an interrupted run keeps what it measured.
 """
 
 from __future__ import annotations
@@ -13,11 +15,12 @@ import itertools
 import logging
 import os
 import time
+from functools import partial
 from typing import Any, Iterator, Mapping
 
 import numpy as np
 
-from ir.expr import Call, Expr
+from ir.expr import Call, Constant, Expr
 from ir.module import IRModule
 from ir.op.registry import Op
 from ir.types import TensorType, TupleType, Type
@@ -25,6 +28,7 @@ from ir.visitor import post_order
 
 from .devices import require_device, to_host, to_torch
 from .executor import prepare_program
+from .kernels.prepared import NO_DONATION, PreparedCompute
 from .records import ErrorCode, TuningRecord, append_records
 from .select import candidate_implementations, config_space
 from .strategy import OpImplementation
@@ -38,11 +42,18 @@ logger = logging.getLogger("strategies")
 
 def program_workloads(mod: IRModule | Expr, params: Mapping[str, Any] | None = None) -> list[Workload]:
     """The distinct workloads of a program's calls (after binding params and folding constants), in order."""
-    seen: dict[str, Workload] = {}
+    return [workload for workload, _ in _workload_calls(mod, params)]
+
+
+def _workload_calls(mod: IRModule | Expr,
+                    params: Mapping[str, Any] | None) -> list[tuple[Workload, frozenset[int]]]:
+    """Each distinct workload, in order, with the input positions that are constants at its first call."""
+    seen: dict[str, tuple[Workload, frozenset[int]]] = {}
     for node in post_order(prepare_program(mod, params)):
         if isinstance(node, Call) and isinstance(node.op, Op):
             workload = Workload.of_call(node)
-            seen.setdefault(workload.key, workload)
+            constant = frozenset(i for i, arg in enumerate(node.args) if isinstance(arg, Constant))
+            seen.setdefault(workload.key, (workload, constant))
     return list(seen.values())
 
 
@@ -86,24 +97,31 @@ def _matches(out: Any, expected: Any) -> bool:
 
 
 def _measure(impl: OpImplementation, workload: Workload, inputs: list, config: dict, target: Target,
-             repeat: int) -> tuple[list[float], Any]:
+             repeat: int, constant: frozenset[int]) -> tuple[list[float], Any]:
+    """Time `impl` as the executor runs it: inputs that are constants in the program prepared once."""
     args = [to_torch(v, target.device) for v in inputs] if impl.device == "torch" else inputs
     sync = target.device == "cuda"
     if sync:
         import torch
-    out = impl.compute(workload.attrs, args, workload.out_type, config)  # warm-up, and the checked output
+    if isinstance(impl.compute, PreparedCompute) and impl.device == "host":
+        kernel = impl.compute.prepare(workload.attrs, [v if i in constant else None for i, v in enumerate(args)],
+                                      workload.out_type, config)
+        run = partial(kernel, args, NO_DONATION)
+    else:
+        run = partial(impl.compute, workload.attrs, args, workload.out_type, config)
+    out = run()  # warm-up, and the checked output
     costs = []
     for _ in range(repeat):
         start = time.perf_counter()
-        impl.compute(workload.attrs, args, workload.out_type, config)
+        run()
         if sync:
             torch.cuda.synchronize()
         costs.append((time.perf_counter() - start) * 1e6)
     return costs, to_host(out)
 
 
-def _tune_workload(workload: Workload, target: Target, trials: int, repeat: int,
-                   rng: np.random.Generator) -> list[TuningRecord]:
+def _tune_workload(workload: Workload, target: Target, trials: int, repeat: int, rng: np.random.Generator,
+                   constant: frozenset[int]) -> list[TuningRecord]:
     _, candidates, _ = candidate_implementations(workload, target)
     inputs = [random_value(t, rng) for t in workload.in_types]
     expected = None
@@ -113,7 +131,7 @@ def _tune_workload(workload: Workload, target: Target, trials: int, repeat: int,
         error, message = ErrorCode.NO_ERROR, ""
         try:
             with np.errstate(all="ignore"):
-                costs, out = _measure(impl, workload, inputs, config, target, repeat)
+                costs, out = _measure(impl, workload, inputs, config, target, repeat, constant)
             if expected is None:
                 expected = out
             elif not _matches(out, expected):
@@ -140,11 +158,11 @@ def tune(mod: IRModule | Expr, target: Target | str = "cpu", log: str | os.PathL
         raise ValueError(f"trials must be >= 1, got {trials}")
     rng = np.random.default_rng(seed)
     written: list[TuningRecord] = []
-    for workload in program_workloads(mod, params):
+    for workload, constant in _workload_calls(mod, params):
         if not workload.static:
             logger.info("tune: %s has symbolic shapes; skipped", workload.describe())
             continue
-        records = _tune_workload(workload, target, trials, repeat, rng)
+        records = _tune_workload(workload, target, trials, repeat, rng, constant)
         append_records(log, records)
         written.extend(records)
         best = min((r for r in records if r.ok), key=lambda r: r.latency_us, default=None)

@@ -1,34 +1,48 @@
 """Competing 2-D convolution algorithms (numpy + BLAS), and the fused bias/activation epilogue.
 
-Every algorithm works in NCHW / OIHW (`conv2d` converts other layouts on the way in and out),
-makes its GEMMs through `gemm` (one BLAS call per matrix) and computes in the input dtype:
+Every algorithm works in NCHW / OIHW (other layouts are converted on the way in and out), makes
+its GEMMs through `gemm` (one BLAS call per matrix) and computes in the input dtype. Each has a
+`pack` step that turns the OIHW weight into the form its GEMMs read, and a `run` step that
+convolves with the packed weight; `conv2d_compute` packs a constant weight once, when the program
+is built (`strategies.kernels.prepared`), and any other weight on every call.
 
-- `im2col`: copy each tap's shifted view into a column matrix, then one GEMM per group (knob
-  `fold_batch`: put the whole batch into one GEMM's columns instead of one GEMM per image);
+- `im2col`: write each tap's shifted view of the input into a column matrix, then one GEMM per
+  group (knob `fold_batch`: the whole batch in one GEMM's columns instead of one GEMM per image).
+  The columns come straight from the unpadded input; the padding strips are zeroed, never copied;
 - `direct`: accumulate one GEMM per kernel tap, never building the column matrix (knob
   `oc_block`: output channels per accumulation block); depthwise convolutions become a
   multiply-add per tap;
 - `winograd`: F(2x2, 3x3) for 3x3 kernels with stride 1, dilation 1 and one group: 16 GEMMs on
-  transformed 4x4 tiles, 2.25x fewer multiplications than the direct form;
+  transformed 4x4 tiles, 2.25x fewer multiplications than the direct form. The weights are
+  transformed when packed; the input and output transforms run on strided slices of the whole
+  tensor (rows first, then columns), eight numpy calls each way plus the output's interleave;
 - `gemm_1x1`: a 1x1 kernel without padding is a plain GEMM over the (strided) pixels.
 """
 
 from __future__ import annotations
 
-from typing import Any, Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
-from numpy.lib.stride_tricks import sliding_window_view
 
 from ir.attrs import Attrs
+from ir.types import Type
 
+from .elementwise import epilogue
 from .gemm import gemm
 from .layout import from_nchw, tap_slices, to_nchw, weight_to_oihw
+from .prepared import Kernel, PreparedCompute
 
-__all__ = ["ALGORITHMS", "conv2d", "conv2d_bias_act", "winograd_applies", "gemm_1x1_applies", "is_depthwise",
-           "epilogue"]
+__all__ = ["ALGORITHMS", "Algorithm", "conv2d_compute", "winograd_applies", "gemm_1x1_applies", "is_depthwise"]
 
-Algorithm = Callable[[Attrs, np.ndarray, np.ndarray, Mapping[str, Any]], np.ndarray]
+
+@dataclass(frozen=True)
+class Algorithm:
+    """A convolution algorithm: `pack(attrs, oihw_weight)` once per weight, `run(attrs, nchw, packed, config)`."""
+
+    pack: Callable[[Attrs, np.ndarray], Any]
+    run: Callable[[Attrs, np.ndarray, Any, Mapping[str, Any]], np.ndarray]
 
 
 def _out_size(size: int, kernel: int, stride: int, dilation: int) -> int:
@@ -48,41 +62,77 @@ def _tap(xp: np.ndarray, attrs: Attrs, p: int, q: int, oh: int, ow: int) -> np.n
     return xp[:, :, rows, cols]
 
 
-def im2col(attrs: Attrs, x: np.ndarray, w: np.ndarray, config: Mapping[str, Any]) -> np.ndarray:
-    xp = _padded(attrs, x)
-    n, c, hp, wp = xp.shape
-    oc, cg, kh, kw = w.shape
-    groups = attrs.groups
-    oh = _out_size(hp, kh, attrs.strides[0], attrs.dilation[0])
-    ow = _out_size(wp, kw, attrs.strides[1], attrs.dilation[1])
+def _grouped(attrs: Attrs, w: np.ndarray) -> np.ndarray:
+    """The weight as a contiguous [G, OCg, Cg, KH, KW]."""
+    oc = w.shape[0]
+    return np.ascontiguousarray(w).reshape(attrs.groups, oc // attrs.groups, *w.shape[1:])
+
+
+# -- im2col -------------------------------------------------------------------------------------
+
+def _inside(out_size: int, in_size: int, before: int, offset: int, stride: int) -> tuple[int, int, int]:
+    """The outputs [lo, hi) whose input index `o * stride + offset - before` is inside the input, and lo's index."""
+    start = offset - before
+    lo = min(out_size, 0 if start >= 0 else (stride - 1 - start) // stride)
+    last = in_size - 1 - start
+    hi = min(out_size, last // stride + 1) if last >= 0 else 0
+    return lo, max(lo, hi), lo * stride + start
+
+
+def _columns(attrs: Attrs, x: np.ndarray, kh: int, kw: int, oh: int, ow: int) -> np.ndarray:
+    """[N, C, KH, KW, OH, OW]: each tap's input pixels, zero where the tap falls in the padding."""
+    n, c, h, wd = x.shape
+    (sh, sw), (dh, dw) = attrs.strides, attrs.dilation
+    top, left = attrs.padding[:2]
     cols = np.empty((n, c, kh, kw, oh, ow), dtype=x.dtype)
     for p in range(kh):
+        r0, r1, i0 = _inside(oh, h, top, p * dh, sh)
         for q in range(kw):
-            cols[:, :, p, q] = _tap(xp, attrs, p, q, oh, ow)
-    weights = w.reshape(groups, oc // groups, cg * kh * kw)
+            c0, c1, j0 = _inside(ow, wd, left, q * dw, sw)
+            tap = cols[:, :, p, q]
+            if r0 == r1 or c0 == c1:
+                tap[...] = 0
+                continue
+            for strip in (tap[:, :, :r0], tap[:, :, r1:], tap[:, :, r0:r1, :c0], tap[:, :, r0:r1, c1:]):
+                if strip.size:
+                    strip[...] = 0
+            tap[:, :, r0:r1, c0:c1] = x[:, :, i0:i0 + (r1 - r0 - 1) * sh + 1:sh, j0:j0 + (c1 - c0 - 1) * sw + 1:sw]
+    return cols
+
+
+def _im2col(attrs: Attrs, x: np.ndarray, w: np.ndarray, config: Mapping[str, Any]) -> np.ndarray:
+    n, _, h, wd = x.shape
+    groups, ocg, cg, kh, kw = w.shape
+    oh = _out_size(h + attrs.padding[0] + attrs.padding[2], kh, attrs.strides[0], attrs.dilation[0])
+    ow = _out_size(wd + attrs.padding[1] + attrs.padding[3], kw, attrs.strides[1], attrs.dilation[1])
+    cols = _columns(attrs, x, kh, kw, oh, ow)
+    weights = w.reshape(groups, ocg, cg * kh * kw)
     if config.get("fold_batch") and n > 1:
         folded = cols.reshape(n, groups, cg * kh * kw, oh * ow).transpose(1, 2, 0, 3).reshape(groups, cg * kh * kw, -1)
-        out = gemm(weights, folded).reshape(oc, n, oh, ow)
+        out = gemm(weights, folded).reshape(groups * ocg, n, oh, ow)
         return np.ascontiguousarray(out.transpose(1, 0, 2, 3))
-    return gemm(weights, cols.reshape(n, groups, cg * kh * kw, oh * ow)).reshape(n, oc, oh, ow)
+    return gemm(weights, cols.reshape(n, groups, cg * kh * kw, oh * ow)).reshape(n, groups * ocg, oh, ow)
 
+
+# -- direct -------------------------------------------------------------------------------------
 
 def is_depthwise(attrs: Attrs, in_channels: int) -> bool:
     """One input channel per group (each output channel sees a single input channel)."""
     return attrs.groups > 1 and attrs.groups == in_channels
 
 
-def direct(attrs: Attrs, x: np.ndarray, w: np.ndarray, config: Mapping[str, Any]) -> np.ndarray:
+def _pack_direct(attrs: Attrs, w: np.ndarray) -> np.ndarray:
+    """[KH, KW, G, OCg, Cg]: each tap's weights are one contiguous block of matrices."""
+    return np.ascontiguousarray(_grouped(attrs, w).transpose(3, 4, 0, 1, 2))
+
+
+def _direct(attrs: Attrs, x: np.ndarray, weights: np.ndarray, config: Mapping[str, Any]) -> np.ndarray:
     xp = _padded(attrs, x)
-    n, c, hp, wp = xp.shape
-    oc, cg, kh, kw = w.shape
-    groups = attrs.groups
+    n, _, hp, wp = xp.shape
+    kh, kw, groups, ocg, cg = weights.shape
     oh = _out_size(hp, kh, attrs.strides[0], attrs.dilation[0])
     ow = _out_size(wp, kw, attrs.strides[1], attrs.dilation[1])
-    ocg = oc // groups
-    out = np.zeros((n, groups, ocg, oh * ow), dtype=np.result_type(x, w))
-    # [KH, KW, G, OCg, Cg]: each tap's weights are one contiguous block of matrices
-    weights = np.ascontiguousarray(w.reshape(groups, ocg, cg, kh, kw).transpose(3, 4, 0, 1, 2))
+    out = np.zeros((n, groups, ocg, oh * ow), dtype=np.result_type(x, weights))
     block = config.get("oc_block") or ocg
     for p in range(kh):
         for q in range(kw):
@@ -92,108 +142,120 @@ def direct(attrs: Attrs, x: np.ndarray, w: np.ndarray, config: Mapping[str, Any]
                 continue
             for start in range(0, ocg, block):
                 out[:, :, start:start + block] += gemm(weights[p, q, :, start:start + block], pixels)
-    return out.reshape(n, oc, oh, ow)
+    return out.reshape(n, groups * ocg, oh, ow)
 
+
+# -- winograd F(2x2, 3x3) -----------------------------------------------------------------------
 
 def winograd_applies(attrs: Attrs, kernel_hw: tuple[int, int]) -> bool:
     """F(2x2, 3x3) needs a 3x3 kernel, stride 1, dilation 1 and a single group."""
     return kernel_hw == (3, 3) and attrs.strides == (1, 1) and attrs.dilation == (1, 1) and attrs.groups == 1
 
 
-def _input_transform(d: np.ndarray) -> np.ndarray:
-    """B^T d B for tiles d[..., 4, 4]."""
-    t = np.stack([d[..., 0, :] - d[..., 2, :], d[..., 1, :] + d[..., 2, :],
-                  d[..., 2, :] - d[..., 1, :], d[..., 1, :] - d[..., 3, :]], axis=-2)
-    return np.stack([t[..., 0] - t[..., 2], t[..., 1] + t[..., 2], t[..., 2] - t[..., 1], t[..., 1] - t[..., 3]],
-                    axis=-1)
-
-
-def _weight_transform(g: np.ndarray) -> np.ndarray:
-    """G g G^T for kernels g[..., 3, 3]."""
+def _pack_winograd(attrs: Attrs, g: np.ndarray) -> np.ndarray:
+    """G g G^T of every [3, 3] kernel, as 16 contiguous [OC, C] matrices (one per tile position)."""
     half = g.dtype.type(0.5)
     t = np.stack([g[..., 0, :], half * (g[..., 0, :] + g[..., 1, :] + g[..., 2, :]),
                   half * (g[..., 0, :] - g[..., 1, :] + g[..., 2, :]), g[..., 2, :]], axis=-2)
-    return np.stack([t[..., 0], half * (t[..., 0] + t[..., 1] + t[..., 2]),
-                     half * (t[..., 0] - t[..., 1] + t[..., 2]), t[..., 2]], axis=-1)
+    u = np.stack([t[..., 0], half * (t[..., 0] + t[..., 1] + t[..., 2]),
+                  half * (t[..., 0] - t[..., 1] + t[..., 2]), t[..., 2]], axis=-1)
+    return np.ascontiguousarray(u.transpose(2, 3, 0, 1).reshape(16, *g.shape[:2]))
 
 
-def _output_transform(m: np.ndarray) -> np.ndarray:
-    """A^T m A for m[..., 4, 4] -> [..., 2, 2]."""
-    t = np.stack([m[..., 0, :] + m[..., 1, :] + m[..., 2, :], m[..., 1, :] - m[..., 2, :] - m[..., 3, :]], axis=-2)
-    return np.stack([t[..., 0] + t[..., 1] + t[..., 2], t[..., 1] - t[..., 2] - t[..., 3]], axis=-1)
+def _transform_pairs(rows: Sequence[np.ndarray], out: np.ndarray) -> None:
+    """out[k] = (B^T rows)[k] for k = 0..3, where B^T = [[1,0,-1,0], [0,1,1,0], [0,-1,1,0], [0,1,0,-1]]."""
+    np.subtract(rows[0], rows[2], out=out[0])
+    np.add(rows[1], rows[2], out=out[1])
+    np.subtract(rows[2], rows[1], out=out[2])
+    np.subtract(rows[1], rows[3], out=out[3])
 
 
-def winograd(attrs: Attrs, x: np.ndarray, w: np.ndarray, config: Mapping[str, Any]) -> np.ndarray:
+def _winograd(attrs: Attrs, x: np.ndarray, u: np.ndarray, config: Mapping[str, Any]) -> np.ndarray:
     top, left, bottom, right = attrs.padding
     n, c, h, wd = x.shape
-    oc = w.shape[0]
+    oc = u.shape[1]
     oh, ow = h + top + bottom - 2, wd + left + right - 2
     th, tw = (oh + 1) // 2, (ow + 1) // 2
-    # pad so that the tiles (4x4, stride 2) cover the output exactly
-    xp = np.pad(x, ((0, 0), (0, 0), (top, 2 * th + 2 - h - top), (left, 2 * tw + 2 - wd - left)))
-    tiles = sliding_window_view(xp, (4, 4), axis=(2, 3))[:, :, ::2, ::2]        # [N, C, th, tw, 4, 4]
-    v = _input_transform(tiles)                                                  # [N, C, th, tw, 4, 4]
-    v = v.transpose(4, 5, 1, 0, 2, 3).reshape(16, c, n * th * tw)
-    u = _weight_transform(w).transpose(2, 3, 0, 1).reshape(16, oc, c)
-    m = gemm(u, v).reshape(4, 4, oc, n, th, tw).transpose(2, 3, 4, 5, 0, 1)  # [OC, N, th, tw, 4, 4]
-    y = _output_transform(m)                                                     # [OC, N, th, tw, 2, 2]
-    y = y.transpose(1, 0, 2, 4, 3, 5).reshape(n, oc, 2 * th, 2 * tw)
-    return np.ascontiguousarray(y[:, :, :oh, :ow])
+    # zero-padded so that the 4x4 tiles (stride 2) cover the output exactly
+    xp = np.zeros((n, c, 2 * th + 2, 2 * tw + 2), dtype=x.dtype)
+    xp[:, :, top:top + h, left:left + wd] = x
+    # input transform B^T d B: rows of every tile at once, then columns
+    rows_t = np.empty((4, n, c, th, 2 * tw + 2), dtype=x.dtype)
+    _transform_pairs([xp[:, :, i:i + 2 * th:2] for i in range(4)], rows_t)
+    v = np.empty((4, 4, c, n, th, tw), dtype=x.dtype)
+    v_nc = v.transpose(1, 0, 3, 2, 4, 5)  # [col, row, N, C, th, tw] view for the writes
+    _transform_pairs([rows_t[..., j:j + 2 * tw:2] for j in range(4)], v_nc)
+    m = gemm(u, v.reshape(16, c, n * th * tw)).reshape(4, 4, oc, n, th, tw)
+    # output transform A^T m A, A^T = [[1,1,1,0], [0,1,-1,-1]]: rows, then columns into the interleave
+    first = m[0] + m[1]
+    first += m[2]
+    second = m[1] - m[2]
+    second -= m[3]
+    y = np.empty((n, oc, 2 * th, 2 * tw), dtype=m.dtype)
+    y_tiles = y.reshape(n, oc, th, 2, tw, 2).transpose(3, 5, 1, 0, 2, 4)  # [row, col, OC, N, th, tw]
+    for row, t in enumerate((first, second)):
+        np.add(t[0], t[1], out=y_tiles[row, 0])
+        y_tiles[row, 0] += t[2]
+        np.subtract(t[1], t[2], out=y_tiles[row, 1])
+        y_tiles[row, 1] -= t[3]
+    return y if (oh, ow) == y.shape[2:] else np.ascontiguousarray(y[:, :, :oh, :ow])
 
+
+# -- 1x1 as GEMM --------------------------------------------------------------------------------
 
 def gemm_1x1_applies(attrs: Attrs, kernel_hw: tuple[int, int]) -> bool:
     """A 1x1 kernel with no padding and one group is a GEMM over the (strided) pixels."""
     return kernel_hw == (1, 1) and attrs.padding == (0, 0, 0, 0) and attrs.groups == 1
 
 
-def gemm_1x1(attrs: Attrs, x: np.ndarray, w: np.ndarray, config: Mapping[str, Any]) -> np.ndarray:
+def _pack_1x1(attrs: Attrs, w: np.ndarray) -> np.ndarray:
+    return np.ascontiguousarray(w.reshape(w.shape[0], w.shape[1]))
+
+
+def _gemm_1x1(attrs: Attrs, x: np.ndarray, w: np.ndarray, config: Mapping[str, Any]) -> np.ndarray:
     sh, sw = attrs.strides
     if (sh, sw) != (1, 1):
         x = x[:, :, ::sh, ::sw]
     n, c, h, wd = x.shape
-    oc = w.shape[0]
-    return gemm(w.reshape(oc, c), x.reshape(n, c, h * wd)).reshape(n, oc, h, wd)
+    return gemm(w, x.reshape(n, c, h * wd)).reshape(n, w.shape[0], h, wd)
 
 
-ALGORITHMS: dict[str, Algorithm] = {"im2col": im2col, "direct": direct, "winograd": winograd, "gemm_1x1": gemm_1x1}
+ALGORITHMS: dict[str, Algorithm] = {
+    "im2col": Algorithm(_grouped, _im2col),
+    "direct": Algorithm(_pack_direct, _direct),
+    "winograd": Algorithm(_pack_winograd, _winograd),
+    "gemm_1x1": Algorithm(_pack_1x1, _gemm_1x1),
+}
 
 
-def _canonical(attrs: Attrs, data: np.ndarray, weight: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    x, w = to_nchw(data, attrs.data_layout), weight_to_oihw(weight, attrs.kernel_layout)
-    if attrs.out_dtype:
-        x, w = x.astype(attrs.out_dtype, copy=False), w.astype(attrs.out_dtype, copy=False)
-    return x, w
+# -- the op computes ----------------------------------------------------------------------------
+
+def _cast(attrs: Attrs, value: np.ndarray) -> np.ndarray:
+    return value.astype(attrs.out_dtype, copy=False) if attrs.out_dtype else value
 
 
-def conv2d(algorithm: str, attrs: Attrs, data: np.ndarray, weight: np.ndarray,
-           config: Mapping[str, Any]) -> np.ndarray:
-    """`nn.conv2d` with the named algorithm, in the call's layouts."""
-    x, w = _canonical(attrs, data, weight)
-    return from_nchw(ALGORITHMS[algorithm](attrs, x, w, config), attrs.data_layout)
+def conv2d_compute(algorithm: str, fused: bool = False) -> PreparedCompute:
+    """`nn.conv2d` (or, `fused`, `nn.conv2d_bias_act`) by the named algorithm, in the call's layouts.
 
+    A constant weight is packed once when the call is prepared; a constant bias is shaped once.
+    """
+    algo = ALGORITHMS[algorithm]
 
-def epilogue(out: np.ndarray, activation: str, alpha: float) -> np.ndarray:
-    """Apply a fused activation to `out` in place (it must be a fresh, writable float array)."""
-    if activation == "relu":
-        np.maximum(out, 0, out=out)
-    elif activation == "tanh":
-        np.tanh(out, out=out)
-    elif activation == "sigmoid":
-        np.negative(out, out=out)
-        np.exp(out, out=out)
-        out += 1
-        np.reciprocal(out, out=out)
-    elif activation == "leaky_relu":
-        np.multiply(out, out.dtype.type(alpha), out=out, where=out < 0)
-    elif activation != "none":
-        raise ValueError(f"unknown activation {activation!r}")
-    return out
+    def pack(attrs: Attrs, weight: np.ndarray) -> Any:
+        return algo.pack(attrs, _cast(attrs, weight_to_oihw(weight, attrs.kernel_layout)))
 
+    def prepare(attrs: Attrs, constants: Sequence[Any], out_type: Type, config: Mapping[str, Any]) -> Kernel:
+        packed = pack(attrs, constants[1]) if constants[1] is not None else None
+        bias = constants[2].reshape(1, -1, 1, 1) if fused and constants[2] is not None else None
 
-def conv2d_bias_act(algorithm: str, attrs: Attrs, data: np.ndarray, weight: np.ndarray, bias: np.ndarray,
-                    config: Mapping[str, Any]) -> np.ndarray:
-    """`nn.conv2d_bias_act`: the algorithm's output, plus bias, through the activation, in place."""
-    x, w = _canonical(attrs, data, weight)
-    out = ALGORITHMS[algorithm](attrs, x, w, config)
-    out += bias.reshape(1, -1, 1, 1)
-    return from_nchw(epilogue(out, attrs.activation, attrs.alpha), attrs.data_layout)
+        def kernel(inputs: Sequence[Any], donated) -> np.ndarray:
+            x = _cast(attrs, to_nchw(inputs[0], attrs.data_layout))
+            out = algo.run(attrs, x, packed if packed is not None else pack(attrs, inputs[1]), config)
+            if fused:
+                out += bias if bias is not None else inputs[2].reshape(1, -1, 1, 1)
+                epilogue(out, attrs.activation, attrs.alpha)
+            return from_nchw(out, attrs.data_layout)
+        return kernel
+
+    suffix = "_bias_act" if fused else ""
+    return PreparedCompute(prepare, f"conv2d{suffix}_{algorithm}")

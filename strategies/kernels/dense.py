@@ -1,6 +1,7 @@
 """Competing dense / matmul / batch_matmul kernels (numpy + BLAS), with fused epilogues.
 
-- `gemm`: one BLAS GEMM per matrix (dense flattens the leading axes into rows first);
+- `gemm`: one BLAS GEMM per matrix (dense flattens the leading axes into rows first, and reads
+  its weight transposed to [K, units], once per constant weight);
 - `blocked`: dense as GEMMs over blocks of `tile_rows` rows; a fused epilogue (bias, activation)
   runs on each block while it is still in cache;
 - `stacked`: numpy's stacked matmul on contiguous copies (one C loop over many small matrices,
@@ -10,16 +11,18 @@
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 
 from ir.attrs import Attrs
+from ir.types import Type
 
-from .conv2d import epilogue
+from .elementwise import epilogue
 from .gemm import gemm
+from .prepared import Kernel, PreparedCompute
 
-__all__ = ["dense", "dense_bias_act", "matmul", "fused_matmul"]
+__all__ = ["dense_compute", "matmul", "fused_matmul"]
 
 
 def _cast(attrs: Attrs, *arrays: np.ndarray) -> tuple[np.ndarray, ...]:
@@ -28,36 +31,48 @@ def _cast(attrs: Attrs, *arrays: np.ndarray) -> tuple[np.ndarray, ...]:
     return tuple(a.astype(attrs.out_dtype, copy=False) for a in arrays)
 
 
-def _dense(algorithm: str, data: np.ndarray, weight: np.ndarray, config: Mapping[str, Any],
+def _dense(algorithm: str, data: np.ndarray, weight_t: np.ndarray, config: Mapping[str, Any],
            bias: np.ndarray | None = None, activation: str = "none", alpha: float = 0.0) -> np.ndarray:
-    out_shape = data.shape[:-1] + (weight.shape[0],)
+    """activation(data @ weight_t + bias) over the last axis of `data`; `weight_t` is [K, units]."""
+    out_shape = data.shape[:-1] + (weight_t.shape[1],)
     if algorithm == "einsum":
-        out = np.einsum("...k,uk->...u", data, weight)
+        out = np.einsum("...k,ku->...u", data, weight_t)
         if bias is not None:
             out += bias
             epilogue(out, activation, alpha)
         return out
     rows = data.reshape(-1, data.shape[-1])
-    out = np.empty((rows.shape[0], weight.shape[0]), dtype=np.result_type(data, weight))
+    out = np.empty((rows.shape[0], weight_t.shape[1]), dtype=np.result_type(data, weight_t))
     tile = config.get("tile_rows", 256) if algorithm == "blocked" else max(1, rows.shape[0])
     for start in range(0, rows.shape[0], tile):
-        block = np.matmul(rows[start:start + tile], weight.T, out=out[start:start + tile])
+        block = np.matmul(rows[start:start + tile], weight_t, out=out[start:start + tile])
         if bias is not None:
             block += bias
             epilogue(block, activation, alpha)
     return out.reshape(out_shape)
 
 
-def dense(algorithm: str, attrs: Attrs, data: np.ndarray, weight: np.ndarray, config: Mapping[str, Any]) -> np.ndarray:
-    """`nn.dense` (data @ weight.T) with the named algorithm."""
-    return _dense(algorithm, *_cast(attrs, data, weight), config)
+def dense_compute(algorithm: str, fused: bool = False) -> PreparedCompute:
+    """`nn.dense` (data @ weight.T), or, `fused`, `nn.dense_bias_act`, by the named algorithm.
 
+    A constant weight is transposed into a contiguous [K, units] matrix once, when the call is
+    prepared (BLAS reads it without a transposed access on every call).
+    """
+    def transposed(attrs: Attrs, weight: np.ndarray) -> np.ndarray:
+        return np.ascontiguousarray(_cast(attrs, weight)[0].T)
 
-def dense_bias_act(algorithm: str, attrs: Attrs, data: np.ndarray, weight: np.ndarray, bias: np.ndarray,
-                   config: Mapping[str, Any]) -> np.ndarray:
-    """`nn.dense_bias_act`: activation(data @ weight.T + bias), the epilogue fused per algorithm."""
-    data, weight = _cast(attrs, data, weight)
-    return _dense(algorithm, data, weight, config, bias, attrs.activation, attrs.alpha)
+    def prepare(attrs: Attrs, constants: Sequence[Any], out_type: Type, config: Mapping[str, Any]) -> Kernel:
+        weight_t = transposed(attrs, constants[1]) if constants[1] is not None else None
+
+        def kernel(inputs: Sequence[Any], donated) -> np.ndarray:
+            (data,) = _cast(attrs, inputs[0])
+            w_t = weight_t if weight_t is not None else _cast(attrs, inputs[1])[0].T
+            if not fused:
+                return _dense(algorithm, data, w_t, config)
+            return _dense(algorithm, data, w_t, config, inputs[2], attrs.activation, attrs.alpha)
+        return kernel
+
+    return PreparedCompute(prepare, f"dense{'_bias_act' if fused else ''}_{algorithm}")
 
 
 def matmul(algorithm: str, attrs: Attrs, a: np.ndarray, b: np.ndarray, config: Mapping[str, Any]) -> np.ndarray:

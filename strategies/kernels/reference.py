@@ -29,7 +29,7 @@ from .layout import from_nchw, pool_padding, to_nchw, weight_to_oihw
 
 __all__ = [
     "Kernel", "reference_kernel", "ops_with_reference", "run_reference", "value_type", "cast_to_type",
-    "apply_activation", "gelu", "reduce_axes", "along_axis", "scale_shift",
+    "apply_activation", "gelu", "reduce_axes", "along_axis", "scale_shift", "UNARY_FUNCTIONS", "BINARY_FUNCTIONS",
 ]
 
 Kernel = Callable[..., Any]
@@ -115,7 +115,8 @@ def apply_activation(x: np.ndarray, activation: str, alpha: float) -> np.ndarray
     raise KernelError(f"unknown activation {activation!r}")
 
 
-_UNARY = {
+#: the element-wise function of each unary op (a numpy ufunc where one computes it)
+UNARY_FUNCTIONS: dict[str, Callable[[np.ndarray], np.ndarray]] = {
     "negative": np.negative, "abs": np.abs, "copy": np.copy, "sign": np.sign, "exp": np.exp, "log": np.log,
     "sqrt": np.sqrt, "floor": np.floor, "ceil": np.ceil, "tanh": np.tanh, "erf": special.erf,
     "round": np.round,  # half to even, as numpy and ONNX Round
@@ -124,7 +125,7 @@ _UNARY = {
     "rsqrt": lambda x: 1.0 / np.sqrt(x),
     "nn.relu": lambda x: np.maximum(x, 0),
 }
-for _name, _fn in _UNARY.items():
+for _name, _fn in UNARY_FUNCTIONS.items():
     _ref(_name)(lambda attrs, x, _fn=_fn: _fn(x))
 
 
@@ -155,14 +156,15 @@ def _divide(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return a / b
 
 
-_BINARY = {
+#: the element-wise function of each binary op (a numpy ufunc where one computes it)
+BINARY_FUNCTIONS: dict[str, Callable[[np.ndarray, np.ndarray], np.ndarray]] = {
     "add": np.add, "subtract": np.subtract, "multiply": np.multiply, "divide": _divide, "power": np.power,
     "maximum": np.maximum, "minimum": np.minimum, "floor_divide": np.floor_divide,
     "mod": np.fmod,  # truncated remainder: the sign follows the dividend (TVM's `mod`)
     "less": np.less, "greater": np.greater, "less_equal": np.less_equal, "greater_equal": np.greater_equal,
     "equal": np.equal, "not_equal": np.not_equal, "logical_and": np.logical_and, "logical_or": np.logical_or,
 }
-for _name, _fn in _BINARY.items():
+for _name, _fn in BINARY_FUNCTIONS.items():
     _ref(_name)(lambda attrs, a, b, _fn=_fn: _fn(a, b))
 
 

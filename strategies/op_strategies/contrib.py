@@ -13,11 +13,10 @@ from ir.attrs import Attrs
 from ir.op.registry import get_op
 from ir.types import Type
 
-from ..registry import reference_compute
 from ..strategy import OpStrategy
 from ..target import Target
 from .dense import matmul_strategy_cpu
-from .generic import no_knobs
+from .generic import host_reference, no_knobs
 from .norm import add_layer_norm_implementations
 
 __all__ = ["bias_gelu_strategy_ort", "skip_layer_norm_strategy_ort"]
@@ -25,7 +24,7 @@ __all__ = ["bias_gelu_strategy_ort", "skip_layer_norm_strategy_ort"]
 
 def bias_gelu_strategy_ort(attrs: Attrs, in_types: Sequence[Type], out_type: Type, target: Target) -> OpStrategy:
     s = OpStrategy()
-    s.add_implementation(reference_compute("nn.bias_gelu"), no_knobs, name="bias_gelu.ort", plevel=10)
+    s.add_implementation(host_reference("nn.bias_gelu"), no_knobs, name="bias_gelu.ort", plevel=10)
     return s
 
 

@@ -19,8 +19,9 @@ from ir.types import Type
 
 from ..condition import InputDim, ShapeExpr, SpecializedCondition
 from ..kernels import dense as kernels
+from ..kernels.prepared import PreparedCompute
 from ..roofline import Work
-from ..strategy import ConfigSpace, OpStrategy
+from ..strategy import Compute, ConfigSpace, OpStrategy
 from ..target import Target
 from ..work import dim_size, numel, op_work
 from .generic import no_knobs
@@ -52,9 +53,8 @@ def _estimate(op_name: str, algorithm: str):
     return estimate
 
 
-def _add(strategy: OpStrategy, op_name: str, kernel, algorithm: str, plevel: int, schedule=no_knobs) -> None:
-    def compute(attrs, inputs, out_type, config):
-        return kernel(algorithm, attrs, *inputs, config)
+def _add(strategy: OpStrategy, op_name: str, compute: Compute, algorithm: str, plevel: int,
+         schedule=no_knobs) -> None:
     prefix = op_name.split(".")[1]
     strategy.add_implementation(compute, schedule, name=f"{prefix}_{algorithm}.cpu", plevel=plevel,
                                 estimate=_estimate(op_name, algorithm))
@@ -62,14 +62,15 @@ def _add(strategy: OpStrategy, op_name: str, kernel, algorithm: str, plevel: int
 
 def dense_strategy_cpu(op_name: str):
     """The cpu strategy of `nn.dense` or `nn.dense_bias_act`."""
-    kernel = kernels.dense_bias_act if op_name == "nn.dense_bias_act" else kernels.dense
+    fused = op_name == "nn.dense_bias_act"
+    computes = {algorithm: kernels.dense_compute(algorithm, fused) for algorithm in ("gemm", "einsum", "blocked")}
 
     def strategy(attrs: Attrs, in_types: Sequence[Type], out_type: Type, target: Target) -> OpStrategy:
         s = OpStrategy()
-        _add(s, op_name, kernel, "gemm", 10)
-        _add(s, op_name, kernel, "einsum", 1)
+        _add(s, op_name, computes["gemm"], "gemm", 10)
+        _add(s, op_name, computes["einsum"], "einsum", 1)
         with SpecializedCondition(rows_of(in_types) >= 256):
-            _add(s, op_name, kernel, "blocked", 5, _schedule_blocked)
+            _add(s, op_name, computes["blocked"], "blocked", 5, _schedule_blocked)
         return s
 
     strategy.__name__ = f"{op_name.split('.')[1]}_strategy_cpu"
@@ -80,14 +81,18 @@ def matmul_strategy_cpu(op_name: str):
     """The cpu strategy of `nn.matmul`, `nn.batch_matmul` (or `nn.fused_matmul`)."""
     kernel = kernels.fused_matmul if op_name == "nn.fused_matmul" else kernels.matmul
 
+    def compute(algorithm: str) -> PreparedCompute:
+        return PreparedCompute.of(lambda attrs, inputs, out_type, config: kernel(algorithm, attrs, *inputs, config),
+                                  f"{op_name.split('.')[1]}_{algorithm}")
+
     def strategy(attrs: Attrs, in_types: Sequence[Type], out_type: Type, target: Target) -> OpStrategy:
         s = OpStrategy()
-        _add(s, op_name, kernel, "gemm", 10)
-        _add(s, op_name, kernel, "einsum", 1)
+        _add(s, op_name, compute("gemm"), "gemm", 10)
+        _add(s, op_name, compute("einsum"), "einsum", 1)
         if in_types[0].ndim == 3:
             rows = InputDim(0, 2 if attrs.transpose_a else 1)
             with SpecializedCondition([InputDim(0, 0) >= 8, rows <= 32]):
-                _add(s, op_name, kernel, "stacked", 12)
+                _add(s, op_name, compute("stacked"), "stacked", 12)
         return s
 
     strategy.__name__ = f"{op_name.split('.')[1]}_strategy_cpu"

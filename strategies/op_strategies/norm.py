@@ -1,8 +1,9 @@
 """cpu strategies for softmax and layer norm.
 
-softmax: in place (12) against the reference's fresh temporaries (10). layer norm over the last
-axis: the reference's two passes (10) against one pass of float64-accumulated moments (5). batch
-norm: one per-channel scale and shift (12) against the reference's four passes (10).
+softmax: in one buffer (12) against the reference's fresh temporaries (10). layer norm over the
+last axis: the reference's two passes, in one buffer (10), against one pass of float64-accumulated
+moments (5). batch norm: one per-channel scale and shift, computed once for constant statistics
+(12), against the reference's four passes (10).
 """
 
 from __future__ import annotations
@@ -14,28 +15,31 @@ from ir.op.registry import get_op
 from ir.types import Type
 
 from ..kernels import norm as kernels
-from ..registry import reference_compute
 from ..strategy import OpStrategy
 from ..target import Target
-from .generic import no_knobs
+from .generic import host_reference, no_knobs
 
 __all__ = ["softmax_strategy_cpu", "layer_norm_strategy_cpu", "batch_norm_strategy_cpu",
            "add_layer_norm_implementations"]
 
 
+_SOFTMAX = kernels.softmax_compute()
+_BATCH_NORM = kernels.batch_norm_compute()
+_TWO_PASS = {"nn.layer_norm": kernels.layer_norm_compute(), "nn.skip_layer_norm": kernels.layer_norm_compute(skip=True)}
+
+
 def softmax_strategy_cpu(attrs: Attrs, in_types: Sequence[Type], out_type: Type, target: Target) -> OpStrategy:
     s = OpStrategy()
-    s.add_implementation(lambda attrs, inputs, out_type, config: kernels.softmax_inplace(attrs, inputs[0]),
-                         no_knobs, name="softmax_inplace.cpu", plevel=12)
-    s.add_implementation(reference_compute("nn.softmax"), no_knobs, name="softmax_reference.cpu", plevel=10)
+    s.add_implementation(_SOFTMAX, no_knobs, name="softmax_inplace.cpu", plevel=12)
+    s.add_implementation(host_reference("nn.softmax"), no_knobs, name="softmax_reference.cpu", plevel=10)
     return s
 
 
 def add_layer_norm_implementations(s: OpStrategy, op_name: str, attrs: Attrs, in_types: Sequence[Type],
                                    suffix: str) -> None:
-    """The two-pass (reference) and, over the last axis, one-pass layer norm of `op_name`."""
+    """The two-pass (the reference's operations) and, over the last axis, one-pass layer norm of `op_name`."""
     prefix = op_name.split(".")[1]
-    s.add_implementation(reference_compute(op_name), no_knobs, name=f"{prefix}_two_pass.{suffix}", plevel=10)
+    s.add_implementation(_TWO_PASS[op_name], no_knobs, name=f"{prefix}_two_pass.{suffix}", plevel=10)
     if attrs.axis in (-1, in_types[0].ndim - 1):
         skip = op_name == "nn.skip_layer_norm"
 
@@ -53,9 +57,8 @@ def layer_norm_strategy_cpu(attrs: Attrs, in_types: Sequence[Type], out_type: Ty
 
 def batch_norm_strategy_cpu(attrs: Attrs, in_types: Sequence[Type], out_type: Type, target: Target) -> OpStrategy:
     s = OpStrategy()
-    s.add_implementation(lambda attrs, inputs, out_type, config: kernels.batch_norm_affine(attrs, *inputs),
-                         no_knobs, name="batch_norm_affine.cpu", plevel=12)
-    s.add_implementation(reference_compute("nn.batch_norm"), no_knobs, name="batch_norm_reference.cpu", plevel=10)
+    s.add_implementation(_BATCH_NORM, no_knobs, name="batch_norm_affine.cpu", plevel=12)
+    s.add_implementation(host_reference("nn.batch_norm"), no_knobs, name="batch_norm_reference.cpu", plevel=10)
     return s
 
 

@@ -14,10 +14,10 @@ from ir.op.registry import get_op
 from ir.types import Type
 
 from ..kernels import pool as kernels
-from ..registry import reference_compute
+from ..kernels.prepared import PreparedCompute
 from ..strategy import OpStrategy
 from ..target import Target
-from .generic import no_knobs
+from .generic import host_reference, no_knobs
 
 __all__ = ["pool_strategy_cpu"]
 
@@ -29,14 +29,15 @@ def pool_strategy_cpu(op_name: str):
     taps = _TAPS[op_name]
     prefix = op_name.split(".")[1]
 
-    def compute_taps(attrs: Attrs, inputs, out_type, config):
+    def taps_of(attrs: Attrs, inputs, out_type, config):
         _, h_axis, w_axis = LAYOUTS[attrs.layout]
         return taps(attrs, inputs[0], (out_type.shape[h_axis], out_type.shape[w_axis]))
+    compute_taps = PreparedCompute.of(taps_of, f"{prefix}_taps")
 
     def strategy(attrs: Attrs, in_types: Sequence[Type], out_type: Type, target: Target) -> OpStrategy:
         s = OpStrategy()
         s.add_implementation(compute_taps, no_knobs, name=f"{prefix}_taps.cpu", plevel=10)
-        s.add_implementation(reference_compute(op_name), no_knobs, name=f"{prefix}_windows.cpu", plevel=5)
+        s.add_implementation(host_reference(op_name), no_knobs, name=f"{prefix}_windows.cpu", plevel=5)
         return s
 
     strategy.__name__ = f"{prefix}_strategy_cpu"

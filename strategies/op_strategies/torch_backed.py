@@ -18,12 +18,12 @@ from ir.types import Type
 
 from ..devices import torch_available
 from ..kernels.torch_ops import applies, run_torch_kernel
-from ..registry import GenericFunc, reference_compute
+from ..registry import GenericFunc
 from ..roofline import Work
 from ..strategy import OpStrategy
 from ..target import Target
 from ..work import op_work
-from .generic import no_knobs
+from .generic import host_reference, no_knobs
 
 __all__ = ["torch_compute", "TORCH_ON_CPU"]
 
@@ -52,7 +52,7 @@ def _library_estimate(op_name: str):
 
 
 def _cuda_strategy(op_name: str):
-    compute, estimate, host = torch_compute(op_name), _library_estimate(op_name), reference_compute(op_name)
+    compute, estimate, host = torch_compute(op_name), _library_estimate(op_name), host_reference(op_name)
 
     def strategy(attrs: Attrs, in_types: Sequence[Type], out_type: Type, target: Target) -> OpStrategy:
         s = OpStrategy()
