@@ -6,12 +6,13 @@ import json
 import platform
 import time
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator, Sequence
 
 RESULTS = Path(__file__).resolve().parent / "results"
 
-__all__ = ["RESULTS", "Stopwatch", "write_results", "markdown_table"]
+__all__ = ["RESULTS", "Stopwatch", "Section", "write_results", "markdown_table"]
 
 
 class Stopwatch:
@@ -39,12 +40,33 @@ def markdown_table(rows: Sequence[dict[str, Any]], columns: Sequence[str]) -> st
     return "\n".join(lines)
 
 
-def write_results(name: str, rows: Sequence[dict[str, Any]], columns: Sequence[str], notes: str = "") -> Path:
-    """Write `results/<name>.json` and `results/<name>.md`; returns the markdown path."""
+@dataclass(frozen=True)
+class Section:
+    """A further table of a benchmark run: its heading, a paragraph of notes, its rows and columns."""
+
+    title: str
+    rows: Sequence[dict[str, Any]]
+    columns: Sequence[str]
+    notes: str = ""
+
+
+def write_results(name: str, rows: Sequence[dict[str, Any]], columns: Sequence[str], notes: str = "",
+                  sections: Sequence[Section] = ()) -> Path:
+    """Write `results/<name>.json` and `results/<name>.md`; returns the markdown path.
+
+    `sections` follow the main table in the markdown, each under its title; the JSON keeps their
+    rows under `sections` by title.
+    """
     RESULTS.mkdir(parents=True, exist_ok=True)
     meta = {"benchmark": name, "python": platform.python_version(), "machine": platform.machine(),
             "processor": platform.processor(), "unix_time": int(time.time())}
-    (RESULTS / f"{name}.json").write_text(json.dumps({"meta": meta, "rows": list(rows)}, indent=2, default=str))
+    data: dict[str, Any] = {"meta": meta, "rows": list(rows)}
+    if sections:
+        data["sections"] = {s.title: list(s.rows) for s in sections}
+    (RESULTS / f"{name}.json").write_text(json.dumps(data, indent=2, default=str))
+    parts = [f"# {name}", notes.strip(), markdown_table(rows, columns)]
+    for s in sections:
+        parts += [f"## {s.title}", s.notes.strip(), markdown_table(s.rows, s.columns)]
     md = RESULTS / f"{name}.md"
-    md.write_text(f"# {name}\n\n{notes.strip()}\n\n{markdown_table(rows, columns)}\n")
+    md.write_text("\n\n".join(p for p in parts if p) + "\n")
     return md

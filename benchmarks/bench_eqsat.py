@@ -1,0 +1,365 @@
+"""E-graph benchmark: saturation, extraction and measured latency on the zoo, scaling, a large ILP.
+
+    python -m benchmarks.bench_eqsat                  # full sizes -> results/eqsat.{json,md}
+    python -m benchmarks.bench_eqsat --small          # the zoo's test configurations -> eqsat_small
+    python -m benchmarks.bench_eqsat --scaling-only   # synthetic parts only -> eqsat_scaling(_small)
+
+Parts:
+
+- models (main table): each zoo model is built with its seeded weights (batch-norm folding and
+  the latency runs need constant values), lowered and saturated once under the default rules and
+  limits, then every extractor extracts a program for cpu and for cuda from that one e-graph
+  (cuda is priced by its cost model; nothing runs on a GPU). One row per model and target.
+- latency: the program greedy extracts for cpu against the input, on the numpy executor
+  (`strategies.build(...).run`) and in ONNX Runtime: the input exported with `to_onnx` and run
+  with ONNX Runtime's graph optimizations on, ours exported and run with them off.
+- scaling: `benchmarks.synthetic.dl_dag` programs of growing size; each size runs in a fresh
+  process, so its peak resident memory (`ru_maxrss`, egglog's native memory included) is its own.
+- ilp: a synthetic program grown by the default rules plus associativity and commutativity up to
+  a node limit, then extracted exactly within the ILP time limit.
+"""
+
+from __future__ import annotations
+
+import argparse
+import multiprocessing
+import re
+import resource
+import statistics
+import sys
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass
+from functools import partial
+from typing import Any, Callable, Mapping, Sequence
+
+import numpy as np
+
+import eqsat
+import ir
+import strategies
+from eqsat.optimize import Saturated, cost_model, extract_program, saturate_program
+from ir.visitor import count_nodes
+from strategies.tuning import random_value
+
+from .report import Section, Stopwatch, write_results
+from .synthetic import dl_dag
+
+__all__ = ["MODELS", "TARGETS", "EXTRACTOR_NAMES", "Config", "FULL", "SMALL", "measure_model", "synthetic_point",
+           "main"]
+
+MODELS = ("resnet50", "bert", "nasrnn", "nasneta", "inception_v3", "resnext50", "squeezenet", "vgg19")
+TARGETS = ("cpu", "cuda")
+EXTRACTOR_NAMES = ("tree", "greedy", "ilp")
+SCALING_RULES = "simplify+folding+fusion"
+SCALING_LIMITS = eqsat.Limits(iterations=50, nodes=2_000_000, seconds=600)
+ILP_RULES = ("default", "all")
+
+
+@dataclass(frozen=True)
+class Config:
+    """Sizes of one benchmark run."""
+
+    small: bool
+    """the zoo's test configurations instead of the published sizes."""
+    scaling_nodes: tuple[int, ...]
+    """IR nodes of the synthetic programs of the scaling part."""
+    ilp_program_nodes: int
+    """IR nodes of the synthetic program the ILP part grows."""
+    ilp_enodes: int
+    """the node limit that program's e-graph grows to."""
+
+
+FULL = Config(False, (1_000, 10_000, 100_000), 2_000, 20_000)
+SMALL = Config(True, (300, 1_000), 500, 5_000)
+
+
+# -- models --------------------------------------------------------------------------------------------------
+
+def _ilp_status(info: Mapping[str, Any]) -> str:
+    """HiGHS's model status in a word or two, and which program the ILP extractor returned."""
+    found = re.search(r"HiGHS Status \d+: (?:model_status is )?([^;)]+)", str(info.get("status", "")))
+    status = found.group(1).strip() if found else str(info.get("status", "-"))
+    return status if info.get("source", "ilp") == "ilp" else f"{status}; greedy kept"
+
+
+def _extraction_row(sat: Saturated, target: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Seconds and cost of every extractor for one target, and the extracted programs by extractor."""
+    model = cost_model(target)
+    row: dict[str, Any] = {"target": target}
+    programs = {}
+    for name in EXTRACTOR_NAMES:
+        out = extract_program(sat, model, name)
+        programs[name] = out
+        row["cost_before"] = out.cost_before
+        row[f"{name}_s"] = out.seconds
+        row[f"cost_{name}"] = out.cost_after
+    ilp_info = programs["ilp"].choice.info
+    row["ilp_gap"] = ilp_info.get("gap")
+    row["ilp_status"] = _ilp_status(ilp_info)
+    row["gain_greedy"] = row["cost_before"] / row["cost_greedy"] if row["cost_greedy"] else None
+    return row, programs
+
+
+def data_inputs(mod: ir.IRModule, params: Mapping[str, Any], seed: int = 0) -> dict[str, np.ndarray]:
+    """Seeded random values for the inputs of `main` that are not weights (integer ids in [0, 2))."""
+    rng = np.random.default_rng(seed)
+    return {p.name_hint: random_value(p.type_annotation, rng) for p in mod["main"].params if p.name_hint not in params}
+
+
+def median_ms(run: Callable[[], Any], repeat: int, min_seconds: float = 0.5, max_runs: int = 500) -> float:
+    """Median wall-clock milliseconds of at least `repeat` calls after one warm-up call; fast calls
+    repeat until `min_seconds` have passed (at most `max_runs` calls), which steadies the median."""
+    run()
+    stopwatch, times = Stopwatch(), []
+    while len(times) < repeat or (sum(times) < min_seconds * 1e3 and len(times) < max_runs):
+        with stopwatch("run"):
+            run()
+        times.append(stopwatch.seconds["run"] * 1e3)
+    return statistics.median(times)
+
+
+def _ort_session(model: Any, optimize_graph: bool) -> Any:
+    import onnxruntime as ort
+    options = ort.SessionOptions()
+    options.log_severity_level = 3
+    if not optimize_graph:
+        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    return ort.InferenceSession(model.SerializeToString(), options, providers=["CPUExecutionProvider"])
+
+
+def _outputs(value: Any) -> list[np.ndarray]:
+    return [np.asarray(v) for v in (value if isinstance(value, (tuple, list)) else [value])]
+
+
+def measure_latency(mod: ir.IRModule, params: Mapping[str, Any], optimized: ir.IRModule,
+                    optimized_params: Mapping[str, Any], repeat: int) -> dict[str, Any]:
+    """Median milliseconds of the input and the optimized program, numpy executor and ONNX Runtime."""
+    inputs = data_inputs(mod, params)
+    original, ours = strategies.build(mod, "cpu", params), strategies.build(optimized, "cpu", optimized_params)
+    row: dict[str, Any] = {"numpy_input_ms": median_ms(lambda: original.run(**inputs), repeat),
+                           "numpy_ours_ms": median_ms(lambda: ours.run(**inputs), repeat)}
+    row["numpy_speedup"] = row["numpy_input_ms"] / row["numpy_ours_ms"]
+    exported = {"input": ir.frontend.to_onnx(mod, params), "ours": ir.frontend.to_onnx(optimized, optimized_params)}
+    for program, model in exported.items():
+        for optimize_graph in (True, False):
+            session = _ort_session(model, optimize_graph)
+            row[f"ort_{program}_{'on' if optimize_graph else 'off'}_ms"] = median_ms(
+                partial(session.run, None, inputs), repeat)
+    row["ort_speedup"] = row["ort_input_on_ms"] / row["ort_ours_off_ms"]
+    want = _outputs(original.run(**inputs))
+    got = _outputs(_ort_session(exported["ours"], False).run(None, inputs))
+    row["max_abs_diff"] = max(float(np.max(np.abs(a - b))) for a, b in zip(got, want))
+    return row
+
+
+def measure_model(name: str, small: bool, repeat: int) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """Extraction rows (one per target) and the latency row of one zoo model."""
+    label = name + (" (small)" if small else "")
+    stopwatch = Stopwatch()
+    with stopwatch("build"):
+        mod, params = ir.models.get(name, small=small)
+    with stopwatch("pipeline"):
+        sat = saturate_program(mod, params)
+    report = sat.report
+    common = {"model": label, "ir_nodes": count_nodes(mod["main"]), "enodes": report.enodes,
+              "eclasses": report.eclasses, "iterations": report.iterations, "stop": str(report.stop_reason),
+              "lower_s": stopwatch.seconds["pipeline"] - report.seconds, "saturate_s": report.seconds}
+    rows = []
+    for target in TARGETS:
+        row, programs = _extraction_row(sat, target)
+        row["saturate_greedy_s"] = report.seconds + row["greedy_s"]
+        rows.append({**common, **row})
+        if target == "cpu":
+            measured = programs["greedy"]
+    latency = {"model": label, **measure_latency(mod, params, measured.mod, measured.params, repeat)}
+    print(f"{label}: {report.summary()}", file=sys.stderr, flush=True)
+    return rows, latency
+
+
+# -- synthetic programs ----------------------------------------------------------------------------------------
+
+def _peak_rss_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # kilobytes on Linux
+
+
+def synthetic_point(n_nodes: int, rules: str, limits: eqsat.Limits, extractors: Sequence[str]) -> dict[str, Any]:
+    """Generate, lower, saturate and extract (cpu costs) one `dl_dag`; times, sizes and peak memory.
+
+    Peak memory is the process's, so call it in a fresh process to measure one size alone.
+    """
+    baseline_mb = _peak_rss_mb()
+    stopwatch = Stopwatch()
+    with stopwatch("generate"):
+        mod = dl_dag(n_nodes)
+    with stopwatch("lower"):
+        lowered = eqsat.lower(mod)
+    report = eqsat.saturate(lowered.egraph, eqsat.resolve_rules(rules), limits)
+    with stopwatch("view"):
+        view = lowered.view()
+    with stopwatch("costs"):
+        costs = eqsat.node_costs(view, strategies.CostModel("cpu"))
+    row: dict[str, Any] = {"ir_nodes": count_nodes(mod["main"]), "rules": rules, "enodes": report.enodes,
+                           "eclasses": report.eclasses, "iterations": report.iterations,
+                           "stop": str(report.stop_reason), "generate_s": stopwatch.seconds["generate"],
+                           "lower_s": stopwatch.seconds["lower"], "saturate_s": report.seconds,
+                           "view_s": stopwatch.seconds["view"], "costs_s": stopwatch.seconds["costs"]}
+    for name in extractors:
+        with stopwatch(name):
+            choice = eqsat.get_extractor(name).extract(view, view.roots, costs)
+        row[f"{name}_s"] = stopwatch.seconds[name]
+        row[f"cost_{name}"] = choice.dag_cost(view, costs)
+        if name == "ilp":
+            row.update(ilp_gap=choice.info.get("gap"), ilp_status=_ilp_status(choice.info),
+                       ilp_variables=choice.info.get("variables"), ilp_constraints=choice.info.get("constraints"))
+    row.update(baseline_rss_mb=baseline_mb, peak_rss_mb=_peak_rss_mb())
+    return row
+
+
+def in_fresh_process(fn: Callable[..., dict[str, Any]], *args: Any) -> dict[str, Any]:
+    """`fn(*args)` in a newly spawned interpreter (nothing inherited, so its peak memory is its own)."""
+    with ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("spawn")) as pool:
+        return pool.submit(fn, *args).result()
+
+
+def scaling_rows(config: Config) -> list[dict[str, Any]]:
+    rows = []
+    for n in config.scaling_nodes:
+        row = {"size": n, **in_fresh_process(synthetic_point, n, SCALING_RULES, SCALING_LIMITS, EXTRACTOR_NAMES)}
+        print(f"scaling {n}: {row['enodes']} e-nodes, saturated in {row['saturate_s']:.2f} s", file=sys.stderr,
+              flush=True)
+        rows.append(row)
+    return rows
+
+
+def ilp_rows(config: Config) -> list[dict[str, Any]]:
+    limits = eqsat.Limits(nodes=config.ilp_enodes, seconds=60)
+    return [in_fresh_process(synthetic_point, config.ilp_program_nodes, rules, limits, ("greedy", "ilp"))
+            for rules in ILP_RULES]
+
+
+# -- report ----------------------------------------------------------------------------------------------------
+
+MODEL_COLUMNS = ("model", "target", "ir_nodes", "enodes", "eclasses", "iterations", "stop", "lower_s", "saturate_s",
+                 "tree_s", "greedy_s", "ilp_s", "saturate_greedy_s", "cost_before", "cost_tree", "cost_greedy",
+                 "cost_ilp", "gain_greedy", "ilp_gap", "ilp_status")
+LATENCY_COLUMNS = ("model", "numpy_input_ms", "numpy_ours_ms", "numpy_speedup", "ort_input_on_ms", "ort_ours_off_ms",
+                   "ort_speedup", "ort_input_off_ms", "ort_ours_on_ms", "max_abs_diff")
+SCALING_COLUMNS = ("size", "ir_nodes", "enodes", "eclasses", "iterations", "stop", "generate_s", "lower_s",
+                   "saturate_s", "view_s", "costs_s", "tree_s", "greedy_s", "ilp_s", "ilp_status", "baseline_rss_mb",
+                   "peak_rss_mb")
+ILP_COLUMNS = ("ir_nodes", "rules", "enodes", "eclasses", "stop", "saturate_s", "greedy_s", "cost_greedy", "ilp_s",
+               "cost_ilp", "ilp_gap", "ilp_status", "ilp_variables", "ilp_constraints", "peak_rss_mb")
+
+# Yang et al., "Equality Saturation for Tensor Graph Superoptimization", MLSys 2021 (arXiv:2101.01332),
+# table of search time and runtime speedup against TASO, as listed on https://mwillsey.com/papers/tensat
+TENSAT_PUBLISHED = (
+    ("bert", 13.6, 1.4, 8.5, 9.2), ("resnext50", 25.3, 0.7, 5.5, 8.8), ("nasneta", 1226, 10.6, 1.9, 7.3),
+    ("nasrnn", 177.3, 0.5, 45.4, 68.9), ("inception_v3", 68.6, 5.1, 6.3, 10.0), ("squeezenet", 16.4, 0.3, 6.7, 24.5),
+    ("vgg19", 8.9, 0.4, 8.9, 8.9),
+)
+TENSAT_COLUMNS = ("model", "taso_search_s", "tensat_search_s", "taso_speedup_pct", "tensat_speedup_pct")
+
+GENERAL_NOTES = """\
+Wall-clock seconds on a machine with {cores} cores shared with other work; one run each unless
+stated.{aims}"""
+
+MODEL_NOTES = """\
+Models: the default rules (simplify, folding, fusion, merge) within the default limits,
+{limits}. `lower_s`: lowering plus the two e-graph snapshots (`saturate_program` minus
+saturation); `saturate_s`: the runner's own clock.
+`*_s` per extractor: extraction alone (per-node costs excluded). Costs are µs from
+`strategies.CostModel(target)` (roofline estimates, no tuning log); `cost_before` is the input
+program, `cost_<extractor>` the extracted one (never worse: the input is kept when an extractor
+loses to it); `gain_greedy` = cost_before / cost_greedy. `ilp_gap`: HiGHS's relative MIP gap
+(0 = proven optimal); `greedy kept` means the ILP stopped without a better solution."""
+
+LATENCY_NOTES = """\
+Median of at least {repeat} runs (fast programs: of 0.5 s of runs) after a warm-up, in ms; the
+program is the one greedy extracts for cpu. numpy: `strategies.build(mod, "cpu")`, input vs
+ours. ONNX Runtime {ort} on the CPU provider with default threads: `ort_input_on_ms` runs the
+input exported by `to_onnx` with ONNX Runtime's graph optimizations on (its own fusions),
+`ort_ours_off_ms` runs ours with them off, so `ort_speedup` = input-on / ours-off compares our
+rewrites with ONNX Runtime's. The `_off`/`_on` columns of the other program are for context.
+`max_abs_diff`: ours in ONNX Runtime against the input on the numpy executor."""
+
+SCALING_NOTES = """\
+`dl_dag` programs (benchmarks/synthetic.py: conv/batch-norm/relu, conv/bias/relu, 1x1 and 3x3
+convolutions sharing an input, residual adds, swish and tanh gates on a [1, 4, 4, 4] map) under
+`{rules}` within {limits}, each size in a fresh process. Costs: cpu cost model. Memory:
+`ru_maxrss` in MiB before generating (`baseline_rss_mb`: the interpreter with numpy, scipy and
+egglog loaded) and at the end (`peak_rss_mb`). The ILP has a 60 s limit.
+The `merge` rules are left out here: on these programs `merge-parallel-conv` grows without
+bound (every merged convolution shares its input with the others again), so the default set
+would measure the node limit rather than the engine."""
+
+ILP_NOTES = """\
+A {nodes}-node `dl_dag` grown until the node limit of {limit} e-nodes, under the default rules
+(where `merge-parallel-conv` keeps merging) and under `all` (default plus associativity and
+commutativity of add and multiply), then extracted for cpu by greedy and by the ILP extractor
+(60 s limit). Aim: ILP within 60 s on about 20k e-nodes."""
+
+TENSAT_NOTES = """\
+Published figures, not measured here: Yang et al., "Equality Saturation for Tensor Graph
+Superoptimization", MLSys 2021 (arXiv:2101.01332), as listed on https://mwillsey.com/papers/tensat.
+Search time in seconds and runtime speedup in percent of TASO and TENSAT with TASO's rewrite
+rules and cost model, measured on a GPU; our rule set, cost model and hardware differ, so these
+numbers are context, not a comparison."""
+
+
+def _limits_text(limits: eqsat.Limits) -> str:
+    return f"{limits.iterations} iterations, {limits.nodes} e-nodes, {limits.seconds:g} s"
+
+
+def _aims(rows: Sequence[dict[str, Any]], ilp: Sequence[dict[str, Any]]) -> str:
+    lines = []
+    resnet = next((r for r in rows if r.get("model") == "resnet50" and r.get("target") == "cpu"), None)
+    if resnet is not None:
+        verdict = "met" if resnet["saturate_greedy_s"] < 5 else "missed"
+        lines.append(f"- Aim, ResNet-50 saturation + greedy extraction under 5 s: {resnet['saturate_greedy_s']:.2f} s "
+                     f"({verdict}).")
+    for r in ilp:
+        verdict = "met" if r["ilp_s"] <= 60 * 1.05 and r["ilp_status"] == "Optimal" else "missed"
+        lines.append(f"- Aim, ILP within 60 s on {r['enodes']} e-nodes ({r['rules']} rules): {r['ilp_s']:.1f} s, "
+                     f"{r['ilp_status']} ({verdict}).")
+    return "".join("\n" + line for line in lines)
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--small", action="store_true", help="the zoo's test configurations, smaller synthetic runs")
+    parser.add_argument("--scaling-only", action="store_true", help="only the scaling and ILP parts")
+    parser.add_argument("--repeat", type=int, default=5, help="timed runs per latency measurement; the median is kept")
+    parser.add_argument("--models", default=",".join(MODELS), help="comma-separated zoo models")
+    args = parser.parse_args(argv)
+    if args.repeat < 1:
+        parser.error(f"--repeat must be at least 1, got {args.repeat}")
+    config = SMALL if args.small else FULL
+    import onnxruntime
+
+    parts: list[Section] = []
+    if not args.scaling_only:
+        rows, latency = [], []
+        for name in args.models.split(","):
+            model_rows, latency_row = measure_model(name, config.small, args.repeat)
+            rows += model_rows
+            latency.append(latency_row)
+        parts += [Section("Models", rows, MODEL_COLUMNS, MODEL_NOTES.format(limits=_limits_text(eqsat.Limits()))),
+                  Section("Measured latency", latency, LATENCY_COLUMNS,
+                          LATENCY_NOTES.format(repeat=args.repeat, ort=onnxruntime.__version__))]
+    ilp = ilp_rows(config)
+    parts += [Section("Scaling", scaling_rows(config), SCALING_COLUMNS,
+                      SCALING_NOTES.format(rules=SCALING_RULES, limits=_limits_text(SCALING_LIMITS))),
+              Section("ILP on a large e-graph", ilp, ILP_COLUMNS,
+                      ILP_NOTES.format(nodes=config.ilp_program_nodes, limit=config.ilp_enodes))]
+    if not args.scaling_only:
+        parts.append(Section("TENSAT, published", [dict(zip(TENSAT_COLUMNS, r)) for r in TENSAT_PUBLISHED],
+                             TENSAT_COLUMNS, TENSAT_NOTES))
+    first, rest = parts[0], parts[1:]
+    notes = GENERAL_NOTES.format(cores=multiprocessing.cpu_count(), aims=_aims(first.rows, ilp))
+    name = "eqsat" + ("_scaling" if args.scaling_only else "") + ("_small" if args.small else "")
+    path = write_results(name, first.rows, first.columns, f"{notes}\n\n{first.notes}", rest)
+    print(path.read_text())
+
+
+if __name__ == "__main__":
+    main()
