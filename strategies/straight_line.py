@@ -31,6 +31,7 @@ from ir.op.registry import Op
 
 from .errors import KernelError
 from .kernels.prepared import NO_DONATION
+from .kernels.reference import value_type
 
 __all__ = ["Runner", "StraightLineProgram", "is_straight_line"]
 
@@ -84,7 +85,7 @@ def _tuple_field(index: int) -> Callable[[list, Collection[int]], Any]:
     def field(args: list, donated: Collection[int]) -> Any:
         value = args[0]
         if not isinstance(value, tuple) or not 0 <= index < len(value):
-            raise KernelError(f"TupleGetItem [{index}] of a value that is not a tuple of more than {index} fields")
+            raise KernelError(f"TupleGetItem [{index}] of a value of type {value_type(value)}")
         return value[index]
     return field
 

@@ -22,6 +22,7 @@ is built (`strategies.kernels.prepared`), and any other weight on every call.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
@@ -31,7 +32,7 @@ from ir.types import Type
 
 from .elementwise import epilogue
 from .gemm import gemm
-from .layout import from_nchw, tap_slices, to_nchw, weight_to_oihw
+from .layout import from_nchw, inside_range, tap_slices, to_nchw, weight_to_oihw
 from .prepared import Kernel, PreparedCompute
 
 __all__ = ["ALGORITHMS", "Algorithm", "conv2d_compute", "winograd_applies", "gemm_1x1_applies", "is_depthwise"]
@@ -70,33 +71,43 @@ def _grouped(attrs: Attrs, w: np.ndarray) -> np.ndarray:
 
 # -- im2col -------------------------------------------------------------------------------------
 
-def _inside(out_size: int, in_size: int, before: int, offset: int, stride: int) -> tuple[int, int, int]:
-    """The outputs [lo, hi) whose input index `o * stride + offset - before` is inside the input, and lo's index."""
-    start = offset - before
-    lo = min(out_size, 0 if start >= 0 else (stride - 1 - start) // stride)
-    last = in_size - 1 - start
-    hi = min(out_size, last // stride + 1) if last >= 0 else 0
-    return lo, max(lo, hi), lo * stride + start
+Region = tuple[slice, slice]
+#: per kernel tap (p, q): the output regions that fall in the padding, and (output region, input region) or None
+TapPlan = tuple[int, int, tuple[Region, ...], "tuple[Region, Region] | None"]
+
+
+@lru_cache(maxsize=512)
+def _column_plan(in_hw: tuple[int, int], kernel_hw: tuple[int, int], out_hw: tuple[int, int],
+                 strides: tuple[int, int], dilation: tuple[int, int], top_left: tuple[int, int]) -> tuple[TapPlan, ...]:
+    """Where each kernel tap's columns are zero (padding) and where they copy the input from (memoized)."""
+    plan = []
+    (h, w), (oh, ow), (sh, sw), (dh, dw), (top, left) = in_hw, out_hw, strides, dilation, top_left
+    for p in range(kernel_hw[0]):
+        r0, r1, i0 = inside_range(oh, h, top, p * dh, sh)
+        for q in range(kernel_hw[1]):
+            c0, c1, j0 = inside_range(ow, w, left, q * dw, sw)
+            if r0 == r1 or c0 == c1:
+                plan.append((p, q, ((slice(None), slice(None)),), None))
+                continue
+            strips = ((0, r0, 0, ow), (r1, oh, 0, ow), (r0, r1, 0, c0), (r0, r1, c1, ow))  # rows, columns
+            zeros = tuple((slice(a, b), slice(c, d)) for a, b, c, d in strips if a < b and c < d)
+            source = (slice(i0, i0 + (r1 - r0 - 1) * sh + 1, sh), slice(j0, j0 + (c1 - c0 - 1) * sw + 1, sw))
+            plan.append((p, q, zeros, ((slice(r0, r1), slice(c0, c1)), source)))
+    return tuple(plan)
 
 
 def _columns(attrs: Attrs, x: np.ndarray, kh: int, kw: int, oh: int, ow: int) -> np.ndarray:
     """[N, C, KH, KW, OH, OW]: each tap's input pixels, zero where the tap falls in the padding."""
-    n, c, h, wd = x.shape
-    (sh, sw), (dh, dw) = attrs.strides, attrs.dilation
-    top, left = attrs.padding[:2]
+    n, c, h, w = x.shape
     cols = np.empty((n, c, kh, kw, oh, ow), dtype=x.dtype)
-    for p in range(kh):
-        r0, r1, i0 = _inside(oh, h, top, p * dh, sh)
-        for q in range(kw):
-            c0, c1, j0 = _inside(ow, wd, left, q * dw, sw)
-            tap = cols[:, :, p, q]
-            if r0 == r1 or c0 == c1:
-                tap[...] = 0
-                continue
-            for strip in (tap[:, :, :r0], tap[:, :, r1:], tap[:, :, r0:r1, :c0], tap[:, :, r0:r1, c1:]):
-                if strip.size:
-                    strip[...] = 0
-            tap[:, :, r0:r1, c0:c1] = x[:, :, i0:i0 + (r1 - r0 - 1) * sh + 1:sh, j0:j0 + (c1 - c0 - 1) * sw + 1:sw]
+    for p, q, zeros, copy in _column_plan((h, w), (kh, kw), (oh, ow), attrs.strides, attrs.dilation,
+                                          attrs.padding[:2]):
+        tap = cols[:, :, p, q]
+        for rows, columns in zeros:
+            tap[:, :, rows, columns] = 0
+        if copy is not None:
+            (rows, columns), (in_rows, in_columns) = copy
+            tap[:, :, rows, columns] = x[:, :, in_rows, in_columns]
     return cols
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["to_nchw", "from_nchw", "weight_to_oihw", "tap_slices", "pool_padding"]
+__all__ = ["to_nchw", "from_nchw", "weight_to_oihw", "tap_slices", "inside_range", "pool_padding"]
 
 _DATA_TO_NCHW = {"NCHW": None, "NHWC": (0, 3, 1, 2)}
 _NCHW_TO_DATA = {"NCHW": None, "NHWC": (0, 2, 3, 1)}
@@ -38,6 +38,16 @@ def tap_slices(p: int, q: int, strides: tuple[int, int], dilation: tuple[int, in
     """The (row, column) slices of a padded input that kernel tap (p, q) meets over every output pixel."""
     (sh, sw), (dh, dw), (oh, ow) = strides, dilation, out_hw
     return slice(p * dh, p * dh + sh * (oh - 1) + 1, sh), slice(q * dw, q * dw + sw * (ow - 1) + 1, sw)
+
+
+def inside_range(out_size: int, in_size: int, before: int, offset: int, stride: int) -> tuple[int, int, int]:
+    """The outputs [lo, hi) along one axis whose input index `o * stride + offset - before` lies inside
+    the unpadded input (`offset`: the kernel tap's, `before`: the padding's), and the input index of lo."""
+    start = offset - before
+    lo = min(out_size, 0 if start >= 0 else (stride - 1 - start) // stride)
+    last = in_size - 1 - start
+    hi = min(out_size, last // stride + 1) if last >= 0 else 0
+    return lo, max(lo, hi), lo * stride + start
 
 
 def pool_padding(padding: tuple[int, int, int, int], pool_size: tuple[int, int], strides: tuple[int, int],
