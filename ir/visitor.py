@@ -39,13 +39,14 @@ def operands(expr: Expr) -> tuple[Expr, ...]:
 
 
 def post_order(expr: Expr, successors: Callable[[Expr], Sequence[Expr]] = children,
-               stop: Container[Expr] = ()) -> Iterator[Expr]:
+               stop: Container[Expr] | Callable[[Expr], bool] = ()) -> Iterator[Expr]:
     """Every node reachable from `expr` once, successors before the node, in recursive-DFS order.
 
-    Iterative, so graphs thousands of nodes deep are fine. Nodes in `stop` are neither yielded nor
-    entered; `successors` defaults to `children` (use `operands` to visit binders too). Works for
+    Iterative, so graphs thousands of nodes deep are fine. Nodes in `stop` (a container, or a
+    predicate) are neither yielded nor entered; `successors` defaults to `children` (use `operands` to visit binders too). Works for
     any identity-hashed node type given its `successors` (patterns too).
     """
+    stopped = stop if callable(stop) else stop.__contains__
     seen: set[Expr] = set()
     stack: list[tuple[Expr, bool]] = [(expr, False)]
     while stack:
@@ -53,7 +54,7 @@ def post_order(expr: Expr, successors: Callable[[Expr], Sequence[Expr]] = childr
         if expanded:
             yield node
             continue
-        if node in seen or node in stop:
+        if node in seen or stopped(node):
             continue
         seen.add(node)
         stack.append((node, True))

@@ -28,6 +28,7 @@ import numpy as np
 
 from ir.expr import Call, Constant, Expr, Function, Tuple, TupleGetItem, Var
 from ir.op.registry import Op
+from ir.visitor import children, post_order
 
 from .errors import KernelError
 from .kernels.prepared import NO_DONATION
@@ -45,35 +46,13 @@ class Runner(Protocol):
     def run(self, args: list, donated: Collection[int]) -> Any: ...
 
 
-def _operands(node: Expr) -> tuple[Expr, ...]:
-    if isinstance(node, Call):
-        return node.args
-    if isinstance(node, Tuple):
-        return node.fields
-    if isinstance(node, TupleGetItem):
-        return (node.tuple_value,)
-    return ()
-
-
 def _straight_line_nodes(body: Expr) -> list[Expr] | None:
     """The nodes of `body` in evaluation order (operands first), or None when it is not straight-line."""
-    order: list[Expr] = []
-    seen: set[int] = set()
-    stack: list[tuple[Expr, bool]] = [(body, False)]
-    while stack:
-        node, expanded = stack.pop()
-        if expanded:
-            order.append(node)
-            continue
-        if id(node) in seen:
-            continue
-        if not isinstance(node, (Var, Constant, Tuple, TupleGetItem)) and not (
-                isinstance(node, Call) and isinstance(node.op, Op)):
-            return None
-        seen.add(id(node))
-        stack.append((node, True))
-        stack.extend((child, False) for child in reversed(_operands(node)) if id(child) not in seen)
-    return order
+    order = list(post_order(body))
+    if all(isinstance(n, (Var, Constant, Tuple, TupleGetItem)) or (isinstance(n, Call) and isinstance(n.op, Op))
+           for n in order):
+        return order
+    return None
 
 
 def is_straight_line(func: Function) -> bool:
@@ -152,7 +131,7 @@ class StraightLineProgram:
         computed = [node for node in nodes if isinstance(node, (Call, Tuple, TupleGetItem))]
         last_use: dict[int, int] = {self._out: len(computed)}  # the output outlives every step
         for index, node in enumerate(computed):
-            for child in _operands(node):
+            for child in children(node):
                 if slot[id(child)] != self._out:
                     last_use[slot[id(child)]] = index
         # trusted: parameters, constants, and values only trusted kernels computed from trusted values
@@ -160,7 +139,7 @@ class StraightLineProgram:
         alive: set[int] = set()  # intermediate slots still to be read
         steps = []
         for index, node in enumerate(computed):
-            args = tuple(slot[id(child)] for child in _operands(node))
+            args = tuple(slot[id(child)] for child in children(node))
             out = slot[id(node)]
             frees = tuple(sorted({a for a in args if last_use.get(a) == index}))
             alive.difference_update(frees)

@@ -23,6 +23,7 @@ from ir.op.registry import Op
 from ir.structural import structural_equal, structural_hash
 from ir.type_infer import types_compatible
 from ir.types import TupleType, Type
+from ir.visitor import children, post_order
 
 from ..errors import LoweringError
 from .backend import Backend, Frozen, is_row_safe
@@ -389,25 +390,12 @@ def build_node(tables: "EGraphView | EGraph", kind: Kind, payload: tuple, kids: 
 
 def _post_order(root: Expr, leaves: Mapping[int, Handle]) -> list[Expr]:
     """Nodes of `root` children first; inner functions and `leaves` are not entered."""
-    from ir.visitor import children
-    order: list[Expr] = []
-    seen: set[int] = set(leaves)
-    stack: list[tuple[Expr, bool]] = [(root, False)]
-    while stack:
-        node, expanded = stack.pop()
-        if expanded:
-            order.append(node)
-            continue
-        if id(node) in seen:
-            continue
-        seen.add(id(node))
-        stack.append((node, True))
-        if isinstance(node, Function):
-            continue
-        kids = children(node)
-        if isinstance(node, Let):
-            kids = (node.var, *kids)
-        for child in reversed(kids):
-            if id(child) not in seen:
-                stack.append((child, False))
-    return order
+    return list(post_order(root, _lowering_operands, stop=lambda node: id(node) in leaves))
+
+
+def _lowering_operands(node: Expr) -> tuple[Expr, ...]:
+    if isinstance(node, Function):
+        return ()
+    if isinstance(node, Let):
+        return (node.var, *children(node))
+    return children(node)

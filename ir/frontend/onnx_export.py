@@ -24,7 +24,7 @@ from ..expr import Call, Constant, Expr, Function, If, Tuple, TupleGetItem, Var
 from ..module import IRModule, entry_function
 from ..op.registry import Op
 from ..type_infer import infer_type, types_compatible
-from ..visitor import children
+from ..visitor import children, post_order
 from ..types import TensorType, TupleType, Type
 from . import export_elemwise, export_nn, export_tensor  # noqa: F401  (register emitters)
 from .errors import FrontendError
@@ -151,21 +151,7 @@ class _GraphExporter:
 
     def _order(self, expr: Expr, scope: _Scope) -> list[Expr]:
         """Nodes not yet exported in `scope`, children first; If branches are left to subgraphs."""
-        order: list[Expr] = []
-        seen: set[Expr] = set()
-        stack: list[tuple[Expr, bool]] = [(expr, False)]
-        while stack:
-            node, expanded = stack.pop()
-            if expanded:
-                order.append(node)
-                continue
-            if node in seen or scope.find(node) is not None:
-                continue
-            seen.add(node)
-            stack.append((node, True))
-            for child in reversed(self._inputs(node)):
-                stack.append((child, False))
-        return order
+        return list(post_order(expr, self._inputs, stop=lambda node: scope.find(node) is not None))
 
     @staticmethod
     def _inputs(node: Expr) -> tuple[Expr, ...]:
