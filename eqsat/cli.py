@@ -1,7 +1,7 @@
 """The `eqsat` command: argument parsing and printing only; the work happens in the library.
 
     eqsat optimize resnet50 --small --target cuda --extractor ilp --json report.json
-    eqsat optimize model.onnx --onnx optimized.onnx
+    eqsat optimize model.onnx --onnx optimized.onnx --onnx-contrib --log tuning.jsonl --explain
     eqsat compare bert --small --targets cpu,cuda --extractors greedy,ilp --diff
     eqsat tune resnet50 --small --log tuning.jsonl --trials 8 [--optimized]
     eqsat show resnet50 --small --op nn.conv2d_bias_act --depth 2 --max-nodes 30 --dot view.dot
@@ -76,9 +76,13 @@ def _finite(x: float) -> float | None:
 
 def _cmd_optimize(args: argparse.Namespace) -> int:
     mod, params = _load(args.model, args.small)
-    res = optimize(mod, params, target=args.target, rules=args.rules, limits=_limits(args),
-                   extractor=_extractor(args.extractor, args.ilp_seconds), progress=_progress(args.quiet))
+    target = strategies.CostModel(args.target, log=args.log) if args.log else args.target
+    res = optimize(mod, params, target=target, rules=args.rules, limits=_limits(args),
+                   extractor=_extractor(args.extractor, args.ilp_seconds), progress=_progress(args.quiet),
+                   verify=args.verify)
     print(res.summary())
+    if args.explain:
+        print(res.explain())
     if args.print:
         print(res.mod.astext())
     if args.json:
@@ -91,7 +95,7 @@ def _cmd_optimize(args: argparse.Namespace) -> int:
         Path(args.json).write_text(json.dumps(data, indent=2, default=str) + "\n")
     if args.onnx:
         import onnx
-        onnx.save(ir.frontend.to_onnx(res.mod, res.params), args.onnx)
+        onnx.save(ir.frontend.to_onnx(res.mod, res.params, contrib=args.onnx_contrib), args.onnx)
     return 0
 
 
@@ -193,6 +197,14 @@ def build_parser() -> argparse.ArgumentParser:
     opt.add_argument("--extractor", default="greedy", choices=sorted(EXTRACTORS))
     opt.add_argument("--json", help="write the report as JSON to this file")
     opt.add_argument("--onnx", help="write the optimized program as ONNX to this file")
+    opt.add_argument("--onnx-contrib", action="store_true",
+                     help="with --onnx: fused ops as ONNX Runtime com.microsoft contrib ops where possible")
+    opt.add_argument("--log", help="a tuning log (see `eqsat tune`) whose measurements the cost model uses")
+    opt.add_argument("--explain", action="store_true", help="print what each rule and fused op changed and saved")
+    check = opt.add_mutually_exclusive_group()
+    check.add_argument("--verify", type=_int_at_least(1), default=1, metavar="N",
+                       help="run the result against the input on N seeded random input sets (default 1)")
+    check.add_argument("--no-verify", dest="verify", action="store_const", const=0, help="skip that check")
     opt.add_argument("--print", action="store_true", help="print the optimized program")
     opt.set_defaults(run=_cmd_optimize)
 

@@ -38,7 +38,12 @@ def cost_model(target: str | CostModel) -> CostModel:
 
 
 def target_name(target: str | CostModel) -> str:
-    return target if isinstance(target, str) else type(target).__name__
+    """The target's name: the string itself, the kind of a cost model's `target` (e.g. "cuda" for
+    `strategies.CostModel("cuda")`), else the cost model's class name."""
+    if isinstance(target, str):
+        return target
+    kind = getattr(getattr(target, "target", None), "kind", None)
+    return kind if isinstance(kind, str) else type(target).__name__
 
 
 def cost_unit(target: str | CostModel) -> str:

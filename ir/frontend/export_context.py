@@ -18,13 +18,16 @@ from ..types import TensorType, is_static
 from .errors import FrontendError
 from .onnx_types import elem_of_dtype
 
-__all__ = ["Value", "Emitter", "EMITTERS", "emits", "Names", "EmitContext"]
+__all__ = ["Value", "Emitter", "EMITTERS", "emits", "Names", "EmitContext", "CONTRIB_DOMAIN"]
 
 Value = Union[str, tuple["Value", ...]]
 Emitter = Callable[["EmitContext", Call, Sequence[Value]], Value]
 
 #: IR op name -> emitter
 EMITTERS: dict[str, Emitter] = {}
+
+#: the operator domain of ONNX Runtime's contrib ops (`FusedConv`, `SkipLayerNormalization`, ...)
+CONTRIB_DOMAIN = "com.microsoft"
 
 
 def emits(*op_names: str) -> Callable[[Emitter], Emitter]:
@@ -70,12 +73,14 @@ class EmitContext:
         self.nodes = nodes
         self._add_constant = add_constant
 
-    def node(self, op_type: str, inputs: Sequence[str], outputs: int = 1, **attrs: Any) -> Any:
-        """Append an ONNX node; returns its output name, or a list of names when `outputs` > 1.
-        An input named '' is an omitted optional input."""
+    def node(self, op_type: str, inputs: Sequence[str], outputs: int = 1, domain: str = "", **attrs: Any) -> Any:
+        """Append an ONNX node of `domain` (default: the standard one); returns its output name, or a
+        list of names when `outputs` > 1. An input named '' is an omitted optional input; attributes
+        given as None are left out."""
         out_names = [self.names.fresh(op_type) for _ in range(outputs)]
         attrs = {k: v for k, v in attrs.items() if v is not None}
-        self.nodes.append(onnx.helper.make_node(op_type, list(inputs), out_names, name=out_names[0], **attrs))
+        self.nodes.append(onnx.helper.make_node(op_type, list(inputs), out_names, name=out_names[0],
+                                                domain=domain or None, **attrs))
         return out_names[0] if outputs == 1 else out_names
 
     def const(self, value: Any, dtype: str | None = None) -> str:

@@ -25,44 +25,55 @@ def _channel_vector(ctx: EmitContext, vector: str, axis: int, ndim: int) -> str:
     return unsqueeze(ctx, vector, range(1, ndim - axis))
 
 
+#: the fused forms' `activation` attribute -> the ONNX op type ("none" has none)
+ONNX_ACTIVATIONS = {"relu": "Relu", "sigmoid": "Sigmoid", "tanh": "Tanh", "leaky_relu": "LeakyRelu"}
+
+
 def _activation(ctx: EmitContext, data: str, attrs: Attrs) -> str:
     act = attrs.activation
     if act == "none":
         return data
-    if act == "leaky_relu":
-        return ctx.node("LeakyRelu", [data], alpha=attrs.alpha)
-    return ctx.node({"relu": "Relu", "sigmoid": "Sigmoid", "tanh": "Tanh"}[act], [data])
+    alpha = attrs.alpha if act == "leaky_relu" else None
+    return ctx.node(ONNX_ACTIVATIONS[act], [data], alpha=alpha)
 
 
-def _cast_to(ctx: EmitContext, names: Sequence[str], call: Call) -> list[str]:
+def cast_to(ctx: EmitContext, names: Sequence[str], call: Call) -> list[str]:
     """The inputs cast to the call's `out_dtype` when it differs from theirs (ONNX ops keep one type)."""
     out_dtype = ctx.type_of(call).dtype
     return [n if ctx.type_of(a).dtype == out_dtype else ctx.node("Cast", [n], to=ctx.elem(out_dtype))
             for n, a in zip(names, call.args)]
 
 
-@emits("nn.conv2d", "nn.conv2d_bias_act")
-def emit_conv2d(ctx: EmitContext, call: Call, args: Sequence[Value]) -> Value:
+def conv_nchw(ctx: EmitContext, call: Call, args: Sequence[Value], op_type: str = "Conv", **extra: object) -> str:
+    """An ONNX `op_type` node (Conv, or a contrib conv with Conv's attributes plus `extra`) of a conv2d
+    call: NHWC data is transposed to NCHW and an HWIO kernel to OIHW; the result is NCHW."""
     attrs = call.attrs
-    data, weight, *bias = _cast_to(ctx, args, call)
+    data, weight, *bias = cast_to(ctx, args, call)
     if attrs.data_layout == "NHWC":
         data = ctx.node("Transpose", [data], perm=_TO_NCHW)
     if attrs.kernel_layout == "HWIO":
         weight = ctx.node("Transpose", [weight], perm=_HWIO_TO_OIHW)
     kernel = ctx.static_shape(call.args[1], "the kernel size")
     kernel = kernel[2:] if attrs.kernel_layout == "OIHW" else kernel[:2]
-    out = ctx.node("Conv", [data, weight, *bias], kernel_shape=list(kernel), strides=list(attrs.strides),
-                   pads=list(attrs.padding), dilations=list(attrs.dilation), group=attrs.groups)
+    return ctx.node(op_type, [data, weight, *bias], kernel_shape=list(kernel), strides=list(attrs.strides),
+                    pads=list(attrs.padding), dilations=list(attrs.dilation), group=attrs.groups, **extra)
+
+
+@emits("nn.conv2d", "nn.conv2d_bias_act")
+def emit_conv2d(ctx: EmitContext, call: Call, args: Sequence[Value]) -> Value:
+    attrs = call.attrs
+    out = conv_nchw(ctx, call, args)
     if call.op.name == "nn.conv2d_bias_act":
         out = _activation(ctx, out, attrs)
-    return ctx.node("Transpose", [out], perm=_FROM_NCHW) if attrs.data_layout == "NHWC" else out
+    return from_nchw(ctx, out, attrs.data_layout)
 
 
 def _pool_input(ctx: EmitContext, data: str, layout: str) -> str:
     return ctx.node("Transpose", [data], perm=_TO_NCHW) if layout == "NHWC" else data
 
 
-def _pool_output(ctx: EmitContext, out: str, layout: str) -> str:
+def from_nchw(ctx: EmitContext, out: str, layout: str) -> str:
+    """An NCHW result transposed back to `layout`."""
     return ctx.node("Transpose", [out], perm=_FROM_NCHW) if layout == "NHWC" else out
 
 
@@ -81,14 +92,14 @@ def emit_pool2d(ctx: EmitContext, call: Call, args: Sequence[Value]) -> Value:
                                 f"exporting to opset {ctx.opset}")
         out = ctx.node("AveragePool", [data], count_include_pad=int(attrs.count_include_pad),
                        dilations=list(attrs.dilation) if dilated else None, **window)
-    return _pool_output(ctx, out, attrs.layout)
+    return from_nchw(ctx, out, attrs.layout)
 
 
 @emits("nn.global_avg_pool2d", "nn.global_max_pool2d")
 def emit_global_pool2d(ctx: EmitContext, call: Call, args: Sequence[Value]) -> Value:
     op_type = "GlobalAveragePool" if call.op.name == "nn.global_avg_pool2d" else "GlobalMaxPool"
     out = ctx.node(op_type, [_pool_input(ctx, args[0], call.attrs.layout)])
-    return _pool_output(ctx, out, call.attrs.layout)
+    return from_nchw(ctx, out, call.attrs.layout)
 
 
 def _swap_last_two(ctx: EmitContext, name: str, ndim: int) -> str:
@@ -97,7 +108,7 @@ def _swap_last_two(ctx: EmitContext, name: str, ndim: int) -> str:
 
 @emits("nn.dense", "nn.dense_bias_act")
 def emit_dense(ctx: EmitContext, call: Call, args: Sequence[Value]) -> Value:
-    data, weight, *bias = _cast_to(ctx, args, call)
+    data, weight, *bias = cast_to(ctx, args, call)
     if ctx.type_of(call.args[0]).ndim == 2:
         out = ctx.node("Gemm", [data, weight, *bias], transB=1)
     else:
@@ -109,7 +120,7 @@ def emit_dense(ctx: EmitContext, call: Call, args: Sequence[Value]) -> Value:
 
 @emits("nn.matmul", "nn.batch_matmul", "nn.fused_matmul")
 def emit_matmul(ctx: EmitContext, call: Call, args: Sequence[Value]) -> Value:
-    operands = _cast_to(ctx, args, call)
+    operands = cast_to(ctx, args, call)
     for i, key in enumerate(("transpose_a", "transpose_b")):
         if call.attrs[key]:
             operands[i] = _swap_last_two(ctx, operands[i], ctx.type_of(call.args[i]).ndim)

@@ -2,11 +2,14 @@
 
     model = to_onnx(mod, params)                     # opset 17 unless `opset=` says otherwise
     onnx.save(model, "optimized.onnx")
+    model = to_onnx(mod, params, contrib=True)       # fused forms as ONNX Runtime contrib ops
 
 `main`'s parameters named in `params` become initializers, the others graph inputs (a `SizeVar`
 dimension becomes a `dim_param`); constants become initializers. Every registered op has an
-emitter (fused forms are decomposed into standard ONNX ops); `Let` bindings and calls of inner
-functions (e.g. partitioned composites) are inlined; `If` becomes an ONNX `If` with subgraphs.
+emitter (fused forms are decomposed into standard ONNX ops, or with `contrib=True` become ONNX
+Runtime's `com.microsoft` ops where those can express them, see `export_contrib`); `Let`
+bindings and calls of inner functions (e.g. partitioned composites) are inlined; `If` becomes an
+ONNX `If` with subgraphs.
 A node used several times is exported once. A large constant whose elements are all equal (a
 zero or one fill) becomes a `ConstantOfShape` node rather than an initializer, which keeps files
 small; importing folds it back into a constant.
@@ -28,7 +31,8 @@ from ..visitor import children, post_order
 from ..types import TensorType, TupleType, Type
 from . import export_elemwise, export_nn, export_tensor  # noqa: F401  (register emitters)
 from .errors import FrontendError
-from .export_context import EMITTERS, EmitContext, Names, Value
+from .export_context import CONTRIB_DOMAIN, EMITTERS, EmitContext, Names, Value
+from .export_contrib import CONTRIB_EMITTERS, CONTRIB_OPSET
 from .inline import inline_bindings
 from .onnx_types import elem_of_dtype, value_info
 
@@ -95,8 +99,9 @@ class _Scope:
 class _GraphExporter:
     """Walks the (inlined, typed) body of `main` and emits ONNX nodes, constants and subgraphs."""
 
-    def __init__(self, opset: int):
+    def __init__(self, opset: int, contrib: bool):
         self.opset = opset
+        self.contrib = contrib
         self.names = Names()
         self.initializers: list[tuple[str, np.ndarray]] = []
         self._constant_names: dict[Expr, str] = {}
@@ -182,8 +187,11 @@ class _GraphExporter:
         if emitter is None:
             raise FrontendError(f"op {call.op.name} has no ONNX export")
         ctx = self.context(scope)
+        args = [scope.find(a) for a in call.args]
+        contrib = CONTRIB_EMITTERS.get(call.op.name) if self.contrib else None
         try:
-            return emitter(ctx, call, [scope.find(a) for a in call.args])
+            value = contrib(ctx, call, args) if contrib is not None else None
+            return emitter(ctx, call, args) if value is None else value
         except IRError as err:
             raise FrontendError(f"exporting {_describe(call)}: {err}") from None
 
@@ -215,12 +223,14 @@ def _check_param(var: Var, value: np.ndarray) -> None:
 
 
 def to_onnx(mod: IRModule | Expr, params: Mapping[str, np.ndarray] | None = None, opset: int | None = None,
-            name: str = "main") -> onnx.ModelProto:
+            name: str = "main", contrib: bool = False) -> onnx.ModelProto:
     """Export `mod["main"]` (or an expression) as an ONNX model checked by `onnx.checker`.
 
     `params` maps parameter names to arrays (anything with `.numpy()` works too); those become
     initializers. `opset` defaults to 17; 13 to the newest the installed `onnx` defines are
     accepted. A tuple result becomes several graph outputs (nested tuples are flattened).
+    `contrib=True` exports the fused forms as ONNX Runtime contrib ops where it can and imports
+    the `com.microsoft` domain; such a model runs in ONNX Runtime only.
     """
     opset = DEFAULT_OPSET if opset is None else opset
     newest = onnx.defs.onnx_opset_version()
@@ -235,7 +245,7 @@ def to_onnx(mod: IRModule | Expr, params: Mapping[str, np.ndarray] | None = None
     if unknown:
         raise FrontendError(f"params {unknown} are not parameters of main; its parameters are {sorted(by_name)}")
 
-    exporter = _GraphExporter(opset)
+    exporter = _GraphExporter(opset, contrib)
     root = _Scope()
     inputs = []
     for param in func.params:
@@ -263,8 +273,11 @@ def to_onnx(mod: IRModule | Expr, params: Mapping[str, np.ndarray] | None = None
 
     graph = onnx.helper.make_graph(root.nodes, name, inputs, outputs)
     opset_ids = [onnx.helper.make_opsetid("", opset)]
+    ir_version = onnx.helper.find_min_ir_version_for(opset_ids)
+    if contrib:
+        opset_ids.append(onnx.helper.make_opsetid(CONTRIB_DOMAIN, CONTRIB_OPSET))
     model = onnx.helper.make_model(graph, opset_imports=opset_ids, producer_name="relay-eqsat",
-                                   ir_version=onnx.helper.find_min_ir_version_for(opset_ids))
+                                   ir_version=ir_version)
     exporter.write_initializers(model.graph)
     try:
         onnx.checker.check_model(model)

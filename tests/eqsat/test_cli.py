@@ -5,10 +5,16 @@ from __future__ import annotations
 import json
 import re
 
+import numpy as np
+import onnx
 import pytest
 
+import strategies
 from eqsat import visualize
 from eqsat.cli import main
+from eqsat.extract import OpCount
+from eqsat.optimize import target_name
+from tests.ir.frontend.ort_helpers import run_ort
 
 
 def test_tune_appends_records_and_prints_one_choice_per_workload(tmp_path, capsys):
@@ -69,3 +75,59 @@ def test_show_render_needs_the_dot_program(tmp_path, capsys, monkeypatch):
     monkeypatch.setattr(visualize.shutil, "which", lambda name: None)
     assert main(["show", "nasrnn", "--small", "--quiet", "--render", str(tmp_path / "v.svg")]) == 2
     assert "dot" in capsys.readouterr().err
+
+
+def optimize_json(tmp_path, name: str, *extra: str) -> dict:
+    report = tmp_path / f"{name}.json"
+    assert main(["optimize", "vgg19", "--small", "--iterations", "4", "--quiet", "--json", str(report), *extra]) == 0
+    return json.loads(report.read_text())
+
+
+def test_optimize_log_explain_and_verify_flags(tmp_path, capsys):
+    log = tmp_path / "tuning.jsonl"
+    assert main(["tune", "vgg19", "--small", "--log", str(log), "--trials", "1", "--repeat", "1", "--quiet"]) == 0
+    estimated = optimize_json(tmp_path, "estimated", "--no-verify")
+    capsys.readouterr()
+    tuned = optimize_json(tmp_path, "tuned", "--log", str(log), "--explain", "--verify", "2")
+    out = capsys.readouterr().out
+    assert tuned["target"] == estimated["target"] == "cpu"  # the target's name, not "CostModel"
+    assert tuned["cost_before"] != estimated["cost_before"]  # measured latencies replace the estimates
+    assert "cost on cpu with greedy" in out and "verified on 2 random input sets" in out
+    assert "nn.conv2d_bias_act" in out.split("verified on 2")[1]  # the explanation follows the summary
+    assert main(["optimize", "vgg19", "--small", "--quiet", "--no-verify"]) == 0
+    out = capsys.readouterr().out
+    assert "not verified (verify=False)" in out and "nn.conv2d_bias_act" not in out.split("not verified")[1]
+
+
+def test_optimize_rejects_bad_verify_and_missing_log(tmp_path, capsys):
+    with pytest.raises(SystemExit):
+        main(["optimize", "nasrnn", "--small", "--verify", "0"])
+    assert "--verify" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main(["optimize", "nasrnn", "--small", "--verify", "2", "--no-verify"])
+    assert "not allowed with" in capsys.readouterr().err
+    missing = tmp_path / "missing.jsonl"
+    assert main(["optimize", "nasrnn", "--small", "--quiet", "--log", str(missing)]) == 2
+    assert "missing.jsonl" in capsys.readouterr().err
+
+
+def test_optimize_writes_contrib_onnx_that_runs_like_the_standard_export(tmp_path, capsys):
+    paths = {flag: tmp_path / f"{flag or 'standard'}.onnx" for flag in ("", "--onnx-contrib")}
+    for flag, path in paths.items():
+        args = ["optimize", "vgg19", "--small", "--iterations", "4", "--quiet", "--no-verify", "--onnx", str(path)]
+        assert main(args + ([flag] if flag else [])) == 0
+    standard, contrib = (onnx.load(str(p)) for p in paths.values())
+    fused = {n.op_type for n in contrib.graph.node if n.domain == "com.microsoft"}
+    assert fused == {"FusedConv", "FusedGemm"} and not any(n.domain for n in standard.graph.node)
+    assert len(contrib.graph.node) < len(standard.graph.node)
+    graph_input = standard.graph.input[0]
+    shape = [d.dim_value for d in graph_input.type.tensor_type.shape.dim]
+    feed = {graph_input.name: np.random.default_rng(0).standard_normal(shape).astype("float32")}
+    (expected,), (actual,) = run_ort(standard, feed), run_ort(contrib, feed)
+    np.testing.assert_allclose(actual, expected, rtol=1e-4, atol=1e-4 * float(np.abs(expected).max()))
+
+
+def test_target_name_of_a_cost_model_is_its_target():
+    assert target_name(strategies.CostModel("cuda")) == "cuda"
+    assert target_name("cpu") == "cpu"
+    assert target_name(OpCount()) == "OpCount"

@@ -1,0 +1,106 @@
+"""Emitters of the fused forms as ONNX Runtime contrib ops (domain `com.microsoft`), for `to_onnx(contrib=True)`.
+
+    nn.conv2d_bias_act  -> FusedConv(X, W, B; activation, activation_params)
+    nn.dense_bias_act   -> FusedGemm(A, B, C; transB=1, activation, activation_alpha)   (2-D data)
+    nn.fused_matmul     -> FusedMatMul(A, B; alpha, transA, transB)
+    nn.bias_gelu        -> BiasGelu(A, B)
+    nn.skip_layer_norm  -> SkipLayerNormalization(input, skip, gamma[, beta]; epsilon)  (2-D or 3-D data)
+
+ORT's CPU kernels of these ops take float32 only, and each has shape limits. A contrib emitter
+returns None for a call it cannot express (another dtype, shape or attribute setting, or an
+activation of "none" where the standard op is already one node); the call is then exported as
+the standard-ONNX decomposition, so a contrib export runs wherever ONNX Runtime does.
+"""
+
+from __future__ import annotations
+
+from typing import Callable, Sequence
+
+from ..expr import Call
+from ..op.shapes import normalize_axis
+from .export_context import CONTRIB_DOMAIN, EmitContext, Value
+from .export_nn import ONNX_ACTIVATIONS, cast_to, conv_nchw, from_nchw
+
+__all__ = ["ContribEmitter", "CONTRIB_EMITTERS", "CONTRIB_OPSET"]
+
+ContribEmitter = Callable[[EmitContext, Call, Sequence[Value]], "Value | None"]
+
+#: IR op name -> contrib emitter (None: fall back to the standard emitter)
+CONTRIB_EMITTERS: dict[str, ContribEmitter] = {}
+
+CONTRIB_OPSET = 1  # the version of the com.microsoft domain every op here is defined in
+
+_CONTRIB_DTYPE = "float32"
+
+
+def _emits_contrib(op_name: str) -> Callable[[ContribEmitter], ContribEmitter]:
+    def register(fn: ContribEmitter) -> ContribEmitter:
+        CONTRIB_EMITTERS[op_name] = fn
+        return fn
+    return register
+
+
+def _float32(ctx: EmitContext, call: Call) -> bool:
+    return ctx.type_of(call).dtype == _CONTRIB_DTYPE
+
+
+def _activation(call: Call) -> tuple[str, float | None] | None:
+    """The ONNX name of the call's activation and its LeakyRelu slope (else None); None for "none"."""
+    act = call.attrs.activation
+    if act == "none":
+        return None
+    return ONNX_ACTIVATIONS[act], call.attrs.alpha if act == "leaky_relu" else None
+
+
+@_emits_contrib("nn.conv2d_bias_act")
+def emit_fused_conv(ctx: EmitContext, call: Call, args: Sequence[Value]) -> Value | None:
+    activation = _activation(call)
+    if activation is None or not _float32(ctx, call):
+        return None
+    name, alpha = activation
+    out = conv_nchw(ctx, call, args, "FusedConv", domain=CONTRIB_DOMAIN, activation=name,
+                    activation_params=None if alpha is None else [alpha])
+    return from_nchw(ctx, out, call.attrs.data_layout)
+
+
+@_emits_contrib("nn.dense_bias_act")
+def emit_fused_gemm(ctx: EmitContext, call: Call, args: Sequence[Value]) -> Value | None:
+    activation = _activation(call)
+    if activation is None or not _float32(ctx, call) or ctx.type_of(call.args[0]).ndim != 2:
+        return None
+    name, alpha = activation
+    return ctx.node("FusedGemm", cast_to(ctx, args, call), domain=CONTRIB_DOMAIN, transB=1, activation=name,
+                    activation_alpha=alpha)
+
+
+@_emits_contrib("nn.fused_matmul")
+def emit_fused_matmul(ctx: EmitContext, call: Call, args: Sequence[Value]) -> Value | None:
+    attrs = call.attrs
+    transposed = [(attrs.transpose_a, call.args[0]), (attrs.transpose_b, call.args[1])]
+    if not _float32(ctx, call) or any(t and ctx.type_of(a).ndim < 2 for t, a in transposed):
+        return None
+    return ctx.node("FusedMatMul", cast_to(ctx, args, call), domain=CONTRIB_DOMAIN, alpha=attrs.alpha,
+                    transA=int(attrs.transpose_a), transB=int(attrs.transpose_b))
+
+
+@_emits_contrib("nn.bias_gelu")
+def emit_bias_gelu(ctx: EmitContext, call: Call, args: Sequence[Value]) -> Value | None:
+    if not _float32(ctx, call):
+        return None
+    return ctx.node("BiasGelu", args, domain=CONTRIB_DOMAIN)
+
+
+def _skip_supported(data: tuple, skip: tuple) -> bool:
+    """ORT takes a skip shaped like the data or, for 3-D data, (1, S, H) or (S, H)."""
+    return skip == data or (len(data) == 3 and skip in (data[1:], (1, *data[1:])))
+
+
+@_emits_contrib("nn.skip_layer_norm")
+def emit_skip_layer_norm(ctx: EmitContext, call: Call, args: Sequence[Value]) -> Value | None:
+    attrs = call.attrs
+    data, skip = (tuple(ctx.type_of(a).shape) for a in call.args[:2])
+    if (not _float32(ctx, call) or not attrs.scale or len(data) not in (2, 3)
+            or normalize_axis(attrs.axis, len(data)) != len(data) - 1 or not _skip_supported(data, skip)):
+        return None
+    inputs = list(args) if attrs.center else list(args[:3])
+    return ctx.node("SkipLayerNormalization", inputs, domain=CONTRIB_DOMAIN, epsilon=attrs.epsilon)
