@@ -98,10 +98,10 @@ class AttrField:
         ok = True
         if value is None and (kind.endswith("?") or kind == "axes"):
             return None
-        if kind == "int":
+        if kind in ("int", "int?"):
             ok = _is_int(value)
             value = int(value) if ok else value
-        elif kind == "float":
+        elif kind in ("float", "float?"):
             ok = _is_num(value)
             value = _float32(value) if ok else value
         elif kind == "bool":
@@ -131,12 +131,6 @@ class AttrField:
             ok = isinstance(value, (list, tuple, np.ndarray)) and all(
                 _is_int_list(p) and len(p) == 2 for p in value)
             value = tuple((int(p[0]), int(p[1])) for p in value) if ok else value
-        elif kind == "int?":
-            ok = _is_int(value)
-            value = int(value) if ok else value
-        elif kind == "float?":
-            ok = _is_num(value)
-            value = _float32(value) if ok else value
         if not ok:
             raise AttrsError(f"{op_name}: attribute {self.name!r} must be {_KINDS[kind]}, "
                              f"got {type(value).__name__} {value!r}")
