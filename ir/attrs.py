@@ -39,7 +39,12 @@ class Attrs(Mapping[str, Any]):
     def __getitem__(self, key: str) -> Any:
         return self._items[key]
 
+    def __reduce__(self):
+        return (Attrs, (self._items,))
+
     def __getattr__(self, key: str) -> Any:
+        if key.startswith("__") or key in ("_items", "_hash"):  # not set yet (copy/pickle protocols)
+            raise AttributeError(key)
         try:
             return self._items[key]
         except KeyError:

@@ -146,3 +146,11 @@ def test_large_graph_prints_one_line_per_node():
         y = relay.nn.relu(y) if i % 2 else relay.add(y, x)
     text = ir.astext(ir.infer_type(y))
     assert len(text.splitlines()) == 501 and "%498 = " in text
+
+
+def test_attrs_pickle_and_copy():
+    import copy
+    import pickle
+    attrs = relay.nn.conv2d(relay.var("x", shape=(1, 3, 8, 8)), relay.var("w", shape=(4, 3, 3, 3)), padding=1).attrs
+    assert pickle.loads(pickle.dumps(attrs)) == attrs
+    assert copy.deepcopy(attrs).padding == (1, 1, 1, 1)
