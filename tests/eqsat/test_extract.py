@@ -12,10 +12,16 @@ import networkx as nx
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
+import ir
+import strategies
+from eqsat.egraph.lower import lower
 from eqsat.errors import ExtractionError
-from eqsat.extract import EXTRACTORS, GreedyDagExtractor, IlpExtractor, TreeExtractor
+from eqsat.extract import EXTRACTORS, GreedyDagExtractor, IlpExtractor, TreeExtractor, node_costs
+from eqsat.limits import Limits
+from eqsat.rules.library import RULESETS
+from eqsat.runner import saturate
 
-from .graphs import costs_by_op, view_of
+from .graphs import add_chain, costs_by_op, view_of
 
 ILP = IlpExtractor(seconds=20)
 ALL = [TreeExtractor(), GreedyDagExtractor(), ILP]
@@ -171,3 +177,20 @@ def test_a_region_may_use_its_own_classes_but_nothing_outside_may():
         choice = ex.extract(escaping, escaping.roots, costs_by_op(escaping, costs_table))
         choice.check(escaping)
         assert escaping.nodes[choice.node_of[3]].op == "add", ex.name  # g uses conv outside the region
+
+
+def test_ilp_on_an_assoc_comm_blow_up_returns_in_time_and_no_worse_than_greedy():
+    low = lower(ir.IRModule.from_expr(add_chain(10)[0]))
+    report = saturate(low.egraph, RULESETS["ac"], Limits(nodes=4000, seconds=20))
+    view = low.view()
+    assert report.enodes >= 2000
+    costs = node_costs(view, strategies.CostModel("cpu"))
+    greedy = GreedyDagExtractor().extract(view, view.roots, costs)
+    seconds = 4.0
+    start = time.perf_counter()
+    choice = IlpExtractor(seconds=seconds).extract(view, view.roots, costs)
+    assert time.perf_counter() - start < seconds * 1.5 + 1.0
+    choice.check(view)
+    assert choice.dag_cost(view, costs) <= greedy.dag_cost(view, costs) + 1e-9
+    assert choice.info["fell_back"] == (choice.info["source"] == "greedy")
+    assert 0.0 <= choice.info["gap"] <= 1.0 or choice.info["gap"] == math.inf

@@ -14,7 +14,7 @@ from ir import relay
 from eqsat.egraph.lower import lift, lower
 from eqsat.errors import ExtractionError, RuleError
 from eqsat.extract import GreedyDagExtractor, OpCount, node_costs
-from eqsat.limits import Limits
+from eqsat.limits import Limits, StopReason
 from eqsat.rules.library import RULESETS, resolve_rules
 from eqsat.rules.library.examples import EXAMPLES
 from eqsat.rules.rule import ruleset
@@ -40,11 +40,18 @@ def test_rule_is_sound_on_random_inputs(name):
     report = saturate(low.egraph, ruleset(name, [ALL_RULES[name]]), Limits(iterations=2))
     assert report.applied_per_rule.get(name, 0) >= 1, f"{name} does not fire on its example"
     view = low.view()
+    root = view.roots[0]
+    assert len(view.classes[root]) >= 2 or name.startswith("merge"), "the rule added no alternative at the root"
+    assert assert_alternatives_sound(mod, low, name) >= 2, f"{name}: only one distinct program checked"
+
+
+def assert_alternatives_sound(mod: ir.IRModule, low, label: str) -> int:
+    """Force every node of every reachable class into the extracted program once and check each
+    program against `mod` on random inputs; returns how many distinct programs were checked."""
+    view = low.view()
     base = node_costs(view, OpCount())
     inputs = inputs_for(mod)
     want = strategies.evaluate(mod, inputs)
-    root = view.roots[0]
-    assert len(view.classes[root]) >= 2 or name.startswith("merge"), "the rule added no alternative at the root"
     alternatives = [n for c in view.reachable() for n in view.classes[c]]
     programs = {ir.astext(mod)}  # a rule that collapses a class (x + 0 -> x) leaves only cyclic alternatives
     for forced in alternatives:  # every node of every class, forced into the program once
@@ -61,8 +68,8 @@ def test_rule_is_sound_on_random_inputs(name):
         programs.add(ir.astext(program))
         got = strategies.evaluate(program, inputs)
         for a, b in zip(_flat(got), _flat(want)):
-            np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-5, err_msg=f"{name}: {view.nodes[forced].label()}")
-    assert len(programs) >= 2, f"{name}: only {len(programs)} distinct program(s) checked"
+            np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-5, err_msg=f"{label}: {view.nodes[forced].label()}")
+    return len(programs)
 
 
 def _flat(value):
@@ -85,3 +92,24 @@ def test_fusion_rules_compose_to_a_fused_conv():
     choice = GreedyDagExtractor().extract(view, view.roots, OpCount())
     body = lift(low, view, choice.node_of)["main"].body
     assert body.op.name == "nn.conv2d_bias_act" and body.attrs.activation == "relu"
+
+
+@pytest.mark.parametrize("op", ["conv", "dense"])
+def test_merge_rules_saturate_on_many_parallel_calls(op):
+    # four calls with equal attributes on one input: merged calls share that input again, but their
+    # concatenated weights are not leaves, so they never merge again and the run saturates
+    rng = np.random.default_rng(0)
+    if op == "conv":
+        x = relay.var("x", shape=(1, 3, 6, 6))
+        calls = [relay.nn.conv2d(x, relay.const(rng.standard_normal((2 + i, 3, 3, 3)).astype("float32")),
+                                 padding=(1, 1)) for i in range(4)]
+    else:
+        x = relay.var("x", shape=(2, 5))
+        calls = [relay.nn.dense(x, relay.const(rng.standard_normal((2 + i, 5)).astype("float32"))) for i in range(4)]
+    mod = ir.IRModule.from_expr(relay.Tuple(calls))
+    low = lower(mod)
+    report = saturate(low.egraph, RULESETS["merge"], Limits(iterations=20, nodes=10_000, seconds=30))
+    assert report.stop_reason is StopReason.SATURATED, report.stop_reason
+    assert sum(report.applied_per_rule.values()) == 6  # one merge per unordered pair, none nested
+    assert report.enodes < 100
+    assert assert_alternatives_sound(mod, low, f"merge {op}") >= 7

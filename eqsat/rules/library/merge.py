@@ -1,10 +1,19 @@
-"""Multi-pattern rules: two ops that share an input become one wider op and a split (TASO/TENSAT)."""
+"""Multi-pattern rules: two ops that share an input become one wider op and a split (TASO/TENSAT).
+
+Termination: a rule here merges two calls only when each weight's e-class holds a leaf (a
+constant or a graph variable). The merged call's weight is a `concatenate`, whose class holds no
+leaf, so a merged call never takes part in another merge. Each rule therefore adds at most one
+wide call (plus its concatenate, split and two projections) per unordered pair of calls that
+share an input and have leaf weights, and saturates on its own; it never builds three-way or
+deeper merges.
+"""
 
 from __future__ import annotations
 
 from ir import Expr
 from ir.op.registry import make_call
 
+from ...egraph.terms import Kind
 from ..match import Match
 from ..pattern import call, pvars
 from ..rule import rule, ruleset
@@ -13,18 +22,26 @@ __all__ = ["MERGE"]
 
 x, w1, w2 = pvars("x w1 w2")
 
+_LEAF_KINDS = (Kind.CONST, Kind.VAR)
 
-def _distinct_and_ordered(m: Match) -> bool:
-    """Two different roots, each unordered pair once."""
+
+def _holds_leaf(m: Match, name: str) -> bool:
+    """True when the class bound to `name` holds a constant or a graph variable."""
+    terms = m.egraph.class_nodes().get(m.egraph.canonical(m[name]), ())
+    return any(t.kind in _LEAF_KINDS for t in terms)
+
+
+def _mergeable_pair(m: Match) -> bool:
+    """Two different roots, each unordered pair once, both weights leaves (so merges never nest)."""
     a, b = (m.egraph.canonical(r) for r in m.roots)
-    return a < b
+    return a < b and m.dtype("w1") == m.dtype("w2") and _holds_leaf(m, "w1") and _holds_leaf(m, "w2")
 
 
 def _convs_mergeable(m: Match) -> bool:
     c1, c2 = m["c1"], m["c2"]
-    return (_distinct_and_ordered(m) and c1 == c2 and c1.groups == 1 and c1.channels is None
+    return (c1 == c2 and c1.groups == 1 and c1.channels is None
             and c1.data_layout == "NCHW" and c1.kernel_layout == "OIHW"
-            and m.shape("w1")[1:] == m.shape("w2")[1:] and m.dtype("w1") == m.dtype("w2"))
+            and m.shape("w1")[1:] == m.shape("w2")[1:] and _mergeable_pair(m))
 
 
 def _merged_convs(m: Match) -> tuple[Expr, Expr]:
@@ -36,7 +53,7 @@ def _merged_convs(m: Match) -> tuple[Expr, Expr]:
 
 def _denses_mergeable(m: Match) -> bool:
     d1, d2 = m["d1"], m["d2"]
-    return _distinct_and_ordered(m) and d1 == d2 and d1.units is None and m.dtype("w1") == m.dtype("w2")
+    return d1 == d2 and d1.units is None and _mergeable_pair(m)
 
 
 def _merged_denses(m: Match) -> tuple[Expr, Expr]:
