@@ -8,11 +8,13 @@ Parts:
 
 - models (main table): each zoo model is built with its seeded weights (batch-norm folding and
   the latency runs need constant values), lowered and saturated once under the default rules and
-  limits, then every extractor extracts a program for cpu and for cuda from that one e-graph
+  limits, then every extractor extracts a program for cpu, cuda and ort from that one e-graph
   (cuda is priced by its cost model; nothing runs on a GPU). One row per model and target.
 - latency: the program greedy extracts for cpu against the input, on the numpy executor
   (`strategies.build(...).run`) and in ONNX Runtime: the input exported with `to_onnx` and run
-  with ONNX Runtime's graph optimizations on, ours exported and run with them off.
+  with ONNX Runtime's graph optimizations on, ours exported and run with them off, with the
+  standard ops and with ONNX Runtime's contrib ops (`contrib=True`); and the program greedy
+  extracts for the ort target, exported with contrib ops and run with the optimizations off.
 - scaling: `benchmarks.synthetic.dl_dag` programs of growing size; each size runs in a fresh
   process, so its peak resident memory (VmHWM, egglog's native memory included) is its own.
 - ilp: a synthetic program grown by the default rules, and by those plus associativity and
@@ -37,7 +39,7 @@ import numpy as np
 import eqsat
 import ir
 import strategies
-from eqsat.optimize import Saturated, cost_model, extract_program, saturate_program
+from eqsat.optimize import Extracted, Saturated, cost_model, extract_program, saturate_program
 from ir.visitor import count_nodes
 from strategies.tuning import random_value
 
@@ -48,7 +50,7 @@ __all__ = ["MODELS", "TARGETS", "EXTRACTOR_NAMES", "Config", "FULL", "SMALL", "d
            "measure_latency", "measure_model", "synthetic_point", "in_fresh_process", "main"]
 
 MODELS = ("resnet50", "bert", "nasrnn", "nasneta", "inception_v3", "resnext50", "squeezenet", "vgg19")
-TARGETS = ("cpu", "cuda")
+TARGETS = ("cpu", "cuda", "ort")
 EXTRACTOR_NAMES = ("tree", "greedy", "ilp")
 SCALING_RULES = "simplify+folding+fusion"
 SCALING_LIMITS = eqsat.Limits(iterations=50, nodes=2_000_000, seconds=600)
@@ -142,22 +144,34 @@ def _outputs(value: Any) -> list[np.ndarray]:
     return [np.asarray(v) for v in (value if isinstance(value, (tuple, list)) else [value])]
 
 
-def measure_latency(mod: ir.IRModule, params: Mapping[str, Any], optimized: ir.IRModule,
-                    optimized_params: Mapping[str, Any], repeat: int) -> dict[str, Any]:
-    """Median milliseconds of the input and the optimized program, numpy executor and ONNX Runtime."""
+def measure_latency(mod: ir.IRModule, params: Mapping[str, Any], ours: Extracted, ours_ort: Extracted,
+                    repeat: int) -> dict[str, Any]:
+    """Median milliseconds of the input and our programs, numpy executor and ONNX Runtime.
+
+    `ours` is extracted for cpu: it runs on the numpy executor and, exported with the standard
+    ops and with ONNX Runtime's contrib ops, in ONNX Runtime. `ours_ort` is extracted for the ort
+    target and runs in ONNX Runtime exported with contrib ops (the program shipped to it).
+    """
     inputs = data_inputs(mod, params)
-    original, ours = strategies.build(mod, "cpu", params), strategies.build(optimized, "cpu", optimized_params)
+    original, built = strategies.build(mod, "cpu", params), strategies.build(ours.mod, "cpu", ours.params)
     row: dict[str, Any] = medians_ms({"numpy_input_ms": partial(original.run, **inputs),
-                                      "numpy_ours_ms": partial(ours.run, **inputs)}, repeat)
+                                      "numpy_ours_ms": partial(built.run, **inputs)}, repeat)
     row["numpy_speedup"] = row["numpy_input_ms"] / row["numpy_ours_ms"]
-    exported = {"input": ir.frontend.to_onnx(mod, params), "ours": ir.frontend.to_onnx(optimized, optimized_params)}
+    exported = {"input": ir.frontend.to_onnx(mod, params), "ours": ir.frontend.to_onnx(ours.mod, ours.params)}
     sessions = {f"ort_{program}_{'on' if on else 'off'}_ms": _ort_session(model, on)
                 for program, model in exported.items() for on in (True, False)}
+    sessions["ort_ours_contrib_off_ms"] = _ort_session(ir.frontend.to_onnx(ours.mod, ours.params, contrib=True), False)
+    sessions["ort_ours_ort_contrib_off_ms"] = _ort_session(
+        ir.frontend.to_onnx(ours_ort.mod, ours_ort.params, contrib=True), False)
     row.update(medians_ms({name: partial(session.run, None, inputs) for name, session in sessions.items()}, repeat))
     row["ort_speedup"] = row["ort_input_on_ms"] / row["ort_ours_off_ms"]
+    row["ort_contrib_speedup"] = row["ort_input_on_ms"] / row["ort_ours_contrib_off_ms"]
+    row["ort_target_speedup"] = row["ort_input_on_ms"] / row["ort_ours_ort_contrib_off_ms"]
     want = _outputs(original.run(**inputs))
-    got = _outputs(sessions["ort_ours_off_ms"].run(None, inputs))
-    row["max_abs_diff"] = max(float(np.max(np.abs(a - b))) for a, b in zip(got, want))
+    for column, session in (("max_abs_diff", "ort_ours_off_ms"), ("max_abs_diff_contrib", "ort_ours_contrib_off_ms"),
+                            ("max_abs_diff_ort_target", "ort_ours_ort_contrib_off_ms")):
+        got = _outputs(sessions[session].run(None, inputs))
+        row[column] = max(float(np.max(np.abs(a - b))) for a, b in zip(got, want))
     return row
 
 
@@ -173,14 +187,13 @@ def measure_model(name: str, small: bool, repeat: int) -> tuple[list[dict[str, A
     common = {"model": label, "ir_nodes": count_nodes(mod["main"]), "enodes": report.enodes,
               "eclasses": report.eclasses, "iterations": report.iterations, "stop": str(report.stop_reason),
               "lower_s": stopwatch.seconds["pipeline"] - report.seconds, "saturate_s": report.seconds}
-    rows = []
+    rows, greedy = [], {}
     for target in TARGETS:
         row, programs = _extraction_row(sat, target)
         row["saturate_greedy_s"] = report.seconds + row["greedy_s"]
         rows.append({**common, **row})
-        if target == "cpu":
-            measured = programs["greedy"]
-    latency = {"model": label, **measure_latency(mod, params, measured.mod, measured.params, repeat)}
+        greedy[target] = programs["greedy"]
+    latency = {"model": label, **measure_latency(mod, params, greedy["cpu"], greedy["ort"], repeat)}
     print(f"{label}: {report.summary()}", file=sys.stderr, flush=True)
     return rows, latency
 
@@ -261,7 +274,9 @@ MODEL_COLUMNS = ("model", "target", "ir_nodes", "enodes", "eclasses", "iteration
                  "tree_s", "greedy_s", "ilp_s", "saturate_greedy_s", "cost_before", "cost_tree", "cost_greedy",
                  "cost_ilp", "gain_greedy", "ilp_gap", "ilp_status")
 LATENCY_COLUMNS = ("model", "numpy_input_ms", "numpy_ours_ms", "numpy_speedup", "ort_input_on_ms", "ort_ours_off_ms",
-                   "ort_speedup", "ort_input_off_ms", "ort_ours_on_ms", "max_abs_diff")
+                   "ort_speedup", "ort_ours_contrib_off_ms", "ort_contrib_speedup", "ort_ours_ort_contrib_off_ms",
+                   "ort_target_speedup", "ort_input_off_ms", "ort_ours_on_ms", "max_abs_diff", "max_abs_diff_contrib",
+                   "max_abs_diff_ort_target")
 SCALING_COLUMNS = ("size", "ir_nodes", "enodes", "eclasses", "iterations", "stop", "generate_s", "lower_s",
                    "saturate_s", "view_s", "costs_s", "tree_s", "greedy_s", "ilp_s", "ilp_status", "baseline_rss_mb",
                    "peak_rss_mb")
@@ -286,20 +301,28 @@ Models: default rules (simplify, folding, fusion, merge), default limits ({limit
 `lower_s`: lowering plus the two e-graph snapshots (`saturate_program` minus saturation);
 `saturate_s`: the runner's own clock. `*_s` per extractor: extraction alone
 (per-node costs excluded). Costs are µs from `strategies.CostModel(target)` (roofline
-estimates, no tuning log); `cost_before` is the input program, `cost_<extractor>` the extracted
+estimates, no tuning log; ort is the cpu roofline plus ONNX Runtime's fused contrib forms);
+`cost_before` is the input program, `cost_<extractor>` the extracted
 one (never worse: the input is kept when an extractor loses to it); `gain_greedy` = cost_before /
 cost_greedy. `ilp_gap`: HiGHS's relative MIP gap (0 = proven optimal); `greedy kept` means the
 ILP stopped without a better solution."""
 
 LATENCY_NOTES = """\
 Median of at least {repeat} runs (fast programs: of 0.5 s of runs) after a warm-up, in ms, the
-programs of one row run in alternation; the program is the one greedy extracts for cpu. numpy:
+programs of one row run in alternation; "ours" is the program greedy extracts for cpu. numpy:
 `strategies.build(mod, "cpu")`, input vs ours. ONNX Runtime {ort}, CPU provider, default
 threads without spinning: `ort_input_on_ms` runs the input exported by `to_onnx` with ONNX
-Runtime's graph optimizations on (its own fusions), `ort_ours_off_ms` runs ours with them off,
-so `ort_speedup` = input-on / ours-off compares our rewrites with ONNX Runtime's. The other two
-columns are for context. `max_abs_diff`: ours in ONNX Runtime against the input on the numpy
-executor."""
+Runtime's graph optimizations on (its own fusions), `ort_ours_off_ms` runs ours exported with
+standard ONNX ops with them off, so `ort_speedup` = input-on / ours-off compares our rewrites
+with ONNX Runtime's. `ort_ours_contrib_off_ms`: ours exported with `contrib=True` (fused forms
+as ONNX Runtime's com.microsoft ops: FusedConv, FusedGemm, FusedMatMul, BiasGelu,
+SkipLayerNormalization), optimizations off; `ort_contrib_speedup` = input-on / that.
+`ort_ours_ort_contrib_off_ms`: the program greedy extracts for the ort target (whose cost model
+prices those contrib forms) from the same e-graph, exported with `contrib=True`, optimizations
+off; `ort_target_speedup` = input-on / that. `ort_input_off_ms` and `ort_ours_on_ms` (ours,
+standard ops, optimizations on) are for context. `max_abs_diff`, `max_abs_diff_contrib`,
+`max_abs_diff_ort_target`: largest absolute difference of the outputs of the three
+optimizations-off runs of ours against the input on the numpy executor."""
 
 SCALING_NOTES = """\
 `dl_dag` programs (benchmarks/synthetic.py: conv/batch-norm/relu, conv/bias/relu, 1x1 and 3x3

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 
-import numpy as np
 import pytest
 
 import eqsat
@@ -41,13 +40,18 @@ def test_synthetic_point_reports_sizes_times_and_memory():
 
 
 def test_model_rows_compare_extractors_and_measure_both_runtimes():
-    rows, latency = bench_eqsat.measure_model("squeezenet", small=True, repeat=1)
+    rows, latency = bench_eqsat.measure_model("bert", small=True, repeat=1)
     assert [r["target"] for r in rows] == list(bench_eqsat.TARGETS)
     for r in rows:
         assert r["cost_ilp"] <= r["cost_greedy"] + 1e-6 <= r["cost_before"] + 2e-6
         assert r["saturate_greedy_s"] == pytest.approx(r["saturate_s"] + r["greedy_s"])
+    cost = {r["target"]: r["cost_greedy"] for r in rows}
+    assert cost["ort"] < cost["cpu"]  # the ort target prices SkipLayerNormalization, which bert's blocks fuse to
     assert set(bench_eqsat.LATENCY_COLUMNS) <= set(latency)
-    assert latency["max_abs_diff"] < 1e-3 and np.isfinite(latency["ort_speedup"])
+    for ratio, ours in (("ort_speedup", "ort_ours_off_ms"), ("ort_contrib_speedup", "ort_ours_contrib_off_ms"),
+                        ("ort_target_speedup", "ort_ours_ort_contrib_off_ms")):
+        assert latency[ratio] == pytest.approx(latency["ort_input_on_ms"] / latency[ours])
+    assert max(latency["max_abs_diff"], latency["max_abs_diff_contrib"], latency["max_abs_diff_ort_target"]) < 1e-3
 
 
 def test_sections_follow_the_main_table(tmp_path, monkeypatch):
