@@ -6,7 +6,7 @@ import numpy as np
 from hypothesis import strategies as st
 
 from ir import relay
-from ir.expr import Call, Expr, Tuple, TupleGetItem, Var
+from ir.expr import Call, Expr, Tuple, TupleGetItem
 from ir.op.registry import Op
 from ir.visitor import deep_copy
 
@@ -54,7 +54,3 @@ def mutate_root(expr: Expr) -> Expr:
     if isinstance(expr, Call) and isinstance(expr.op, Op) and expr.op.name == "sigmoid":
         return relay.tanh(expr.args[0])
     return relay.sigmoid(expr)
-
-
-def is_var(e: Expr) -> bool:
-    return isinstance(e, Var)
