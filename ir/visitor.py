@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Callable, Container, Iterator, Mapping, Sequence
+from typing import Any, Callable, Container, Iterable, Iterator, Mapping, Sequence
 
 import numpy as np
 
 from .expr import Call, Constant, Expr, Function, If, Let, Tuple, TupleGetItem, Var
 
-__all__ = ["children", "operands", "post_order", "free_vars", "with_children", "rebuild", "deep_copy", "bind", "bind_params_by_name", "count_nodes"]
+__all__ = ["children", "operands", "post_order", "post_order_from", "free_vars", "with_children", "rebuild", "deep_copy", "bind", "bind_params_by_name", "count_nodes"]
 
 
 def children(expr: Expr) -> tuple[Expr, ...]:
@@ -43,24 +43,32 @@ def post_order(expr: Expr, successors: Callable[[Expr], Sequence[Expr]] = childr
     """Every node reachable from `expr` once, successors before the node, in recursive-DFS order.
 
     Iterative, so graphs thousands of nodes deep are fine. Nodes in `stop` (a container, or a
-    predicate) are neither yielded nor entered; `successors` defaults to `children` (use `operands` to visit binders too). Works for
-    any identity-hashed node type given its `successors` (patterns too).
+    predicate) are neither yielded nor entered; `successors` defaults to `children` (use `operands`
+    to visit binders too). Works for any hashable node type given its `successors` (patterns,
+    e-class ids).
     """
+    return post_order_from((expr,), successors, stop)
+
+
+def post_order_from(starts: Iterable[Any], successors: Callable[[Any], Sequence[Any]] = children,
+                    stop: Container[Any] | Callable[[Any], bool] = ()) -> Iterator[Any]:
+    """`post_order` from several starts, each node once across all of them, starts in order."""
     stopped = stop if callable(stop) else stop.__contains__
-    seen: set[Expr] = set()
-    stack: list[tuple[Expr, bool]] = [(expr, False)]
-    while stack:
-        node, expanded = stack.pop()
-        if expanded:
-            yield node
-            continue
-        if node in seen or stopped(node):
-            continue
-        seen.add(node)
-        stack.append((node, True))
-        for succ in reversed(successors(node)):
-            if succ not in seen:
-                stack.append((succ, False))
+    seen: set = set()
+    for start in starts:
+        stack: list[tuple[Any, bool]] = [(start, False)]
+        while stack:
+            node, expanded = stack.pop()
+            if expanded:
+                yield node
+                continue
+            if node in seen or stopped(node):
+                continue
+            seen.add(node)
+            stack.append((node, True))
+            for succ in reversed(successors(node)):
+                if succ not in seen:
+                    stack.append((succ, False))
 
 
 def count_nodes(expr: Expr) -> int:

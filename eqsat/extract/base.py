@@ -12,6 +12,7 @@ from typing import Any, ClassVar, Literal, Mapping, Protocol, Sequence
 
 from ir import Attrs
 from ir.types import Type
+from ir.visitor import post_order_from
 
 from ..egraph.view import ClassId, EGraphView, NodeId
 from ..errors import ExtractionError
@@ -126,20 +127,7 @@ class Choice:
 
 def _children_first(view: EGraphView, node_of: Mapping[ClassId, NodeId], roots: Sequence[ClassId]) -> list[ClassId]:
     """Reachable classes of an acyclic choice, every class after its children."""
-    order: list[ClassId] = []
-    done: set[ClassId] = set()
-    stack: list[tuple[ClassId, bool]] = [(r, False) for r in reversed(roots)]
-    while stack:
-        c, expanded = stack.pop()
-        if c in done:
-            continue
-        if expanded:
-            done.add(c)
-            order.append(c)
-            continue
-        stack.append((c, True))
-        stack.extend((k, False) for k in reversed(view.nodes[node_of[c]].children) if k not in done)
-    return order
+    return list(post_order_from(roots, lambda c: view.nodes[node_of[c]].children))
 
 
 def _find_cycle(view: EGraphView, node_of: Mapping[ClassId, NodeId], classes: Sequence[ClassId]) -> list[ClassId]:

@@ -31,6 +31,7 @@ import ir
 from ir import Expr, Var
 from ir.dataflow_pattern import DFPattern, DFPatternCallback
 from ir.dataflow_pattern.indexed_graph import IndexedGraph
+from ir.visitor import post_order_from
 
 from ..egraph.egraph import EGraph, build_node
 from ..egraph.query import QVar
@@ -127,21 +128,7 @@ class _Builder:
 
 def _children_first(defining: Mapping[QVar, Any]) -> list[QVar]:
     """The atoms' output variables, each after the atom variables its e-node uses."""
-    order: list[QVar] = []
-    done: set[QVar] = set()
-    for start in defining:
-        stack = [(start, False)]
-        while stack:
-            var, expanded = stack.pop()
-            if var in done:
-                continue
-            if expanded:
-                done.add(var)
-                order.append(var)
-                continue
-            stack.append((var, True))
-            stack.extend((k, False) for k in defining[var].children if k in defining and k not in done)
-    return order
+    return list(post_order_from(defining, lambda var: [k for k in defining[var].children if k in defining]))
 
 
 def _node(egraph: EGraph, kind: Kind, payload: tuple, kids: list) -> Any:
