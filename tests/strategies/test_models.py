@@ -45,7 +45,7 @@ def light_models() -> list[Path]:
 
 @pytest.mark.parametrize("path", light_models(), ids=lambda p: p.stem)
 def test_onnx_light_model_matches_onnx_runtime(path):
-    frontend = pytest.importorskip("ir.frontend")
+    from ir import frontend
     import onnxruntime as ort
 
     mod, params = frontend.from_onnx(str(path))

@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import pytest
-
 import ir
-from ir import relay
+from ir import models, relay
 from ir.dataflow_pattern import (
     DFPatternCallback,
     DominatorPattern,
@@ -71,11 +69,7 @@ def test_partition_and_rewrite_a_deep_chain():
 
 
 def zoo_graphs():
-    models = pytest.importorskip("ir.models")
-    names = getattr(models, "list_models", lambda: [])()
-    if not names:
-        pytest.skip("the model zoo lists no models")
-    for name in names:
+    for name in models.list_models():
         mod, _ = models.get(name, small=True)
         yield name, mod["main"]
 

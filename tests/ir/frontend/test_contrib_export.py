@@ -11,9 +11,9 @@ import pytest
 import ir
 from ir import relay
 from ir.frontend import to_onnx
+from strategies.interpreter import evaluate
 from tests.ir.frontend.ort_helpers import assert_outputs_close, flat_outputs, graph_inputs, run_ort
 
-evaluate = pytest.importorskip("strategies.interpreter").evaluate
 
 MS = "com.microsoft"
 

@@ -11,12 +11,8 @@ from ir import relay
 from ir.frontend import from_onnx, to_onnx
 from ir.frontend.export_context import EMITTERS
 from tests.ir.frontend.op_cases import CASES, Case
+from strategies.interpreter import evaluate
 from tests.ir.frontend.ort_helpers import assert_outputs_close, flat_outputs, random_value, run_ort
-
-try:
-    from strategies.interpreter import evaluate
-except ImportError:  # the reference interpreter is optional for this test
-    evaluate = None
 
 
 def _ops_in(expr: ir.Expr) -> set[str]:
@@ -55,5 +51,4 @@ def test_op_roundtrip(case: Case):
     if case.ref is not None:
         expected = [np.asarray(e).astype(o.dtype) for e, o in zip(flat_outputs(case.ref(*inputs.values())), outputs)]
         assert_outputs_close(expected, outputs, rel=1e-5)
-    if evaluate is not None:
-        assert_outputs_close(flat_outputs(evaluate(mod, inputs)), outputs, rel=1e-5)
+    assert_outputs_close(flat_outputs(evaluate(mod, inputs)), outputs, rel=1e-5)

@@ -14,9 +14,9 @@ import pytest
 import ir
 from ir import relay
 from ir.frontend import DEFAULT_OPSET, from_onnx, to_onnx
+from strategies.interpreter import evaluate
 from tests.ir.frontend.ort_helpers import assert_outputs_close, flat_outputs, graph_inputs, run_ort
 
-evaluate = pytest.importorskip("strategies.interpreter").evaluate
 
 
 def op_counts(model: onnx.ModelProto) -> Counter:

@@ -8,10 +8,8 @@ import pytest
 from ir.frontend import from_onnx, to_onnx
 from tests.ir.frontend.ort_helpers import assert_outputs_close, flat_outputs, graph_inputs, run_ort
 
-evaluate = pytest.importorskip("strategies.interpreter").evaluate
-models = pytest.importorskip("ir.models")
-if not hasattr(models, "get"):  # pragma: no cover - only while the zoo is being written
-    pytest.skip("ir.models has no get() yet", allow_module_level=True)
+from ir import models
+from strategies.interpreter import evaluate
 
 
 @pytest.mark.parametrize("name", models.list_models())
