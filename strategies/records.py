@@ -6,9 +6,11 @@ One line per measurement (AutoTVM-like):
      "implementation": "conv2d_winograd.cpu", "config": {}, "costs_us": [812.5, 809.1, 815.0],
      "error": 0, "error_msg": "", "timestamp": 1718000000.0}
 
-Reading never crashes on a bad log: a corrupt line, a record of another format version, a
-record for another target or one naming an implementation the target does not offer is
-skipped with a warning (logger "strategies"), and selection goes on without it.
+Reading never crashes on a bad log: each line is checked on its own (UTF-8, JSON, nesting depth,
+finite numbers, the fields and their types, costs finite and non-negative), and a bad line, a
+record of another format version, a record for another target or one naming an implementation the
+target does not offer is skipped with a warning naming `file:line` (logger "strategies"), and
+selection goes on with the rest.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import contextvars
 import enum
 import json
 import logging
+import math
 import os
 import statistics
 from dataclasses import asdict, dataclass
@@ -26,8 +29,8 @@ from typing import Any, Iterable, Iterator, Mapping
 from .strategy import ConfigSpace
 
 __all__ = [
-    "FORMAT_VERSION", "ErrorCode", "TuningRecord", "TuningHistory", "load_records", "append_records",
-    "apply_history_best", "current_history",
+    "FORMAT_VERSION", "ErrorCode", "TuningRecord", "TuningHistory", "SkippedLine", "TuningLog", "read_log",
+    "load_records", "append_records", "apply_history_best", "current_history",
 ]
 
 logger = logging.getLogger("strategies")
@@ -43,9 +46,27 @@ class ErrorCode(enum.IntEnum):
     WRONG_RESULT = 2      # the compute disagreed with the reference kernel
 
 
+def _number(field: str, value: Any, *, non_negative: bool = False) -> float:
+    """`value` as a finite float (non-negative if asked); ValueError naming `field` otherwise."""
+    kind = "a finite non-negative number" if non_negative else "a finite number"
+    if not isinstance(value, (int, float)) or isinstance(value, bool):
+        raise ValueError(f"TuningRecord.{field} must be {kind}, got {type(value).__name__} {value!r}")
+    try:
+        number = float(value)
+    except OverflowError:
+        raise ValueError(f"TuningRecord.{field} must be {kind}, got an integer too large for a float") from None
+    if not math.isfinite(number) or (non_negative and number < 0):
+        raise ValueError(f"TuningRecord.{field} must be {kind}, got {value!r}")
+    return number
+
+
 @dataclass(frozen=True)
 class TuningRecord:
-    """One measurement of one implementation and configuration on one workload."""
+    """One measurement of one implementation and configuration on one workload.
+
+    Building one checks every field: strings, a dict config, int error and version, a finite
+    timestamp and costs that are finite and non-negative (ValueError naming the field otherwise).
+    """
 
     target: str
     workload: str
@@ -57,6 +78,22 @@ class TuningRecord:
     error_msg: str = ""
     timestamp: float = 0.0
     version: int = FORMAT_VERSION
+
+    def __post_init__(self) -> None:
+        for name in ("target", "workload", "op", "implementation", "error_msg"):
+            if not isinstance(getattr(self, name), str):
+                raise ValueError(f"TuningRecord.{name} must be a string, got {type(getattr(self, name)).__name__}")
+        if not isinstance(self.config, dict):
+            raise ValueError(f"TuningRecord.config must be a dict, got {type(self.config).__name__}")
+        for name in ("error", "version"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or isinstance(value, bool):
+                raise ValueError(f"TuningRecord.{name} must be an integer, got {type(value).__name__} {value!r}")
+        if not isinstance(self.costs_us, (tuple, list)):
+            raise ValueError(f"TuningRecord.costs_us must be a sequence of numbers, got {type(self.costs_us).__name__}")
+        costs = tuple(_number(f"costs_us[{i}]", c, non_negative=True) for i, c in enumerate(self.costs_us))
+        object.__setattr__(self, "costs_us", costs)
+        object.__setattr__(self, "timestamp", _number("timestamp", self.timestamp))
 
     @property
     def ok(self) -> bool:
@@ -71,7 +108,7 @@ class TuningRecord:
         data = asdict(self)
         data["costs_us"] = list(self.costs_us)
         data["error"] = int(self.error)
-        return json.dumps(data, sort_keys=True)
+        return json.dumps(data, sort_keys=True, allow_nan=False)
 
     @staticmethod
     def from_json(data: Mapping[str, Any]) -> "TuningRecord":
@@ -82,37 +119,87 @@ class TuningRecord:
                    if k not in data]
         if missing:
             raise ValueError(f"missing field(s) {missing}")
-        costs = data["costs_us"]
-        if not isinstance(costs, list) or not all(isinstance(c, (int, float)) for c in costs):
-            raise ValueError("costs_us must be a list of numbers")
-        if not isinstance(data["config"], dict):
-            raise ValueError("config must be an object")
-        for name in ("target", "workload", "op", "implementation"):
-            if not isinstance(data[name], str):
-                raise ValueError(f"{name} must be a string")
-        return TuningRecord(data["target"], data["workload"], data["op"], data["implementation"], dict(data["config"]),
-                            tuple(float(c) for c in costs), int(data["error"]), str(data.get("error_msg", "")),
-                            float(data.get("timestamp", 0.0)), int(data["version"]))
+        return TuningRecord(data["target"], data["workload"], data["op"], data["implementation"], data["config"],
+                            data["costs_us"], data["error"], data.get("error_msg", ""), data.get("timestamp", 0.0),
+                            data["version"])
+
+
+@dataclass(frozen=True)
+class SkippedLine:
+    """A line of a tuning log that reading left out, and why."""
+
+    path: str
+    line: int
+    reason: str
+
+    @property
+    def where(self) -> str:
+        """`file:line`."""
+        return f"{self.path}:{self.line}"
+
+
+@dataclass(frozen=True)
+class TuningLog:
+    """What `read_log` found in a log: the usable records, in order, and the lines it skipped."""
+
+    records: list[TuningRecord]
+    skipped: list[SkippedLine]
+
+
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise ValueError(f"number {text} is out of range")
+    return value
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a number")
+
+
+def _parse_line(raw: bytes) -> TuningRecord:
+    """The record on one line of a log; ValueError saying what is wrong with the line."""
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as err:
+        raise ValueError(f"invalid UTF-8 at byte {err.start + 1}") from None
+    try:
+        data = json.loads(text, parse_float=_finite_float, parse_constant=_reject_constant)
+    except json.JSONDecodeError as err:
+        raise ValueError(f"invalid JSON: {err.msg} at column {err.colno}") from None
+    except RecursionError:
+        raise ValueError("JSON nested too deeply") from None
+    if isinstance(data, Mapping) and data.get("version", FORMAT_VERSION) != FORMAT_VERSION:
+        raise ValueError(f"format version {data['version']!r}; this version reads {FORMAT_VERSION}")
+    try:
+        return TuningRecord.from_json(data)
+    except ValueError as err:
+        raise ValueError(f"corrupt record: {err}") from None
+
+
+def read_log(path: str | os.PathLike) -> TuningLog:
+    """Every line of a JSON-lines log checked on its own; bad lines are returned as `skipped`, not logged.
+
+    Blank lines are ignored. Raises OSError only when the file cannot be read at all.
+    """
+    records, skipped = [], []
+    with open(path, "rb") as f:
+        for number, raw in enumerate(f, 1):
+            if not raw.strip():
+                continue
+            try:
+                records.append(_parse_line(raw))
+            except ValueError as err:
+                skipped.append(SkippedLine(os.fspath(path), number, str(err)))
+    return TuningLog(records, skipped)
 
 
 def load_records(path: str | os.PathLike) -> list[TuningRecord]:
-    """The well-formed records of the current version in a log; other lines are skipped with a warning."""
-    records = []
-    with open(path, encoding="utf-8") as f:
-        for number, line in enumerate(f, 1):
-            if not line.strip():
-                continue
-            try:
-                record = TuningRecord.from_json(json.loads(line))
-            except (ValueError, TypeError) as err:
-                logger.warning("%s:%d: corrupt tuning record skipped (%s)", path, number, err)
-                continue
-            if record.version != FORMAT_VERSION:
-                logger.warning("%s:%d: tuning record of format version %s skipped (this version reads %d)",
-                               path, number, record.version, FORMAT_VERSION)
-                continue
-            records.append(record)
-    return records
+    """The usable records of a log; each bad line is skipped with a warning naming `file:line` and why."""
+    log = read_log(path)
+    for line in log.skipped:
+        logger.warning("%s: tuning record skipped (%s)", line.where, line.reason)
+    return log.records
 
 
 def append_records(path: str | os.PathLike, records: Iterable[TuningRecord]) -> None:

@@ -154,8 +154,9 @@ def tune(mod: IRModule | Expr, target: Target | str = "cpu", log: str | os.PathL
     """
     target = as_target(target)
     require_device(target)
-    if trials < 1:
-        raise ValueError(f"trials must be >= 1, got {trials}")
+    for name, value in (("trials", trials), ("repeat", repeat)):
+        if value < 1:
+            raise ValueError(f"{name} must be >= 1, got {value}")
     rng = np.random.default_rng(seed)
     written: list[TuningRecord] = []
     for workload, constant in _workload_calls(mod, params):

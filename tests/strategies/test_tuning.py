@@ -117,9 +117,9 @@ def test_bad_records_are_skipped_with_warnings(tmp_path, caplog):
         with apply_history_best(log):
             exe = build(mod, "cpu", params)
     messages = "\n".join(r.getMessage() for r in caplog.records)
-    assert "messy.jsonl:2: corrupt tuning record" in messages
-    assert "messy.jsonl:3: corrupt tuning record skipped (missing field(s)" in messages
-    assert "format version 99" in messages
+    assert "messy.jsonl:2: tuning record skipped (invalid JSON" in messages
+    assert "messy.jsonl:3: tuning record skipped (corrupt record: missing field(s)" in messages
+    assert "messy.jsonl:7: tuning record skipped (format version 99" in messages
     assert "target(s) cuda skipped" in messages
     assert "'conv2d_magic.cpu', which target cpu does not offer" in messages
     assert "{'oc_block': 7}, which is not in conv2d_direct.cpu's space" in messages
@@ -159,6 +159,8 @@ def test_failing_candidates_are_recorded_with_an_error_code(tmp_path, flaky_relu
         assert build(program, "cpu").selections[0].implementation.name == "relu_good"
 
 
-def test_tune_rejects_zero_trials(tmp_path):
-    with pytest.raises(ValueError, match="trials must be >= 1"):
-        tune(relay.nn.relu(relay.var("x", shape=(2,))), "cpu", log=tmp_path / "t.jsonl", trials=0)
+@pytest.mark.parametrize("option", ["trials", "repeat"])
+def test_tune_rejects_zero_trials_and_repeats(tmp_path, option):
+    with pytest.raises(ValueError, match=f"{option} must be >= 1"):
+        tune(relay.nn.relu(relay.var("x", shape=(2,))), "cpu", log=tmp_path / "t.jsonl", **{option: 0})
+    assert not (tmp_path / "t.jsonl").exists()
