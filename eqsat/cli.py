@@ -7,6 +7,10 @@
     eqsat show resnet50 --small --op nn.conv2d_bias_act --depth 2 --max-nodes 30 --dot view.dot
     eqsat rules [SET]
     eqsat models
+
+Options are checked before any work starts. A failure is one line on stderr: exit status 2 for
+input to fix, 1 for an internal error, 130 for Ctrl-C (`--debug` or EQSAT_DEBUG=1 shows the
+traceback instead). Output files are written only when the whole run succeeded, each atomically.
 """
 
 from __future__ import annotations
@@ -14,31 +18,60 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import sys
 from pathlib import Path
-from typing import Sequence
+from typing import Callable, NoReturn, Sequence
 
 import ir
 import strategies
+from strategies.devices import require_device
+from strategies.records import read_log
 from strategies.tuning import program_workloads
 
+from .atomic import write_files
+from .cli_errors import UsageError, failure
 from .compare import compare
-from .errors import EqsatError
+from .errors import EqsatError, RuleError
 from .extract import EXTRACTORS, IlpExtractor, get_extractor, node_costs
 from .limits import Limits
 from .optimize import cost_model, optimize, saturate_program
 from .report import IterationRow
-from .rules.library import RULESETS
+from .rules.library import RULESETS, RuleSet, resolve_rules
 from .visualize import DIRECTIONS, describe_eclass, eclasses_with_op, neighbourhood, render, to_dot
 
 __all__ = ["main", "build_parser"]
 
 
+#: skipped lines of a tuning log named in the CLI's warning, at most
+_SKIPPED_SHOWN = 3
+
+
 def _load(source: str, small: bool) -> tuple[ir.IRModule, dict]:
-    path = Path(source)
-    if source.endswith(".onnx") or path.is_file():
-        return ir.frontend.from_onnx(str(path))
-    return ir.models.get(source, small=small)
+    """A zoo model or an ONNX file (`source` passed `_model`); a file the importer rejects is a `UsageError`."""
+    if source in ir.models.MODELS:
+        return ir.models.get(source, small=small)
+    import onnx
+    try:
+        return ir.frontend.from_onnx(source)
+    except ir.IRError:
+        raise
+    except (ValueError, onnx.checker.ValidationError) as err:
+        raise UsageError(f"cannot import {source}: {err}") from err
+
+
+def _history(path: str) -> strategies.TuningHistory:
+    """The records of a tuning log; skipped lines are summed up in one warning, and a log with no usable
+    line but some bad ones is a `UsageError` (probably not a tuning log at all)."""
+    log = read_log(path)
+    if log.skipped:
+        named = "; ".join(f"{s.where}: {s.reason}" for s in log.skipped[:_SKIPPED_SHOWN])
+        more = f"; and {len(log.skipped) - _SKIPPED_SHOWN} more" if len(log.skipped) > _SKIPPED_SHOWN else ""
+        if not log.records:
+            raise UsageError(f"{path} has no usable tuning record: {named}{more}")
+        print(f"eqsat: warning: {len(log.skipped)} bad line(s) of tuning log {path} skipped: {named}{more}",
+              file=sys.stderr)
+    return strategies.TuningHistory(log.records, path)
 
 
 def _extractor(name: str, ilp_seconds: float):
@@ -57,13 +90,100 @@ def _progress(quiet: bool):
     return show
 
 
-def _int_at_least(minimum: int):
-    def parse(text: str) -> int:
-        value = int(text)
+def _int_at_least(minimum: int) -> Callable[[str], int]:
+    """An argparse type: an integer >= `minimum`."""
+    def integer(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected an integer >= {minimum}, got {text!r}") from None
         if value < minimum:
             raise argparse.ArgumentTypeError(f"must be an integer >= {minimum}, got {value}")
         return value
-    return parse
+    return integer
+
+
+def _seconds(text: str) -> float:
+    """An argparse type: a positive, finite number of seconds."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of seconds, got {text!r}") from None
+    if not (math.isfinite(value) and value > 0):
+        raise argparse.ArgumentTypeError(f"must be a positive finite number of seconds, got {text!r}")
+    return value
+
+
+def _model(text: str) -> str:
+    """An argparse type: a zoo model name or an existing file."""
+    if text in ir.models.MODELS:
+        return text
+    path = Path(text)
+    if path.is_file():
+        return text
+    if path.exists():
+        raise argparse.ArgumentTypeError(f"{text!r} is not a file")
+    if text.endswith(".onnx") or len(path.parts) > 1:
+        raise argparse.ArgumentTypeError(f"no such file {text!r}")
+    raise argparse.ArgumentTypeError(f"unknown model {text!r}; give a zoo model ({', '.join(ir.models.MODELS)}) "
+                                     "or an .onnx file")
+
+
+def _target(ops: bool = True, device: bool = False) -> Callable[[str], str]:
+    """An argparse type: a known target's kind (aliases resolved), or 'ops' when `ops`; with `device`,
+    one whose device this machine has."""
+    def target(text: str) -> str:
+        if ops and text == "ops":
+            return text
+        try:
+            known = strategies.Target(text)
+            if device:
+                require_device(known)
+        except strategies.TargetError as err:
+            raise argparse.ArgumentTypeError(str(err)) from None
+        return known.kind
+    return target
+
+
+def _extractor_name(text: str) -> str:
+    """An argparse type: a registered extractor's name."""
+    try:
+        get_extractor(text)
+    except ValueError as err:
+        raise argparse.ArgumentTypeError(str(err)) from None
+    return text
+
+
+def _rules(text: str) -> RuleSet:
+    """An argparse type: library rule sets joined by '+'."""
+    try:
+        return resolve_rules(text)
+    except RuleError as err:
+        raise argparse.ArgumentTypeError(str(err)) from None
+
+
+def _comma_list(item: Callable[[str], str]) -> Callable[[str], list[str]]:
+    """An argparse type: comma-separated items, each checked by `item`."""
+    def items(text: str) -> list[str]:
+        return [item(part.strip()) for part in text.split(",")]
+    return items
+
+
+def _existing_file(text: str) -> str:
+    """An argparse type: a file that exists."""
+    if not Path(text).is_file():
+        raise argparse.ArgumentTypeError(f"no such file {text!r}")
+    return text
+
+
+def _output_file(text: str) -> str:
+    """An argparse type: a file path whose directory exists (the file itself may not)."""
+    path = Path(text)
+    if path.is_dir():
+        raise argparse.ArgumentTypeError(f"{text!r} is a directory")
+    if not path.parent.is_dir():
+        raise argparse.ArgumentTypeError(f"directory {str(path.parent)!r} of {text!r} does not exist")
+    return text
 
 
 def _limits(args: argparse.Namespace) -> Limits:
@@ -75,8 +195,8 @@ def _finite(x: float) -> float | None:
 
 
 def _cmd_optimize(args: argparse.Namespace) -> int:
+    target = strategies.CostModel(args.target, log=_history(args.log)) if args.log else args.target
     mod, params = _load(args.model, args.small)
-    target = strategies.CostModel(args.target, log=args.log) if args.log else args.target
     res = optimize(mod, params, target=target, rules=args.rules, limits=_limits(args),
                    extractor=_extractor(args.extractor, args.ilp_seconds), progress=_progress(args.quiet),
                    verify=args.verify)
@@ -85,6 +205,7 @@ def _cmd_optimize(args: argparse.Namespace) -> int:
         print(res.explain())
     if args.print:
         print(res.mod.astext())
+    outputs: dict[str, bytes] = {}
     if args.json:
         data = {"model": args.model, "target": res.target, "extractor": res.extractor,
                 "cost_before": _finite(res.cost_before), "cost_after": _finite(res.cost_after),
@@ -92,17 +213,17 @@ def _cmd_optimize(args: argparse.Namespace) -> int:
                 "extractor_info": {k: v if isinstance(v, (int, float, str, bool, type(None))) else str(v)
                                    for k, v in res.info.items()},
                 "report": res.report.to_dict()}
-        Path(args.json).write_text(json.dumps(data, indent=2, default=str) + "\n")
+        outputs[args.json] = (json.dumps(data, indent=2, default=str) + "\n").encode()
     if args.onnx:
-        import onnx
-        onnx.save(ir.frontend.to_onnx(res.mod, res.params, contrib=args.onnx_contrib), args.onnx)
+        outputs[args.onnx] = ir.frontend.to_onnx(res.mod, res.params, contrib=args.onnx_contrib).SerializeToString()
+    write_files(outputs)
     return 0
 
 
 def _cmd_compare(args: argparse.Namespace) -> int:
     mod, params = _load(args.model, args.small)
-    result = compare(mod, params, targets=args.targets.split(","),
-                     extractors=[_extractor(e, args.ilp_seconds) for e in args.extractors.split(",")],
+    result = compare(mod, params, targets=args.targets,
+                     extractors=[_extractor(e, args.ilp_seconds) for e in args.extractors],
                      rules=args.rules, limits=_limits(args), progress=_progress(args.quiet))
     print(result)
     if args.diff:
@@ -111,6 +232,7 @@ def _cmd_compare(args: argparse.Namespace) -> int:
 
 
 def _cmd_tune(args: argparse.Namespace) -> int:
+    earlier = _history(args.log).records if Path(args.log).exists() else []
     mod, params = _load(args.model, args.small)
     if args.optimized:
         res = optimize(mod, params, target=args.target, rules=args.rules, limits=_limits(args),
@@ -122,7 +244,7 @@ def _cmd_tune(args: argparse.Namespace) -> int:
     workloads = [w for w in program_workloads(mod, params) if w.static]
     print(f"tuned {len(workloads)} workload(s) on {args.target}: {len(records)} measurement(s) "
           f"({sum(not r.ok for r in records)} failed) appended to {args.log}")
-    history = strategies.TuningHistory.load(args.log)
+    history = strategies.TuningHistory(earlier + records, args.log)
     target = strategies.Target(args.target)
     for workload in workloads:
         tuned = strategies.select_implementation(workload, target, history)
@@ -154,11 +276,11 @@ def _cmd_show(args: argparse.Namespace) -> int:
     dot = to_dot(hood, name=f"{args.model} e-class {eclass}")
     print(f"view: {len(hood.classes)} e-class(es), {hood.node_count} e-node(s), {len(hood.stubs)} stub(s); "
           f"highlighted: the program {choice.info.get('source', args.extractor)} extracts for {args.target}")
-    if args.dot:
-        Path(args.dot).write_text(dot)
-        print(f"wrote {args.dot}")
     if args.render:
         print(f"wrote {render(dot, args.render)}")
+    if args.dot:
+        write_files({args.dot: dot.encode()})
+        print(f"wrote {args.dot}")
     return 0
 
 
@@ -177,86 +299,137 @@ def _cmd_models(args: argparse.Namespace) -> int:
     return 0
 
 
+class _Formatter(argparse.HelpFormatter):
+    """Help that ends each option's text with its default, unless the default is unset or a flag's off."""
+
+    def _get_help_string(self, action: argparse.Action) -> str:
+        text = action.help or ""
+        if (action.option_strings and action.nargs != 0 and action.default not in (None, argparse.SUPPRESS)
+                and "(default" not in text):
+            text += " (default: %(default)s)"
+        return text
+
+
+class _Parser(argparse.ArgumentParser):
+    """An argument parser whose errors are one line on stderr (exit status 2)."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, formatter_class=_Formatter, **kwargs)
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="eqsat", description="Equality saturation for Relay-style tensor graphs.")
+    """The `eqsat` argument parser: every value is checked here, before any work starts."""
+    parser = _Parser(prog="eqsat", description="Equality saturation for Relay-style tensor graphs.")
     sub = parser.add_subparsers(dest="command", required=True)
 
+    def command(name: str, help: str) -> argparse.ArgumentParser:
+        p = sub.add_parser(name, help=help, description=help)
+        p.add_argument("--debug", action="store_true",
+                       help="on failure show the Python traceback instead of one line (or set EQSAT_DEBUG=1)")
+        return p
+
     def program_args(p: argparse.ArgumentParser) -> None:
-        p.add_argument("model", help="a zoo model name (see `eqsat models`) or an .onnx file")
+        p.add_argument("model", type=_model, help="a zoo model name (see `eqsat models`) or an .onnx file")
         p.add_argument("--small", action="store_true", help="the zoo model's tiny test configuration")
-        p.add_argument("--rules", default="default", help=f"rule sets joined by '+' ({', '.join(sorted(RULESETS))})")
-        p.add_argument("--iterations", type=int, default=Limits.iterations)
-        p.add_argument("--nodes", type=int, default=Limits.nodes)
-        p.add_argument("--seconds", type=float, default=Limits.seconds)
-        p.add_argument("--ilp-seconds", type=float, default=60.0, help="time limit of the ILP extractor")
+        p.add_argument("--rules", type=_rules, default="default",
+                       help=f"rule sets joined by '+' ({', '.join(sorted(RULESETS))})")
+        p.add_argument("--iterations", type=_int_at_least(1), default=Limits.iterations,
+                       help="saturation stops after this many iterations")
+        p.add_argument("--nodes", type=_int_at_least(1), default=Limits.nodes,
+                       help="saturation stops when the e-graph has this many e-nodes")
+        p.add_argument("--seconds", type=_seconds, default=Limits.seconds,
+                       help="saturation stops after this many seconds")
+        p.add_argument("--ilp-seconds", type=_seconds, default=60.0, help="time limit of the ILP extractor")
         p.add_argument("--quiet", action="store_true", help="no per-iteration progress on stderr")
 
-    opt = sub.add_parser("optimize", help="saturate a model and extract the best program for a target")
+    extractors = ", ".join(sorted(EXTRACTORS))
+    opt = command("optimize", "saturate a model and extract the best program for a target")
     program_args(opt)
-    opt.add_argument("--target", default="cpu", help="a strategies target (cpu, cuda, ...) or 'ops'")
-    opt.add_argument("--extractor", default="greedy", choices=sorted(EXTRACTORS))
-    opt.add_argument("--json", help="write the report as JSON to this file")
-    opt.add_argument("--onnx", help="write the optimized program as ONNX to this file")
+    opt.add_argument("--target", type=_target(), default="cpu", help="a strategies target (cpu, cuda, ...) or 'ops'")
+    opt.add_argument("--extractor", default="greedy", choices=sorted(EXTRACTORS), help="how the program is extracted")
+    opt.add_argument("--json", type=_output_file, help="write the report as JSON to this file")
+    opt.add_argument("--onnx", type=_output_file, help="write the optimized program as ONNX to this file")
     opt.add_argument("--onnx-contrib", action="store_true",
                      help="with --onnx: fused ops as ONNX Runtime com.microsoft contrib ops where possible")
-    opt.add_argument("--log", help="a tuning log (see `eqsat tune`) whose measurements the cost model uses")
+    opt.add_argument("--log", type=_existing_file,
+                     help="a tuning log (see `eqsat tune`) whose measurements the cost model uses")
     opt.add_argument("--explain", action="store_true", help="print what each rule and fused op changed and saved")
     check = opt.add_mutually_exclusive_group()
     check.add_argument("--verify", type=_int_at_least(1), default=1, metavar="N",
-                       help="run the result against the input on N seeded random input sets (default 1)")
-    check.add_argument("--no-verify", dest="verify", action="store_const", const=0, help="skip that check")
+                       help="run the result against the input on N seeded random input sets")
+    check.add_argument("--no-verify", dest="verify", action="store_const", const=0, default=argparse.SUPPRESS,
+                       help="skip that check")
     opt.add_argument("--print", action="store_true", help="print the optimized program")
     opt.set_defaults(run=_cmd_optimize)
 
-    cmp_ = sub.add_parser("compare", help="programs for several targets and extractors side by side")
+    cmp_ = command("compare", "programs for several targets and extractors side by side")
     program_args(cmp_)
-    cmp_.add_argument("--targets", default="cpu", help="comma-separated targets")
-    cmp_.add_argument("--extractors", default="greedy", help="comma-separated: " + ", ".join(sorted(EXTRACTORS)))
+    cmp_.add_argument("--targets", type=_comma_list(_target()), default="cpu", help="comma-separated targets")
+    cmp_.add_argument("--extractors", type=_comma_list(_extractor_name), default="greedy",
+                      help=f"comma-separated extractors: {extractors}")
     cmp_.add_argument("--diff", action="store_true", help="print each program's diff against the input")
     cmp_.set_defaults(run=_cmd_compare)
 
-    tune = sub.add_parser("tune", help="measure the implementations of every workload and log the results")
+    tune = command("tune", "measure the implementations of every workload and log the results")
     program_args(tune)
-    tune.add_argument("--target", default="cpu", help="a strategies target (cpu, cuda, ...)")
-    tune.add_argument("--log", default="tuning.jsonl", help="the JSON-lines tuning log to append to")
+    tune.add_argument("--target", type=_target(ops=False, device=True), default="cpu",
+                      help="a strategies target (cpu, cuda, ...) whose device this machine has")
+    tune.add_argument("--log", type=_output_file, default="tuning.jsonl", help="the JSON-lines tuning log to append to")
     tune.add_argument("--trials", type=_int_at_least(1), default=8, help="measurements per workload, at most")
     tune.add_argument("--repeat", type=_int_at_least(1), default=3, help="timed runs per measurement")
     tune.add_argument("--optimized", action="store_true",
                       help="tune the program `optimize` extracts for the target (fused calls included)")
-    tune.add_argument("--extractor", default="greedy", choices=sorted(EXTRACTORS), help="with --optimized")
+    tune.add_argument("--extractor", default="greedy", choices=sorted(EXTRACTORS),
+                      help="how the program is extracted, with --optimized")
     tune.set_defaults(run=_cmd_tune)
 
-    show = sub.add_parser("show", help="describe one e-class of the saturated e-graph and draw its neighbourhood")
+    show = command("show", "describe one e-class of the saturated e-graph and draw its neighbourhood")
     program_args(show)
     where = show.add_mutually_exclusive_group()
-    where.add_argument("--eclass", type=int, help="the e-class id (default: the root)")
+    where.add_argument("--eclass", type=_int_at_least(0), help="the e-class id (default: the root)")
     where.add_argument("--op", help="an e-class holding an e-node of this op (one where the program uses it first)")
     show.add_argument("--depth", type=_int_at_least(0), default=2, help="steps from the e-class")
     show.add_argument("--max-nodes", type=_int_at_least(1), default=40, help="e-nodes drawn, at most")
     show.add_argument("--direction", default="operands", choices=DIRECTIONS, help="which edges a step follows")
-    show.add_argument("--target", default="cpu", help="costs and highlighted program for this target (or 'ops')")
-    show.add_argument("--extractor", default="greedy", choices=sorted(EXTRACTORS))
-    show.add_argument("--dot", help="write the view as Graphviz DOT text to this file")
-    show.add_argument("--render", help="draw the view to this .svg/.png file (needs Graphviz's dot program)")
+    show.add_argument("--target", type=_target(), default="cpu",
+                      help="costs and highlighted program for this target (or 'ops')")
+    show.add_argument("--extractor", default="greedy", choices=sorted(EXTRACTORS),
+                      help="how the highlighted program is extracted")
+    show.add_argument("--dot", type=_output_file, help="write the view as Graphviz DOT text to this file")
+    show.add_argument("--render", type=_output_file,
+                      help="draw the view to this .svg/.png file (needs Graphviz's dot program)")
     show.set_defaults(run=_cmd_show)
 
-    rules = sub.add_parser("rules", help="list the rule sets and their rules")
+    rules = command("rules", "list the rule sets and their rules")
     rules.add_argument("set", nargs="?", help="one rule set")
     rules.set_defaults(run=_cmd_rules)
 
-    models = sub.add_parser("models", help="list the model zoo")
+    models = command("models", "list the model zoo")
     models.set_defaults(run=_cmd_models)
     return parser
 
 
+def _debug(args: argparse.Namespace) -> bool:
+    return args.debug or os.environ.get("EQSAT_DEBUG", "") not in ("", "0")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of the `eqsat` console script; returns the exit status."""
-    args = build_parser().parse_args(argv)
+    """Entry point of the `eqsat` console script; returns the exit status (see the module docstring)."""
+    try:
+        args = build_parser().parse_args(argv)
+    except SystemExit as done:  # --help, or a command line the parser rejected (already reported)
+        return done.code if isinstance(done.code, int) else 2
     try:
         return args.run(args)
-    except (EqsatError, ir.IRError, strategies.StrategyError, LookupError, OSError) as err:
-        print(f"eqsat: error: {err}", file=sys.stderr)
-        return 2
+    except (Exception, KeyboardInterrupt) as err:
+        if _debug(args):
+            raise
+        status, message = failure(err)
+        print(f"eqsat: {message}", file=sys.stderr)
+        return status
 
 
 if __name__ == "__main__":
