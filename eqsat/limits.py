@@ -16,6 +16,7 @@ class StopReason(enum.Enum):
     ITERATION_LIMIT = "iteration_limit"
     NODE_LIMIT = "node_limit"
     TIME_LIMIT = "time_limit"
+    INTERRUPTED = "interrupted"          # Ctrl-C (SIGINT): the best program so far is still extracted
 
     def __str__(self) -> str:
         return self.value

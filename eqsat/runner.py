@@ -6,7 +6,12 @@ its results, type-checks and lowers them, and queues unions; (3) one egglog batc
 nodes and merges classes, which also restores congruence. Limits are checked between phases and
 every few matches while applying, so egglog's lack of node and time limits does not matter. The
 time budget is kept from both sides: applying stops when flushing what is pending would overrun
-it, and the run stops (with `time_limit`) when the next search is predicted to overrun it.
+it, and the run stops (with `time_limit`) when the next search is predicted to overrun it. A
+search that finds far more matches than predicted (associativity on a long chain can find a
+million) is cut short while its rows are read, which is where its time goes, so the budget is
+overrun by at most egglog's own search of one iteration.
+Ctrl-C (SIGINT, when saturating on the main thread) is noted and honoured at the same points as
+the limits: the run stops with `interrupted`, and the e-graph stays consistent for extraction.
 A row that a rule cannot decide yet (`RETRY_LATER`: a dominator region whose path has no
 matching form so far) waits, and is decoded again after the next iteration that changed the
 e-graph; it does not keep a run from saturating.
@@ -14,9 +19,12 @@ e-graph; it does not keep a run from saturating.
 
 from __future__ import annotations
 
+import signal
+import threading
 from collections import Counter
+from contextlib import contextmanager
 from time import perf_counter
-from typing import Callable, Iterable, Sequence
+from typing import Callable, Iterable, Iterator, Sequence
 
 import ir
 from ir import Expr
@@ -32,6 +40,7 @@ from .scheduler import BackoffScheduler, Scheduler
 __all__ = ["saturate", "run_schedule", "prove"]
 
 _CHECK_EVERY = 4  # matches applied between two limit checks
+_ROWS_PER_CHECK = 4096  # match rows queued between two limit checks
 
 
 def _lower_result(egraph: EGraph, res: Result, m: Match, rule: str) -> Handle | None:
@@ -56,28 +65,41 @@ class _Run:
         self.rejected: Counter[str] = Counter()
         self.flush_seconds_per_change = 0.0
         self.search_seconds_per_node = 0.0
+        self.interrupted = False
+        self.truncated = False
+        """the last search stopped reading matches early (time is up or the run was interrupted)."""
         self.start = perf_counter()
 
     def elapsed(self) -> float:
         return perf_counter() - self.start
+
+    def out_of_time(self) -> bool:
+        """True once the time budget is spent or Ctrl-C was pressed."""
+        return self.interrupted or self.elapsed() >= self.limits.seconds
 
     def search(self, active: list[Rule]) -> tuple[dict[str, int], dict[str, list[tuple[object, tuple]]]]:
         """New match counts, and the queue (waiting matches first, then new ones) per active rule."""
         backend = self.egraph.backend
         backend.search(self.keys[r.name][0] for r in active)
         queries = [q for r in active for q, _ in self.keys[r.name][1]]
-        frozen = self.egraph.refresh(queries)
+        frozen = self.egraph.refresh(queries, stop=self.out_of_time)
         backend.clear_matches(self.keys[r.name][0] for r in active)
+        self.truncated = frozen.truncated
         new: dict[str, int] = {}
         queues: dict[str, list[tuple[object, tuple]]] = {}
         for r in active:
             queue = self.deferred.pop(r.name, [])
             waiting, seen = len(queue), self.seen[r.name]
             for qname, mq in self.keys[r.name][1]:
-                for row in sorted(frozen.matches[qname]):
-                    if (qname, row) not in seen:
-                        seen.add((qname, row))
-                        queue.append((mq, row))
+                rows = frozen.matches[qname] if self.truncated else sorted(frozen.matches[qname])
+                for start in range(0, len(rows), _ROWS_PER_CHECK):
+                    if self.truncated or self.out_of_time():
+                        self.truncated = True
+                        break
+                    for row in rows[start:start + _ROWS_PER_CHECK]:
+                        if (qname, row) not in seen:
+                            seen.add((qname, row))
+                            queue.append((mq, row))
             new[r.name] = len(queue) - waiting
             queues[r.name] = queue
         return new, queues
@@ -114,7 +136,7 @@ class _Run:
     def _over(self, enodes_before: int) -> bool:
         """True when the time or node budget would run out once the pending batch is flushed."""
         flush_estimate = self.flush_seconds_per_change * self.egraph.num_pending_changes
-        return (self.elapsed() + flush_estimate >= self.limits.seconds
+        return (self.interrupted or self.elapsed() + flush_estimate >= self.limits.seconds
                 or enodes_before + self.egraph.num_pending >= self.limits.nodes)
 
     def flush(self) -> bool:
@@ -155,12 +177,39 @@ def saturate(egraph: EGraph, rules: Iterable[Rule], limits: Limits = Limits(), *
     """Apply `rules` until saturation or a limit; `goal` stops the run once its two classes merge.
 
     The default scheduler is `BackoffScheduler()`. `progress` is called after every iteration.
+    Ctrl-C stops the run with `StopReason.INTERRUPTED` (a second Ctrl-C raises as usual).
     """
     rules = list(rules)
     names = [r.name for r in rules]
     if len(set(names)) != len(names):
         raise ValueError(f"rule names must be unique, got {sorted(n for n in names if names.count(n) > 1)}")
     run = _Run(egraph, rules, limits, scheduler or BackoffScheduler())
+    with _noting_interrupts(run):
+        return _saturate(run, goal, progress)
+
+
+@contextmanager
+def _noting_interrupts(run: _Run) -> Iterator[None]:
+    """While saturating on the main thread, the first SIGINT sets `run.interrupted` instead of
+    raising in the middle of an update; the previous handler comes back afterwards."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def note(signum, frame) -> None:
+        run.interrupted = True
+        signal.signal(signal.SIGINT, previous)  # a second Ctrl-C is not swallowed
+
+    previous = signal.signal(signal.SIGINT, note)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+def _saturate(run: _Run, goal: tuple[Handle, Handle] | None,
+              progress: Callable[[IterationRow], None] | None) -> Report:
+    egraph, rules, limits = run.egraph, run.rules, run.limits
     initial_enodes, initial_eclasses = egraph.enode_count(), egraph.eclass_count()
     rows: list[IterationRow] = []
     reason: StopReason | None = None
@@ -181,7 +230,7 @@ def saturate(egraph: EGraph, rules: Iterable[Rule], limits: Limits = Limits(), *
             else:
                 admitted[name] = queue
         t1 = perf_counter()
-        applied = run.apply(admitted, enodes)
+        applied = run.apply(admitted, enodes) if not (run.truncated or run.interrupted) else Counter()
         t2 = perf_counter()
         changed = run.flush()
         if changed:
@@ -198,6 +247,10 @@ def saturate(egraph: EGraph, rules: Iterable[Rule], limits: Limits = Limits(), *
             progress(row)
         if goal is not None and egraph.canonical(goal[0]) == egraph.canonical(goal[1]):
             reason = StopReason.GOAL_REACHED
+        elif run.interrupted:
+            reason = StopReason.INTERRUPTED
+        elif run.truncated:
+            reason = StopReason.TIME_LIMIT
         elif not changed and not run.deferred and not run.scheduler.banned(iteration + 1):
             reason = StopReason.SATURATED
         else:

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import enum
 import hashlib
-from typing import Iterable, Mapping
+from typing import Callable, Iterable, Mapping
 
 from ir import Attrs, Call, Constant, Expr, Function, If, Let, Tuple, TupleGetItem, Var, get_op
 from ir.op.registry import Op
@@ -251,10 +251,12 @@ class EGraph:
         return entry[1], entry[2]
 
     # -- reading --------------------------------------------------------------------------------
-    def refresh(self, queries: Iterable[str] = (), read_terms: bool = False) -> Frozen:
-        """Read egglog's database (flushing first): class ids, and optionally nodes and matches."""
+    def refresh(self, queries: Iterable[str] = (), read_terms: bool = False,
+                stop: Callable[[], bool] | None = None) -> Frozen:
+        """Read egglog's database (flushing first): class ids, and optionally nodes and matches
+        (`stop` may end the reading of matches early; see `Backend.freeze`)."""
         self.flush()
-        frozen = self._backend.freeze(read_terms, queries)
+        frozen = self._backend.freeze(read_terms, queries, stop)
         self._canon = dict(frozen.handles)
         self._flushed_terms = len(self._terms) - len(self._pending_terms)
         self._stale = False

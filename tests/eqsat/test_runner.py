@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 import textwrap
@@ -16,6 +17,7 @@ from ir import relay
 from eqsat.egraph.lower import lift, lower
 from eqsat.extract import GreedyDagExtractor, OpCount
 from eqsat.limits import Limits, StopReason
+from eqsat.rules.library import resolve_rules
 from eqsat.rules.pattern import call, pvars
 from eqsat.rules.rule import birewrite, rule, ruleset
 from eqsat.runner import prove, run_schedule, saturate
@@ -71,6 +73,34 @@ def test_time_limit_stops_the_run_near_the_limit():
     report = saturate(low.egraph, AC, Limits(iterations=10**6, nodes=10**8, seconds=2.0))
     assert report.stop_reason is StopReason.TIME_LIMIT
     assert 1.0 <= report.seconds < 6.0, report.summary()  # generous: a loaded machine stretches the last search
+
+
+def test_a_search_that_explodes_is_cut_short_at_the_time_limit():
+    # 20 adds under the library's AC rules: one search finds millions of matches (associativity
+    # both ways); reading them used to take twice the budget
+    e, _ = add_chain(20)
+    low = lower(ir.IRModule.from_expr(e))
+    limit = 4.0
+    report = saturate(low.egraph, resolve_rules("all"), Limits(iterations=10**6, nodes=10**8, seconds=limit))
+    assert report.stop_reason is StopReason.TIME_LIMIT
+    assert report.seconds < limit + 3.0, report.summary()  # the bound is max(10%, 1 s); slack for a loaded machine
+
+
+def test_ctrl_c_stops_the_run_as_interrupted_and_leaves_an_extractable_graph():
+    e, _ = add_chain(12)
+    mod = ir.IRModule.from_expr(e)
+    low = lower(mod)
+
+    def press_ctrl_c(row):
+        if row.iteration == 2:
+            os.kill(os.getpid(), signal.SIGINT)
+
+    report = saturate(low.egraph, AC, Limits(iterations=10**6, nodes=10**8, seconds=60), progress=press_ctrl_c)
+    assert report.stop_reason is StopReason.INTERRUPTED
+    assert report.iterations <= 3
+    program = ir.infer_type(extract(low))
+    assert program["main"].body.checked_type == mod["main"].body.checked_type
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # the handler is restored
 
 
 def test_report_rows_and_text():
