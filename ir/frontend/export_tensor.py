@@ -25,8 +25,10 @@ def emit_reshape(ctx: EmitContext, call: Call, args: Sequence[Value]) -> Value:
 
 @emits("transpose")
 def emit_transpose(ctx: EmitContext, call: Call, args: Sequence[Value]) -> Value:
+    """Transpose; ONNX takes only non-negative `perm` entries, so negative axes are made positive."""
     axes = call.attrs.axes
-    return ctx.node("Transpose", args, perm=None if axes is None else list(axes))
+    ndim = ctx.type_of(call.args[0]).ndim
+    return ctx.node("Transpose", args, perm=None if axes is None else [normalize_axis(a, ndim) for a in axes])
 
 
 @emits("concatenate")

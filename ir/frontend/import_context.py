@@ -3,26 +3,38 @@
 A converter is a function `NodeContext -> Expr | Sequence[Expr]` (one expression per ONNX output it
 supports), registered for one or more op types with `@converter("Relu", ...)`. Every call it builds
 through `ctx.call` is typed at once, so a shape error surfaces while the culprit node is known.
+
+Tensor data is read by a `TensorReader`, which checks a tensor's declared dims against the data it
+holds before allocating, and reads external data only from files inside the model's folder.
+Constants folded at import are capped at `MAX_FOLDED_BYTES` (see `NodeContext.check_fold`).
 """
 
 from __future__ import annotations
 
+import math
+import os
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 import numpy as np
 import onnx
+from onnx.external_data_helper import uses_external_data
 
 from ..expr import Call, Constant, Expr, If, Tuple, TupleGetItem, Var
 from ..op.registry import Op, make_call
 from ..type_infer import infer_type
 from ..types import TensorType, TupleType, Type, is_static
 from .errors import FrontendError
-from .onnx_types import array_of
+from .onnx_types import array_of, dtype_of_elem
 
 if TYPE_CHECKING:
     from .onnx_import import GraphImporter
 
-__all__ = ["NodeContext", "Converter", "CONVERTERS", "converter", "TypeCache"]
+__all__ = ["NodeContext", "Converter", "CONVERTERS", "converter", "TypeCache", "TensorReader", "node_name",
+           "node_label", "MAX_FOLDED_BYTES"]
+
+#: the default cap on the size of one constant folded at import (a `from_onnx` keyword overrides it)
+MAX_FOLDED_BYTES = 256 * 2**20
 
 Converter = Callable[["NodeContext"], "Expr | Sequence[Expr]"]
 
@@ -81,15 +93,89 @@ class TypeCache:
         raise FrontendError(f"cannot type a {type(expr).__name__} during import")
 
 
+def node_name(node: onnx.NodeProto) -> str:
+    """An ONNX node's name, or its first output's when it has none."""
+    return node.name or (node.output[0] if node.output else node.op_type)
+
+
+def node_label(node: onnx.NodeProto) -> str:
+    """How errors name an ONNX node: its name and op type."""
+    return f"node {node_name(node)!r} ({node.op_type})"
+
+
+class TensorReader:
+    """Reads the values of initializers and tensor attributes.
+
+    A tensor's declared dims must match the data it holds, which is checked before anything is
+    allocated. External data is read only from files inside `base_dir` (the model file's folder);
+    with no `base_dir` (a model given as bytes or a `ModelProto`) external data is refused.
+    """
+
+    def __init__(self, base_dir: str | os.PathLike | None):
+        self.base_dir = None if base_dir is None else Path(base_dir).resolve()
+
+    def array(self, tensor: onnx.TensorProto, what: str) -> np.ndarray:
+        """The value of `tensor`; `what` names it in errors (e.g. "initializer 'w'")."""
+        dtype = np.dtype(dtype_of_elem(tensor.data_type, what))
+        if any(d < 0 for d in tensor.dims):
+            raise FrontendError(f"{what} declares negative dims {list(tensor.dims)}")
+        count = math.prod(tensor.dims)
+        if uses_external_data(tensor):
+            data = self._external_bytes(tensor, what, count * dtype.itemsize)
+            return np.frombuffer(data, dtype.newbyteorder("<")).astype(dtype).reshape(tuple(tensor.dims))
+        if tensor.HasField("raw_data"):
+            held, expected, unit = len(tensor.raw_data), count * dtype.itemsize, "bytes of raw data"
+        else:
+            held, expected, unit = len(getattr(tensor, onnx.helper.tensor_dtype_to_field(tensor.data_type))), count, "elements"
+        if held != expected:
+            raise FrontendError(f"{what} declares dims {list(tensor.dims)} ({count} elements, "
+                                f"{count * dtype.itemsize} bytes) but holds {held} {unit}")
+        return array_of(tensor, what)
+
+    def _external_bytes(self, tensor: onnx.TensorProto, what: str, size: int) -> bytes:
+        """The `size` bytes of a tensor's external data, from a file inside `base_dir`."""
+        info = {entry.key: entry.value for entry in tensor.external_data}
+        location = info.get("location", "")
+        if self.base_dir is None:
+            raise FrontendError(f"{what} keeps its data in external file {location!r}, but the model was not "
+                                f"read from a file: pass base_dir=, the folder that holds its external data")
+        if not location:
+            raise FrontendError(f"{what} uses external data but gives no location")
+        if os.path.isabs(location) or Path(location).drive:
+            raise FrontendError(f"{what}: external data location {location!r} is an absolute path; only files "
+                                f"inside the model's folder {str(self.base_dir)!r} are read")
+        path = (self.base_dir / location).resolve()
+        if not path.is_relative_to(self.base_dir):
+            raise FrontendError(f"{what}: external data location {location!r} resolves to {str(path)!r}, outside "
+                                f"the model's folder {str(self.base_dir)!r}")
+        if not path.is_file():
+            raise FrontendError(f"{what}: external data file {location!r} does not exist in {str(self.base_dir)!r}")
+        try:
+            offset, length = int(info.get("offset", 0)), info.get("length")
+            file_size = path.stat().st_size
+            length = file_size - offset if length is None else int(length)
+        except ValueError as err:
+            raise FrontendError(f"{what}: external data offset or length is not an integer ({err})") from None
+        if offset < 0 or length != size or offset + length > file_size:
+            raise FrontendError(f"{what} declares {size} bytes, but its external data is {length} bytes at offset "
+                                f"{offset} of file {location!r} ({file_size} bytes)")
+        try:
+            with open(path, "rb") as file:
+                file.seek(offset)
+                return file.read(length)
+        except OSError as err:
+            raise FrontendError(f"{what}: cannot read external data file {location!r}: {err}") from None
+
+
 _MISSING = object()
 
 
-def _attribute_value(attr: onnx.AttributeProto, where: str) -> Any:
+def _attribute_value(attr: onnx.AttributeProto, reader: TensorReader) -> Any:
     value = onnx.helper.get_attribute_value(attr)
     if isinstance(value, bytes):
         return value.decode("utf-8")
     if isinstance(value, onnx.TensorProto):
-        return array_of(value, f"{where} attribute {attr.name!r}")
+        return reader.array(value, f"attribute {attr.name!r}")
     if isinstance(value, list) and value and isinstance(value[0], bytes):
         return [v.decode("utf-8") for v in value]
     return value
@@ -103,7 +189,7 @@ class NodeContext:
         self.node = node
         self.opset = opset
         self.op_type = node.op_type
-        self.name = node.name or (node.output[0] if node.output else node.op_type)
+        self.name = node_name(node)
         self._attrs = {a.name: a for a in node.attribute}
 
     def describe(self) -> str:
@@ -114,7 +200,7 @@ class NodeContext:
     def attr(self, key: str, default: Any = _MISSING) -> Any:
         """An attribute as a Python value (strings decoded, tensors as numpy arrays)."""
         if key in self._attrs:
-            return _attribute_value(self._attrs[key], self.describe())
+            return _attribute_value(self._attrs[key], self.graph.reader)
         if default is _MISSING:
             raise FrontendError(f"required attribute {key!r} is missing")
         return default
@@ -183,11 +269,28 @@ class NodeContext:
     def item(self, value: Expr, index: int) -> Expr:
         return self.typed(TupleGetItem(value, index))
 
-    @staticmethod
-    def const(value: Any, dtype: str | None = None) -> Constant:
-        """A constant that keeps numpy's dtype unless `dtype` is given."""
+    def const(self, value: Any, dtype: str | None = None) -> Constant:
+        """A constant that keeps numpy's dtype unless `dtype` is given; one over the fold cap is refused
+        (see `check_fold`) before it is copied."""
         arr = np.asarray(value)
+        self.check_fold(arr.shape, arr.dtype if dtype is None else np.dtype(dtype))
         return Constant(arr if dtype is None else arr.astype(dtype))
+
+    def check_fold(self, shape: Sequence[int], dtype: np.dtype | str) -> None:
+        """Refuse a folded constant of `shape` and `dtype` above the import's fold cap, unless it is no
+        larger than one of the node's inputs (a re-layout of data already in memory, e.g. a transposed
+        weight). Converters whose folding allocates (ranges, tiles) call this before computing."""
+        if any(d < 0 for d in shape):
+            raise FrontendError(f"cannot fold a constant of shape {list(shape)}: dims must be non-negative")
+        size = math.prod(shape) * np.dtype(dtype).itemsize
+        limit = self.graph.max_folded_bytes
+        if size <= limit:
+            return
+        largest = max((v.nbytes for v in map(self.graph.static_value, self.inputs()) if v is not None), default=0)
+        if size > largest:
+            raise FrontendError(f"folding gives a constant of shape {list(shape)} and dtype {np.dtype(dtype).name} "
+                                f"({size} bytes), over the {limit}-byte cap on folded constants "
+                                f"(from_onnx(max_folded_bytes=...) raises it)")
 
     def constant_value(self, expr: Expr) -> np.ndarray | None:
         """The value constant folding sees: a constant's, or an integer initializer's even when

@@ -2,7 +2,8 @@
 
 The ops that shape computations are made of (`Shape`, `ConstantOfShape`, `Reshape`, `Concat`,
 `Gather`, `Slice`, `Squeeze`/`Unsqueeze`, `Expand`, ...) fold to constants when their data inputs
-are constant; `Shape` and `Size` fold whenever the input's shape is static.
+are constant; `Shape` and `Size` fold whenever the input's shape is static. A fold that would allocate
+more than the import's cap is refused before it allocates (`NodeContext.check_fold`).
 """
 
 from __future__ import annotations
@@ -67,6 +68,9 @@ def convert_constant(ctx: NodeContext) -> Expr:
 def convert_constant_of_shape(ctx: NodeContext) -> Expr:
     shape = _ints(ctx.static_input(0, "output shape"))
     fill = ctx.attr("value", np.zeros(1, "float32"))
+    if fill.size != 1:
+        raise FrontendError(f"the fill value must hold one element, got shape {list(fill.shape)}")
+    ctx.check_fold(shape, fill.dtype)
     return ctx.const(np.broadcast_to(fill.reshape(-1)[0], shape))  # the constant copies it once
 
 
@@ -86,6 +90,12 @@ def convert_size(ctx: NodeContext) -> Expr:
 @converter("Range")
 def convert_range(ctx: NodeContext) -> Expr:
     start, limit, delta = (ctx.static_input(i, what) for i, what in enumerate(("start", "limit", "delta")))
+    if any(v.size != 1 for v in (start, limit, delta)):
+        raise FrontendError(f"start, limit and delta must be scalars, got shapes "
+                            f"{[list(v.shape) for v in (start, limit, delta)]}")
+    if delta.item() == 0:
+        raise FrontendError("delta must not be 0")
+    ctx.check_fold([max(math.ceil((limit.item() - start.item()) / delta.item()), 0)], start.dtype)
     return ctx.const(np.arange(start.item(), limit.item(), delta.item()).astype(start.dtype))
 
 
@@ -235,6 +245,7 @@ def convert_expand(ctx: NodeContext) -> Expr:
     if not all(known(d) for d in out):
         raise FrontendError(f"expanding shape {ctx.type_of(data).shape_str()} to {target} gives a dynamic shape")
     if (value := ctx.constant_value(data)) is not None:
+        ctx.check_fold(out, value.dtype)
         return ctx.const(np.broadcast_to(value, out))
     if tuple(out) == tuple(shape):
         return data

@@ -6,15 +6,22 @@
 Opsets 9 to the newest the installed `onnx` defines are read; each converter handles the
 attribute-vs-input changes of its op across those opsets. Shape computations whose inputs are all
 constant (`Shape` of a static tensor, `ConstantOfShape`, `Cast`/`Concat`/`Gather`/`Unsqueeze` of
-constants, ...) are folded while importing, so e.g. a `Reshape` target becomes an attribute.
+constants, ...) are folded while importing, so e.g. a `Reshape` target becomes an attribute; a
+folded constant over `max_folded_bytes` is refused before it is allocated.
+
+A model is checked as ONNX Runtime checks it: a value is defined once, nodes may come in any order
+but form no cycle, and each node's inputs, outputs and attribute types follow its op's schema.
+External tensor data is read only from files inside the model's folder (or `base_dir`).
 """
 
 from __future__ import annotations
 
 import difflib
+import functools
+import heapq
 import os
 from pathlib import Path
-from typing import Mapping, Sequence
+from typing import Callable, Iterator, Mapping, Sequence
 
 import numpy as np
 import onnx
@@ -27,13 +34,14 @@ from ..types import TensorType
 from ..visitor import free_vars
 from . import import_control, import_elemwise, import_nn, import_tensor  # noqa: F401  (register converters)
 from .errors import FrontendError
-from .import_context import CONVERTERS, NodeContext, TypeCache
-from .onnx_types import array_of, tensor_type_of
+from .import_context import CONVERTERS, MAX_FOLDED_BYTES, NodeContext, TensorReader, TypeCache, node_label
+from .onnx_types import tensor_type_of
 
 __all__ = ["from_onnx", "load_model", "GraphImporter", "OLDEST_OPSET"]
 
 OLDEST_OPSET = 9
 _DEFAULT_DOMAINS = ("", "ai.onnx")
+_ATTRIBUTE_TYPES = set(onnx.AttributeProto.AttributeType.values())
 
 
 def load_model(model: onnx.ModelProto | str | os.PathLike | bytes) -> onnx.ModelProto:
@@ -42,7 +50,8 @@ def load_model(model: onnx.ModelProto | str | os.PathLike | bytes) -> onnx.Model
     Bytes or files that do not parse, or parse into something without a graph, raise
     `FrontendError` saying the model could not be parsed. The model is not run through
     `onnx.checker` (which rejects, e.g., outputs without a shape that ONNX Runtime accepts):
-    a value that no node defines is reported when a node uses it.
+    a value that no node defines is reported when a node uses it. External tensor data is left
+    where it is; `from_onnx` reads it when it needs the values.
     """
     if isinstance(model, onnx.ModelProto):
         proto, where = model, "the given ModelProto"
@@ -52,7 +61,6 @@ def load_model(model: onnx.ModelProto | str | os.PathLike | bytes) -> onnx.Model
         path = Path(model)
         where = f"file {str(path)!r}"
         proto = _parse(path.read_bytes(), where)
-        onnx.external_data_helper.load_external_data_for_model(proto, str(path.parent))
     else:
         raise TypeError(f"from_onnx takes an onnx.ModelProto, a path or bytes, got {type(model).__name__}")
     if not proto.HasField("graph") or not proto.graph.output:
@@ -77,6 +85,120 @@ def _default_opset(proto: onnx.ModelProto) -> int:
     return opset
 
 
+@functools.lru_cache(maxsize=None)
+def _schema(op_type: str, opset: int, domain: str) -> onnx.defs.OpSchema | None:
+    try:
+        return onnx.defs.get_schema(op_type, opset, domain)
+    except onnx.defs.SchemaError:
+        return None
+
+
+def _check_schema(node: onnx.NodeProto, opset: int) -> None:
+    """Check a node's input and output counts and its attributes (names, types, required ones) against
+    its op's schema at `opset`, as ONNX Runtime does before running a model."""
+    schema = _schema(node.op_type, opset, "")
+    if schema is None:
+        raise FrontendError(f"ONNX op {node.op_type} does not exist in opset {opset}")
+    for what, count, low, high in (("inputs", len(node.input), schema.min_input, schema.max_input),
+                                   ("outputs", len(node.output), schema.min_output, schema.max_output)):
+        if not low <= count <= high:
+            bound = f"{low}" if low == high else f"{low} to {high}"
+            raise FrontendError(f"{node.op_type} takes {bound} {what}, got {count}")
+    seen: set[str] = set()
+    for attr in node.attribute:
+        spec = schema.attributes.get(attr.name)
+        if spec is None:
+            raise FrontendError(f"{node.op_type} has no attribute {attr.name!r} "
+                                f"(its attributes: {', '.join(sorted(schema.attributes)) or 'none'})")
+        if attr.name in seen:
+            raise FrontendError(f"attribute {attr.name!r} is given twice")
+        seen.add(attr.name)
+        if attr.type != spec.type:
+            given = onnx.AttributeProto.AttributeType.Name(attr.type) if attr.type in _ATTRIBUTE_TYPES else attr.type
+            raise FrontendError(f"attribute {attr.name!r} must be of type {spec.type.name}, got {given}")
+    missing = sorted(name for name, spec in schema.attributes.items() if spec.required and name not in seen)
+    if missing:
+        raise FrontendError(f"required attribute(s) {missing} are missing")
+
+
+def _subgraphs(node: onnx.NodeProto) -> Iterator[onnx.GraphProto]:
+    for attr in node.attribute:
+        if attr.HasField("g"):
+            yield attr.g
+        yield from attr.graphs
+
+
+def _used_names(node: onnx.NodeProto) -> Iterator[str]:
+    """The values a node reads: its inputs, and the outer values its subgraphs use."""
+    yield from (name for name in node.input if name)
+    for graph in _subgraphs(node):
+        inside = {v.name for v in graph.input} | {t.name for t in graph.initializer}
+        inside.update(out for n in graph.node for out in n.output)
+        yield from {name for n in graph.node for name in _used_names(n)} - inside
+
+
+def _check_definitions(graph: onnx.GraphProto, outer: Callable[[str], bool]) -> None:
+    """Refuse a value defined twice in `graph` (by graph inputs, initializers or node outputs), or
+    one that shadows a value `outer` (the enclosing graphs) defines."""
+    owners: dict[str, str] = {}
+
+    def define(name: str, owner: str) -> None:
+        first = owners.get(name) or ("a value of the enclosing graph" if outer(name) else None)
+        if first is not None:
+            raise FrontendError(f"value {name!r} is defined twice: by {first} and by {owner}; a value must be "
+                                f"defined once (ONNX Runtime rejects such a model)")
+        owners[name] = owner
+
+    for value in graph.input:
+        define(value.name, f"graph input {value.name!r}")
+    initializers: set[str] = set()
+    for tensor in graph.initializer:  # an initializer may give a graph input its default value
+        if tensor.name in initializers or tensor.name not in owners:
+            define(tensor.name, f"initializer {tensor.name!r}")
+        initializers.add(tensor.name)
+    for node in graph.node:
+        for name in node.output:
+            if name:
+                define(name, node_label(node))
+
+
+def _ordered(nodes: Sequence[onnx.NodeProto]) -> list[onnx.NodeProto]:
+    """`nodes` ordered so that each comes after the nodes whose outputs it uses, in the given order
+    where that allows; a cycle is an error that names its nodes."""
+    producer = {name: i for i, node in enumerate(nodes) for name in node.output if name}
+    deps = [{producer[name] for name in _used_names(node) if name in producer} for node in nodes]
+    users: list[list[int]] = [[] for _ in nodes]
+    for i, dep in enumerate(deps):
+        for j in dep:
+            users[j].append(i)
+    waiting = [len(dep) for dep in deps]
+    ready = [i for i, count in enumerate(waiting) if count == 0]
+    order: list[onnx.NodeProto] = []
+    while ready:
+        i = heapq.heappop(ready)
+        order.append(nodes[i])
+        for user in users[i]:
+            waiting[user] -= 1
+            if waiting[user] == 0:
+                heapq.heappush(ready, user)
+    if len(order) == len(nodes):
+        return order
+    path: list[int] = []  # every node left waits on another left: walking those finds a cycle
+    at: dict[int, int] = {}
+    i = next(i for i, count in enumerate(waiting) if count)
+    while i not in at:
+        at[i] = len(path)
+        path.append(i)
+        i = min(j for j in deps[i] if waiting[j])
+    cycle = path[at[i]:]
+    steps = []
+    for k, user in enumerate(cycle):
+        source = cycle[(k + 1) % len(cycle)]
+        name = next(n for n in _used_names(nodes[user]) if producer.get(n) == source)
+        steps.append(f"{node_label(nodes[user])} uses {name!r} from {node_label(nodes[source])}")
+    raise FrontendError(f"the graph has a cycle: {', '.join(steps)}")
+
+
 class _Unavailable:
     """An ONNX output the converter does not produce (e.g. a training-only statistic)."""
 
@@ -88,13 +210,24 @@ class GraphImporter:
     """Converts the nodes of one ONNX graph, in order; subgraphs (If branches) get a child importer
     that sees the values of its parent."""
 
-    def __init__(self, opset: int, types: TypeCache, param_values: dict[Var, np.ndarray],
-                 parent: "GraphImporter | None" = None):
+    def __init__(self, opset: int, types: TypeCache, param_values: dict[Var, np.ndarray], reader: TensorReader,
+                 max_folded_bytes: int = MAX_FOLDED_BYTES, parent: "GraphImporter | None" = None):
         self.opset = opset
         self.types = types
         self.param_values = param_values  # unfrozen initializers: read where a static value is needed
+        self.reader = reader
+        self.max_folded_bytes = max_folded_bytes
         self.parent = parent
         self.values: dict[str, Expr | _Unavailable] = {}
+
+    def defines(self, name: str) -> bool:
+        """Whether this graph or an enclosing one has defined `name` so far."""
+        scope: GraphImporter | None = self
+        while scope is not None:
+            if name in scope.values:
+                return True
+            scope = scope.parent
+        return False
 
     def lookup(self, name: str) -> Expr:
         scope: GraphImporter | None = self
@@ -130,7 +263,7 @@ class GraphImporter:
             raise FrontendError(f"sparse initializers are not supported ({graph.sparse_initializer[0].values.name!r})")
         params: dict[str, Var] = {}
         for tensor in graph.initializer:
-            value = array_of(tensor, f"initializer {tensor.name!r}")
+            value = self.reader.array(tensor, f"initializer {tensor.name!r}")
             if freeze:
                 self.values[tensor.name] = Constant(value)
             else:
@@ -141,8 +274,10 @@ class GraphImporter:
         return params
 
     def convert_nodes(self, graph: onnx.GraphProto) -> list[Expr]:
-        """Convert every node; returns the graph's outputs."""
-        for node in graph.node:
+        """Convert every node, after checking that each value is defined once and that the nodes form
+        no cycle; returns the graph's outputs."""
+        _check_definitions(graph, self.parent.defines if self.parent else lambda name: False)
+        for node in _ordered(graph.node):
             self.convert(node)
         return [self.lookup(out.name) for out in graph.output]
 
@@ -151,7 +286,7 @@ class GraphImporter:
         if graph.input:
             raise FrontendError(f"subgraph {graph.name!r} has inputs {[v.name for v in graph.input]}; "
                                 f"only If branches (which take none) are supported")
-        child = GraphImporter(self.opset, self.types, self.param_values, parent=self)
+        child = GraphImporter(self.opset, self.types, self.param_values, self.reader, self.max_folded_bytes, self)
         child.add_initializers(graph, freeze=True)
         return child.convert_nodes(graph)
 
@@ -164,6 +299,7 @@ class GraphImporter:
             hint = f"; did you mean {', '.join(close)}?" if close else ""
             raise FrontendError(f"unsupported ONNX op {op!r} in node {ctx.name!r} (opset {self.opset}){hint}")
         try:
+            _check_schema(node, self.opset)
             result = fn(ctx)
         except TypeInferenceError as err:
             raise TypeInferenceError(f"{ctx.describe()}: {err}") from None
@@ -187,7 +323,8 @@ def _input_vars(graph: onnx.GraphProto, shape: Mapping[str, Sequence] | None) ->
 
 
 def from_onnx(model: onnx.ModelProto | str | os.PathLike | bytes, shape: Mapping[str, Sequence] | None = None,
-              freeze_params: bool = True) -> tuple[IRModule, dict[str, np.ndarray]]:
+              freeze_params: bool = True, base_dir: str | os.PathLike | None = None,
+              max_folded_bytes: int = MAX_FOLDED_BYTES) -> tuple[IRModule, dict[str, np.ndarray]]:
     """Import an ONNX model as an `IRModule` whose `main` is typed; returns `(mod, params)`.
 
     `model` is a `ModelProto`, a path or serialized bytes. `shape` overrides input shapes by
@@ -197,9 +334,16 @@ def from_onnx(model: onnx.ModelProto | str | os.PathLike | bytes, shape: Mapping
     initializers feed shape computations, so those fold even unfrozen; one only read that way
     (e.g. a `Reshape` target) is left out of `main` and `params`. `main`
     returns the single graph output, or a tuple of them. Failures raise before anything is returned.
+
+    External tensor data is read from files inside `base_dir`, which defaults to the model file's
+    folder; a model given as bytes or a `ModelProto` needs `base_dir` to use external data. A path
+    that leads outside that folder (`..`, absolute, a symlink) is refused. Constants folded at
+    import may be at most `max_folded_bytes` large.
     """
     proto = load_model(model)
-    importer = GraphImporter(_default_opset(proto), TypeCache(), {})
+    if base_dir is None and isinstance(model, (str, os.PathLike)):
+        base_dir = Path(model).parent
+    importer = GraphImporter(_default_opset(proto), TypeCache(), {}, TensorReader(base_dir), max_folded_bytes)
     inputs = _input_vars(proto.graph, shape)
     for var in inputs:
         importer.values[var.name_hint] = var

@@ -52,7 +52,7 @@ def test_every_light_model_is_found():
 
 def _roundtrip(model: onnx.ModelProto, name: str) -> float:
     """Import, type-check, export; ONNX Runtime on both must agree. Returns the max abs difference."""
-    mod, params = from_onnx(model)
+    mod, params = from_onnx(model, max_folded_bytes=2**30)  # vgg19's ConstantOfShape weights pass 256 MiB
     main = mod["main"]
     assert params == {}
     assert isinstance(main.checked_type, ir.FuncType)
