@@ -9,13 +9,14 @@
     eqsat models
 
 Options are checked before any work starts. A failure is one line on stderr: exit status 2 for
-input to fix, 1 for an internal error, 130 for Ctrl-C (`--debug` or EQSAT_DEBUG=1 shows the
-traceback instead). Output files are written only when the whole run succeeded, each atomically.
+input to fix, 1 for an internal error, 130 for Ctrl-C, 141 (quietly) when stdout's reader went
+away (`--debug` or EQSAT_DEBUG=1 shows the traceback instead). Output files are written only when the whole run succeeded, each atomically.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import math
 import os
@@ -30,7 +31,7 @@ from strategies.records import read_log
 from strategies.tuning import program_workloads
 
 from .atomic import write_files
-from .cli_errors import UsageError, failure
+from .cli_errors import EXIT_BROKEN_PIPE, UsageError, failure
 from .compare import compare
 from .errors import EqsatError, RuleError
 from .extract import EXTRACTORS, IlpExtractor, get_extractor, node_costs
@@ -424,6 +425,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return done.code if isinstance(done.code, int) else 2
     try:
         return args.run(args)
+    except BrokenPipeError:  # whoever read stdout stopped (`eqsat rules | head -1`): stop quietly
+        with contextlib.suppress(OSError, ValueError):
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no second error at exit
+        return EXIT_BROKEN_PIPE
     except (Exception, KeyboardInterrupt) as err:
         if _debug(args):
             raise

@@ -1,7 +1,7 @@
 """How the `eqsat` command reports a failure: one line on stderr and an exit status.
 
 Status 2 is the user's to fix (an option, a model file, a tuning log, a program the engine
-rejects), 1 an internal error to report, 130 an interrupt (Ctrl-C).
+rejects), 1 an internal error to report, 130 an interrupt (Ctrl-C), 141 a closed stdout (like SIGPIPE).
 """
 
 from __future__ import annotations
@@ -11,7 +11,8 @@ import strategies
 
 from .errors import EqsatError
 
-__all__ = ["UsageError", "USER_ERRORS", "EXIT_USER", "EXIT_INTERNAL", "EXIT_INTERRUPTED", "failure"]
+__all__ = ["UsageError", "USER_ERRORS", "EXIT_USER", "EXIT_INTERNAL", "EXIT_INTERRUPTED", "EXIT_BROKEN_PIPE",
+           "failure"]
 
 
 class UsageError(Exception):
@@ -21,6 +22,7 @@ class UsageError(Exception):
 EXIT_INTERNAL = 1
 EXIT_USER = 2
 EXIT_INTERRUPTED = 130
+EXIT_BROKEN_PIPE = 141
 
 #: longest message shown; `--debug` shows the whole traceback
 _MAX_MESSAGE = 2000
