@@ -10,7 +10,8 @@
 
 Options are checked before any work starts. A failure is one line on stderr: exit status 2 for
 input to fix, 1 for an internal error, 130 for Ctrl-C, 141 (quietly) when stdout's reader went
-away (`--debug` or EQSAT_DEBUG=1 shows the traceback instead). Output files are written only when the whole run succeeded, each atomically.
+away (`--debug` or EQSAT_DEBUG=1 shows the traceback instead). Output files are written only
+when the whole run succeeded, each atomically.
 """
 
 from __future__ import annotations
@@ -301,13 +302,12 @@ def _cmd_models(args: argparse.Namespace) -> int:
 
 
 class _Formatter(argparse.HelpFormatter):
-    """Help that ends each option's text with its default, unless the default is unset or a flag's off."""
+    """Help that ends each option's text with its default ("none" when unset); flags are off by default."""
 
     def _get_help_string(self, action: argparse.Action) -> str:
         text = action.help or ""
-        if (action.option_strings and action.nargs != 0 and action.default not in (None, argparse.SUPPRESS)
-                and "(default" not in text):
-            text += " (default: %(default)s)"
+        if action.option_strings and action.nargs != 0 and "(default" not in text:
+            text += " (default: none)" if action.default is None else " (default: %(default)s)"
         return text
 
 

@@ -163,8 +163,9 @@ def test_help_explains_every_option_and_its_default(capsys, name):
         assert action.help and action.help.strip(), action.dest
         for option in action.option_strings:
             assert option in text
-        if action.option_strings and action.nargs != 0 and action.default not in (None, argparse.SUPPRESS):
-            assert f"(default: {action.default})" in text, action.dest
+        if action.option_strings and action.nargs != 0:
+            default = "none" if action.default is None else action.default
+            assert "(default: " in action.help or f"(default: {default})" in text, action.dest
 
 
 def test_interrupt_outside_a_run_leaves_no_output_file(tmp_path, capsys, monkeypatch):
