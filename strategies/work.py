@@ -24,11 +24,12 @@ ASSUMED_DIM = 32
 
 #: ops that numpy and torch run as views: no data moves and no kernel starts
 _VIEWS = {"reshape", "squeeze", "expand_dims", "nn.batch_flatten", "split"}
-#: element-wise ops that cost a transcendental evaluation per element (counted as this many FLOPs)
+#: element-wise ops that cost a transcendental evaluation per element (counted as this many FLOPs); the
+#: piecewise-linear activations (nn.hard_sigmoid, nn.hard_swish) count one FLOP per element like arithmetic
 _TRANSCENDENTAL = {"exp": 8, "log": 8, "tanh": 8, "sigmoid": 8, "erf": 8, "nn.gelu": 12, "nn.bias_gelu": 12,
-                   "power": 8, "sqrt": 4, "rsqrt": 4}
+                   "power": 8, "sqrt": 4, "rsqrt": 4, "nn.silu": 9, "nn.quick_gelu": 10}
 _NORMALIZATION = {"nn.softmax": 5, "nn.log_softmax": 5, "nn.layer_norm": 8, "nn.skip_layer_norm": 9,
-                  "nn.batch_norm": 4}
+                  "nn.batch_norm": 4, "nn.rms_norm": 5}
 
 
 def numel(ty: Type, assumed_dim: int = ASSUMED_DIM) -> int:

@@ -5,6 +5,13 @@
     nn.fused_matmul     -> FusedMatMul(A, B; alpha, transA, transB)
     nn.bias_gelu        -> BiasGelu(A, B)
     nn.skip_layer_norm  -> SkipLayerNormalization(input, skip, gamma[, beta]; epsilon)  (2-D or 3-D data)
+    nn.gelu             -> Gelu(X) exact, FastGelu(X) tanh              (below opset 20, which has `Gelu`)
+    nn.quick_gelu       -> QuickGelu(X; alpha)
+    nn.silu             -> QuickGelu(X; alpha=1)
+
+`nn.rms_norm` has no contrib form: ONNX Runtime registers `SimplifiedLayerNormalization` in the
+standard domain only (where `onnx.checker` rejects it), not in `com.microsoft`; below opset 23
+(`RMSNormalization`) its decomposition is the spelling ONNX Runtime's optimizer fuses into it.
 
 ORT's CPU kernels of these ops take float32 only, and each has shape limits. A contrib emitter
 returns None for a call it cannot express (another dtype, shape or attribute setting, or an
@@ -19,6 +26,7 @@ from typing import Callable, Sequence
 from ..expr import Call
 from ..op.shapes import normalize_axis
 from .export_context import CONTRIB_DOMAIN, EmitContext, Value
+from .export_elemwise import GELU_OPSET
 from .export_nn import ONNX_ACTIVATIONS, cast_to, conv_nchw, from_nchw
 
 __all__ = ["ContribEmitter", "CONTRIB_EMITTERS", "CONTRIB_OPSET"]
@@ -104,3 +112,19 @@ def emit_skip_layer_norm(ctx: EmitContext, call: Call, args: Sequence[Value]) ->
         return None
     inputs = list(args) if attrs.center else list(args[:3])
     return ctx.node("SkipLayerNormalization", inputs, domain=CONTRIB_DOMAIN, epsilon=attrs.epsilon)
+
+
+@_emits_contrib("nn.gelu")
+def emit_gelu(ctx: EmitContext, call: Call, args: Sequence[Value]) -> Value | None:
+    if not _float32(ctx, call) or ctx.opset >= GELU_OPSET:
+        return None
+    return ctx.node("FastGelu" if call.attrs.approximate == "tanh" else "Gelu", args, domain=CONTRIB_DOMAIN)
+
+
+@_emits_contrib("nn.quick_gelu")
+@_emits_contrib("nn.silu")
+def emit_quick_gelu(ctx: EmitContext, call: Call, args: Sequence[Value]) -> Value | None:
+    if not _float32(ctx, call):
+        return None
+    alpha = call.attrs.alpha if call.op.name == "nn.quick_gelu" else 1.0
+    return ctx.node("QuickGelu", args, domain=CONTRIB_DOMAIN, alpha=alpha)

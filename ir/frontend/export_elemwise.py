@@ -8,7 +8,13 @@ from typing import Sequence
 import numpy as np
 
 from ..expr import Call
+from ..op.activation import HARD_SWISH_ALPHA, HARD_SWISH_BETA
 from .export_context import EmitContext, Value, emits
+
+#: the first opset with a `Gelu` op (with the `approximate` attribute)
+GELU_OPSET = 20
+#: the dtypes ONNX Runtime has a `HardSigmoid` kernel for (and so runs `HardSwish` in)
+_HARD_SIGMOID_DTYPES = ("float32", "float16")
 
 _UNARY = {
     "abs": "Abs", "negative": "Neg", "copy": "Identity", "sign": "Sign", "nn.relu": "Relu", "sigmoid": "Sigmoid",
@@ -75,7 +81,44 @@ def gelu(ctx: EmitContext, data: str, approximate: str, dtype: str) -> str:
 
 @emits("nn.gelu")
 def emit_gelu(ctx: EmitContext, call: Call, args: Sequence[Value]) -> Value:
+    """ONNX `Gelu` since opset 20, its formula before."""
+    if ctx.opset >= GELU_OPSET:
+        return ctx.node("Gelu", args, approximate=call.attrs.approximate)
     return gelu(ctx, args[0], call.attrs.approximate, ctx.type_of(call).dtype)
+
+
+def hard_sigmoid(ctx: EmitContext, data: str, alpha: float, beta: float, dtype: str) -> str:
+    """clip(alpha * x + beta, 0, 1): one `HardSigmoid` where ONNX Runtime has its kernel, else the formula."""
+    if dtype in _HARD_SIGMOID_DTYPES:
+        return ctx.node("HardSigmoid", [data], alpha=alpha, beta=beta)
+    linear = ctx.node("Add", [ctx.node("Mul", [data, ctx.const(alpha, dtype)]), ctx.const(beta, dtype)])
+    return ctx.node("Clip", [linear, ctx.const(0.0, dtype), ctx.const(1.0, dtype)])
+
+
+def sigmoid_gate(ctx: EmitContext, data: str, alpha: float, dtype: str) -> str:
+    """x * sigmoid(alpha * x) as `Sigmoid` and `Mul` (SiLU when alpha is 1)."""
+    scaled = data if alpha == 1.0 else ctx.node("Mul", [data, ctx.const(alpha, dtype)])
+    return ctx.node("Mul", [data, ctx.node("Sigmoid", [scaled])])
+
+
+@emits("nn.hard_sigmoid")
+def emit_hard_sigmoid(ctx: EmitContext, call: Call, args: Sequence[Value]) -> Value:
+    return hard_sigmoid(ctx, args[0], call.attrs.alpha, call.attrs.beta, ctx.type_of(call).dtype)
+
+
+@emits("nn.hard_swish")
+def emit_hard_swish(ctx: EmitContext, call: Call, args: Sequence[Value]) -> Value:
+    """ONNX `HardSwish` since opset 14 (where ONNX Runtime runs it), x * HardSigmoid(x) otherwise."""
+    dtype = ctx.type_of(call).dtype
+    if ctx.opset >= 14 and dtype in _HARD_SIGMOID_DTYPES:
+        return ctx.node("HardSwish", args)
+    return ctx.node("Mul", [args[0], hard_sigmoid(ctx, args[0], HARD_SWISH_ALPHA, HARD_SWISH_BETA, dtype)])
+
+
+@emits("nn.silu", "nn.quick_gelu")
+def emit_sigmoid_gate(ctx: EmitContext, call: Call, args: Sequence[Value]) -> Value:
+    alpha = call.attrs.alpha if call.op.name == "nn.quick_gelu" else 1.0
+    return sigmoid_gate(ctx, args[0], alpha, ctx.type_of(call).dtype)
 
 
 def _bound(value: float, dtype: str) -> np.ndarray:

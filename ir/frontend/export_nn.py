@@ -193,6 +193,27 @@ def emit_skip_layer_norm(ctx: EmitContext, call: Call, args: Sequence[Value]) ->
     return _layer_norm(ctx, call, ctx.node("Add", [data, skip]), gamma, beta)
 
 
+#: the first opset with `RMSNormalization`
+RMS_NORM_OPSET = 23
+
+
+@emits("nn.rms_norm")
+def emit_rms_norm(ctx: EmitContext, call: Call, args: Sequence[Value]) -> Value:
+    """`RMSNormalization` over the last axis since opset 23; else x / sqrt(mean(pow(x, 2)) + epsilon) * gamma,
+    the spelling ONNX Runtime's optimizer fuses into its own kernel."""
+    data, gamma = args
+    ty = ctx.type_of(call)
+    axis = normalize_axis(call.attrs.axis, ty.ndim)
+    if axis == ty.ndim - 1 and ctx.opset >= RMS_NORM_OPSET:
+        # stash_type is the precision of the mean of squares: float32 (the default) unless the data is wider
+        stash = ctx.elem(ty.dtype) if ty.dtype == "float64" else None
+        return ctx.node("RMSNormalization", args, axis=-1, epsilon=call.attrs.epsilon, stash_type=stash)
+    square = ctx.node("Pow", [data, ctx.const(2.0, ty.dtype)])
+    mean_square = reduce(ctx, "ReduceMean", square, [axis], keepdims=True)
+    rms = ctx.node("Sqrt", [ctx.node("Add", [mean_square, ctx.const(call.attrs.epsilon, ty.dtype)])])
+    return ctx.node("Mul", [ctx.node("Div", [data, rms]), _channel_vector(ctx, gamma, axis, ty.ndim)])
+
+
 @emits("nn.softmax", "nn.log_softmax")
 def emit_softmax(ctx: EmitContext, call: Call, args: Sequence[Value]) -> Value:
     op_type = "Softmax" if call.op.name == "nn.softmax" else "LogSoftmax"

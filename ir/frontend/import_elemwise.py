@@ -59,13 +59,29 @@ def convert_binary(ctx: NodeContext) -> Expr:
     return ctx.call(op, lhs, rhs)
 
 
+def _as_dtype(ctx: NodeContext, value: Expr, dtype: str) -> Expr:
+    """`value` in `dtype`: a constant converted at import, anything else through a cast."""
+    if ctx.type_of(value).dtype == dtype:
+        return value
+    if (known := ctx.constant_value(value)) is not None:
+        return ctx.const(known, dtype)
+    return ctx.call("cast", value, dtype=dtype)
+
+
 @converter("Pow")
 def convert_pow(ctx: NodeContext) -> Expr:
+    """`power(base, exponent)`, the exponent (which ONNX lets have its own type) in the base's dtype.
+
+    An integer base with a floating-point exponent is raised in float64 and truncated back, as
+    ONNX Runtime computes it.
+    """
     base, exponent = ctx.input(0), ctx.input(1)
     dtype = ctx.type_of(base).dtype
-    if ctx.type_of(exponent).dtype != dtype:  # ONNX lets the exponent have its own type
-        exponent = ctx.call("cast", exponent, dtype=dtype)
-    return ctx.call("power", base, exponent)
+    if np.issubdtype(np.dtype(dtype), np.integer) and np.issubdtype(np.dtype(ctx.type_of(exponent).dtype),
+                                                                    np.floating):
+        wide = ctx.call("power", ctx.call("cast", base, dtype="float64"), _as_dtype(ctx, exponent, "float64"))
+        return ctx.call("cast", wide, dtype=dtype)
+    return ctx.call("power", base, _as_dtype(ctx, exponent, dtype))
 
 
 @converter("Mod")
@@ -143,7 +159,7 @@ def convert_where(ctx: NodeContext) -> Expr:
     return ctx.call("where", cond, x, y)
 
 
-# -- activations that have no IR op of their own ----------------------------------------------------
+# -- activations ------------------------------------------------------------------------------------
 
 @converter("LeakyRelu")
 def convert_leaky_relu(ctx: NodeContext) -> Expr:
@@ -157,14 +173,14 @@ def convert_prelu(ctx: NodeContext) -> Expr:
     return ctx.call("where", ctx.call("less", data, zero), ctx.call("multiply", data, slope), data)
 
 
-@converter("HardSigmoid", "HardSwish")
+@converter("HardSigmoid")
 def convert_hard_sigmoid(ctx: NodeContext) -> Expr:
-    data = ctx.input(0)
-    dtype = ctx.type_of(data).dtype
-    alpha, beta = (ctx.attr("alpha", 0.2), ctx.attr("beta", 0.5)) if ctx.op_type == "HardSigmoid" else (1 / 6, 0.5)
-    linear = ctx.call("add", ctx.call("multiply", data, ctx.const(alpha, dtype)), ctx.const(beta, dtype))
-    gate = ctx.call("clip", linear, a_min=0.0, a_max=1.0)
-    return gate if ctx.op_type == "HardSigmoid" else ctx.call("multiply", data, gate)
+    return ctx.call("nn.hard_sigmoid", ctx.input(0), alpha=ctx.attr("alpha", 0.2), beta=ctx.attr("beta", 0.5))
+
+
+@converter("HardSwish")
+def convert_hard_swish(ctx: NodeContext) -> Expr:
+    return ctx.call("nn.hard_swish", ctx.input(0))
 
 
 @converter("Softplus")

@@ -9,6 +9,7 @@ import numpy as np
 from ..expr import Expr
 from ..op.shapes import known, normalize_axis
 from .errors import FrontendError
+from . import import_einsum  # noqa: F401  (registers the Einsum converter, a matmul lowering)
 from .import_context import NodeContext, converter
 
 
@@ -91,7 +92,8 @@ def convert_global_pool(ctx: NodeContext) -> Expr:
 
 @converter("Gemm")
 def convert_gemm(ctx: NodeContext) -> Expr:
-    """alpha * A' @ B' + beta * C, as nn.dense (B' constant or transposed) or nn.matmul, plus a bias."""
+    """alpha * A' @ B' + beta * C, as nn.dense (B' constant or transposed) or nn.matmul, plus a bias: C of
+    any shape that broadcasts to (M, N) (a vector of N values becomes nn.bias_add)."""
     a, b = ctx.input(0), ctx.input(1)
     alpha, beta = ctx.attr("alpha", 1.0), ctx.attr("beta", 1.0)
     trans_b = bool(ctx.attr("transB", 0))
@@ -113,7 +115,8 @@ def convert_gemm(ctx: NodeContext) -> Expr:
         bias_value = ctx.constant_value(bias)
         bias = (ctx.const(bias_value * np.asarray(beta, dtype)) if bias_value is not None
                 else ctx.call("multiply", bias, ctx.const(beta, dtype)))
-    if ctx.type_of(bias).ndim == 1:
+    bias_shape = ctx.type_of(bias).shape
+    if len(bias_shape) == 1 and bias_shape[0] != 1:  # a vector over N; other shapes broadcast as they are
         return ctx.call("nn.bias_add", out, bias, axis=-1)
     return ctx.call("add", out, bias)
 

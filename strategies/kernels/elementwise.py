@@ -19,6 +19,7 @@ from typing import Any, Callable, Mapping, Sequence
 import numpy as np
 
 from ir.attrs import Attrs
+from ir.op.activation import HARD_SWISH_ALPHA, HARD_SWISH_BETA
 from ir.op.shapes import normalize_axis
 from ir.types import Type
 
@@ -59,6 +60,27 @@ def _clip(attrs: Attrs, ndim: int) -> InPlace:
     return clip
 
 
+def _hard_sigmoid(alpha: float, beta: float) -> InPlace:
+    def hard_sigmoid(x: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+        out = np.multiply(x, x.dtype.type(alpha), out=out)
+        out += x.dtype.type(beta)
+        np.maximum(out, 0, out=out)
+        return np.minimum(out, 1, out=out)
+    return hard_sigmoid
+
+
+def _hard_swish(x: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+    gate = _hard_sigmoid(HARD_SWISH_ALPHA, HARD_SWISH_BETA)(x)  # a temporary: `out` may be `x`
+    return np.multiply(x, gate, out=out)
+
+
+def _sigmoid_gate(alpha: float) -> InPlace:
+    def sigmoid_gate(x: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+        gate = _sigmoid(x) if alpha == 1.0 else _sigmoid(np.multiply(x, x.dtype.type(alpha)))
+        return np.multiply(x, gate, out=out)
+    return sigmoid_gate
+
+
 def _leaky_relu(alpha: float) -> InPlace:
     def leaky_relu(x: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
         scaled = ~(x > 0)  # NaN is scaled too, as in the reference's where(x > 0, x, x * alpha)
@@ -68,9 +90,12 @@ def _leaky_relu(alpha: float) -> InPlace:
 
 
 #: in-place forms of the ops whose reference function is no ufunc (a ufunc is its own in-place form)
-_FIXED_FORMS: dict[str, InPlace] = {"nn.relu": _relu, "sigmoid": _sigmoid, "rsqrt": _rsqrt, "divide": np.divide}
+_FIXED_FORMS: dict[str, InPlace] = {"nn.relu": _relu, "sigmoid": _sigmoid, "rsqrt": _rsqrt, "divide": np.divide,
+                                    "nn.hard_swish": _hard_swish, "nn.silu": _sigmoid_gate(1.0)}
 _ATTR_FORMS: dict[str, Callable[[Attrs, int], InPlace]] = {
-    "nn.bias_add": _bias_add, "clip": _clip, "nn.leaky_relu": lambda attrs, ndim: _leaky_relu(attrs.alpha)}
+    "nn.bias_add": _bias_add, "clip": _clip, "nn.leaky_relu": lambda attrs, ndim: _leaky_relu(attrs.alpha),
+    "nn.hard_sigmoid": lambda attrs, ndim: _hard_sigmoid(attrs.alpha, attrs.beta),
+    "nn.quick_gelu": lambda attrs, ndim: _sigmoid_gate(attrs.alpha)}
 #: the activations of the fused forms (`ir.op.fused.ACTIVATIONS`)
 _ACTIVATIONS: dict[str, InPlace] = {"relu": _relu, "sigmoid": _sigmoid, "tanh": np.tanh}
 

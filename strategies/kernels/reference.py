@@ -19,6 +19,7 @@ from scipy import special
 
 from ir.attrs import Attrs
 from ir.errors import ShapeError
+from ir.op.activation import HARD_SWISH_ALPHA, HARD_SWISH_BETA
 from ir.op.nn import LAYOUTS
 from ir.op.registry import get_op
 from ir.op.shapes import normalize_axes, normalize_axis
@@ -29,7 +30,7 @@ from .layout import from_nchw, pool_padding, to_nchw, weight_to_oihw
 
 __all__ = [
     "Kernel", "reference_kernel", "ops_with_reference", "run_reference", "value_type", "cast_to_type",
-    "apply_activation", "gelu", "reduce_axes", "along_axis", "scale_shift", "UNARY_FUNCTIONS", "BINARY_FUNCTIONS",
+    "apply_activation", "gelu", "hard_sigmoid", "sigmoid_gate", "reduce_axes", "along_axis", "scale_shift", "UNARY_FUNCTIONS", "BINARY_FUNCTIONS",
 ]
 
 Kernel = Callable[..., Any]
@@ -137,6 +138,38 @@ def _leaky_relu(attrs: Attrs, x: np.ndarray) -> np.ndarray:
 @_ref("nn.gelu")
 def _gelu(attrs: Attrs, x: np.ndarray) -> np.ndarray:
     return gelu(x, attrs.approximate)
+
+
+def hard_sigmoid(x: np.ndarray, alpha: float, beta: float) -> np.ndarray:
+    """clip(alpha * x + beta, 0, 1), with alpha and beta in the input's dtype (as ONNX HardSigmoid)."""
+    gate = x * x.dtype.type(alpha) + x.dtype.type(beta)
+    return np.minimum(np.maximum(gate, 0), 1)
+
+
+def sigmoid_gate(x: np.ndarray, alpha: float = 1.0) -> np.ndarray:
+    """x * sigmoid(alpha * x) (SiLU for alpha 1, QuickGelu otherwise); NaN at x = -inf, as the product gives."""
+    scaled = x if alpha == 1.0 else x * x.dtype.type(alpha)
+    return x * UNARY_FUNCTIONS["sigmoid"](scaled)
+
+
+@_ref("nn.hard_sigmoid")
+def _hard_sigmoid(attrs: Attrs, x: np.ndarray) -> np.ndarray:
+    return hard_sigmoid(x, attrs.alpha, attrs.beta)
+
+
+@_ref("nn.hard_swish")
+def _hard_swish(attrs: Attrs, x: np.ndarray) -> np.ndarray:
+    return x * hard_sigmoid(x, HARD_SWISH_ALPHA, HARD_SWISH_BETA)
+
+
+@_ref("nn.silu")
+def _silu(attrs: Attrs, x: np.ndarray) -> np.ndarray:
+    return sigmoid_gate(x)
+
+
+@_ref("nn.quick_gelu")
+def _quick_gelu(attrs: Attrs, x: np.ndarray) -> np.ndarray:
+    return sigmoid_gate(x, attrs.alpha)
 
 
 @_ref("clip")
@@ -375,6 +408,13 @@ def _layer_norm_of(attrs: Attrs, x: np.ndarray, gamma: np.ndarray, beta: np.ndar
 
 
 _ref("nn.layer_norm")(_layer_norm_of)
+
+
+@_ref("nn.rms_norm")
+def _rms_norm(attrs: Attrs, x: np.ndarray, gamma: np.ndarray) -> np.ndarray:
+    axis = normalize_axis(attrs.axis, x.ndim)
+    mean_square = (x * x).mean(axis=axis, keepdims=True)
+    return x / np.sqrt(mean_square + x.dtype.type(attrs.epsilon)) * along_axis(gamma, axis, x.ndim)
 
 
 @_ref("nn.skip_layer_norm")

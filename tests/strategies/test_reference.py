@@ -345,6 +345,70 @@ def test_bias_gelu():
     np.testing.assert_allclose(run("nn.bias_gelu", x, b), gelu(x + b), rtol=1e-5, atol=1e-6)
 
 
+def _sigmoid(v: float) -> float:
+    """The logistic function without overflow: exp of a non-positive argument only."""
+    return 1 / (1 + math.exp(-v)) if v >= 0 else math.exp(v) / (1 + math.exp(v))
+
+
+#: zeros of both signs, infinities, NaN, the kinks of the hard activations, tiny and huge magnitudes
+EDGES = np.array([0.0, -0.0, np.inf, -np.inf, np.nan, 3.0, -3.0, 2.5, -2.5, 2.9999999, 1e-300, -1e-300,
+                  1e300, -1e300, 1e6, -1e6, -40.0, 0.7])
+
+
+def _f32(v: float) -> float:
+    """A float attribute's value: attributes hold float32 values, as ONNX's do."""
+    return float(np.float32(v))
+
+
+@pytest.mark.parametrize("name, attrs, formula", [
+    ("nn.hard_sigmoid", {}, lambda v: min(max(_f32(0.2) * v + 0.5, 0.0), 1.0)),
+    ("nn.hard_sigmoid", {"alpha": 0.3, "beta": 0.25}, lambda v: min(max(_f32(0.3) * v + 0.25, 0.0), 1.0)),
+    ("nn.hard_swish", {}, lambda v: v * min(max(v / 6 + 0.5, 0.0), 1.0)),
+    ("nn.silu", {}, lambda v: v * _sigmoid(v)),
+    ("nn.quick_gelu", {}, lambda v: v * _sigmoid(_f32(1.702) * v)),
+    ("nn.quick_gelu", {"alpha": 1.0}, lambda v: v * _sigmoid(v)),
+], ids=["hard_sigmoid", "hard_sigmoid-attrs", "hard_swish", "silu", "quick_gelu", "quick_gelu-alpha1"])
+def test_activations_on_edge_values(name, attrs, formula):
+    """float64 against the scalar formula, the sign of zeros and NaN at -inf (0 * -inf) included;
+    float32 keeps its dtype and agrees with the float64 result."""
+    x = np.concatenate([EDGES, rand(20, dtype="float64", low=-8.0, high=8.0)])
+    out = run(name, x, **attrs)
+    expected = np.array([formula(float(v)) for v in x])
+    assert out.dtype == np.float64
+    np.testing.assert_allclose(out, expected, rtol=1e-12, atol=0)
+    zeros = expected == 0
+    np.testing.assert_array_equal(np.signbit(out[zeros]), np.signbit(expected[zeros]))
+    with np.errstate(over="ignore"):
+        x32 = x.astype("float32")  # 1e300 becomes inf
+    single = run(name, x32, **attrs)
+    assert single.dtype == np.float32
+    np.testing.assert_allclose(single, [formula(float(v)) for v in x32], rtol=1e-5, atol=1e-7)
+
+
+def _rms_norm_loop(x: np.ndarray, gamma: np.ndarray, axis: int, epsilon: float) -> np.ndarray:
+    out = np.empty_like(x)
+    moved, target = np.moveaxis(x, axis, -1), np.moveaxis(out, axis, -1)
+    for index in np.ndindex(moved.shape[:-1]):
+        row = [float(v) for v in moved[index]]
+        rms = math.sqrt(sum(v * v for v in row) / len(row) + epsilon)  # Python floats: v * v may be inf
+        target[index] = [v / rms * float(g) for v, g in zip(row, gamma)]
+    return out
+
+
+@pytest.mark.parametrize("shape, axis", [((2, 3, 5), -1), ((2, 3, 5), 1), ((4,), 0)])
+@pytest.mark.parametrize("scale", [1.0, 1e150, 1e160])  # the squares of the last overflow: x / inf is 0
+def test_rms_norm_against_loops(shape, axis, scale):
+    x = rand(*shape, dtype="float64", low=-3.0, high=3.0) * scale
+    x.reshape(-1)[0] = 0.0
+    gamma = rand(shape[axis], dtype="float64")
+    out = run("nn.rms_norm", x, gamma, axis=axis, epsilon=1e-3)
+    np.testing.assert_allclose(out, _rms_norm_loop(x, gamma, axis, _f32(1e-3)), rtol=1e-12, atol=0)
+    if scale == 1.0:
+        single = run("nn.rms_norm", x.astype("float32"), gamma.astype("float32"), axis=axis, epsilon=1e-3)
+        assert single.dtype == np.float32
+        np.testing.assert_allclose(single, out, rtol=1e-5, atol=1e-6)
+
+
 def test_every_op_has_a_reference_kernel_and_a_test_here():
     assert ops_with_reference() == ir.list_ops()
     source = open(__file__).read()
