@@ -13,8 +13,9 @@ from .export_context import EmitContext, Value, emits
 
 #: the first opset with a `Gelu` op (with the `approximate` attribute)
 GELU_OPSET = 20
-#: the dtypes ONNX Runtime has a `HardSigmoid` kernel for (and so runs `HardSwish` in)
-_HARD_SIGMOID_DTYPES = ("float32", "float16")
+#: the dtypes ONNX Runtime runs `HardSigmoid` (so `HardSwish`) and `Gelu` in: it has no float64 HardSigmoid
+#: and evaluates a float64 Gelu with float32 constants
+_ORT_ACTIVATION_DTYPES = ("float32", "float16")
 
 _UNARY = {
     "abs": "Abs", "negative": "Neg", "copy": "Identity", "sign": "Sign", "nn.relu": "Relu", "sigmoid": "Sigmoid",
@@ -81,15 +82,16 @@ def gelu(ctx: EmitContext, data: str, approximate: str, dtype: str) -> str:
 
 @emits("nn.gelu")
 def emit_gelu(ctx: EmitContext, call: Call, args: Sequence[Value]) -> Value:
-    """ONNX `Gelu` since opset 20, its formula before."""
-    if ctx.opset >= GELU_OPSET:
+    """ONNX `Gelu` since opset 20, its formula before (and for float64)."""
+    dtype = ctx.type_of(call).dtype
+    if ctx.opset >= GELU_OPSET and dtype in _ORT_ACTIVATION_DTYPES:
         return ctx.node("Gelu", args, approximate=call.attrs.approximate)
-    return gelu(ctx, args[0], call.attrs.approximate, ctx.type_of(call).dtype)
+    return gelu(ctx, args[0], call.attrs.approximate, dtype)
 
 
 def hard_sigmoid(ctx: EmitContext, data: str, alpha: float, beta: float, dtype: str) -> str:
     """clip(alpha * x + beta, 0, 1): one `HardSigmoid` where ONNX Runtime has its kernel, else the formula."""
-    if dtype in _HARD_SIGMOID_DTYPES:
+    if dtype in _ORT_ACTIVATION_DTYPES:
         return ctx.node("HardSigmoid", [data], alpha=alpha, beta=beta)
     linear = ctx.node("Add", [ctx.node("Mul", [data, ctx.const(alpha, dtype)]), ctx.const(beta, dtype)])
     return ctx.node("Clip", [linear, ctx.const(0.0, dtype), ctx.const(1.0, dtype)])
@@ -110,7 +112,7 @@ def emit_hard_sigmoid(ctx: EmitContext, call: Call, args: Sequence[Value]) -> Va
 def emit_hard_swish(ctx: EmitContext, call: Call, args: Sequence[Value]) -> Value:
     """ONNX `HardSwish` since opset 14 (where ONNX Runtime runs it), x * HardSigmoid(x) otherwise."""
     dtype = ctx.type_of(call).dtype
-    if ctx.opset >= 14 and dtype in _HARD_SIGMOID_DTYPES:
+    if ctx.opset >= 14 and dtype in _ORT_ACTIVATION_DTYPES:
         return ctx.node("HardSwish", args)
     return ctx.node("Mul", [args[0], hard_sigmoid(ctx, args[0], HARD_SWISH_ALPHA, HARD_SWISH_BETA, dtype)])
 
