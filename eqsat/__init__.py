@@ -29,6 +29,7 @@ from .limits import Limits, StopReason
 from .optimize import Optimized, optimize
 from .report import IterationRow, Report
 from .rules.callback import CallbackRule, find_matches
+from .rules.check import RuleCheck, check_rule
 from .rules.library import RULESETS, resolve_rules
 from .rules.pattern import avar, call, const_pat, getitem, pvars, tuple_pat
 from .rules.rule import Rule, RuleSet, birewrite, rule, ruleset
@@ -42,7 +43,7 @@ __all__ = [
     "saturate", "run_schedule", "prove", "BackoffScheduler", "SimpleScheduler",
     "EGraph", "EGraphView", "Lowered", "lower", "lift",
     "Rule", "RuleSet", "rule", "birewrite", "ruleset", "pvars", "avar", "call", "const_pat", "tuple_pat", "getitem",
-    "CallbackRule", "find_matches", "RULESETS", "resolve_rules",
+    "CallbackRule", "find_matches", "RULESETS", "resolve_rules", "check_rule", "RuleCheck",
     "Choice", "CostModel", "OpCount", "TreeExtractor", "GreedyDagExtractor", "IlpExtractor", "EXTRACTORS",
     "get_extractor", "node_costs",
     "EqsatError", "LoweringError", "RuleError", "PatternCompileError", "ExtractionError", "VerificationError",

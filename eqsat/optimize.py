@@ -23,6 +23,9 @@ from .runner import saturate
 from .scheduler import Scheduler
 from .verify import Verification, verify as check_program
 
+DEFAULT_TRIALS = 3
+"""input sets `optimize(verify=True)` checks a result on: typical values, edge values, inf and NaN."""
+
 __all__ = ["Optimized", "optimize", "cost_model", "cost_unit", "op_counts", "Saturated", "saturate_program",
            "Extracted", "extract_program"]
 
@@ -182,8 +185,9 @@ def optimize(mod: IRModule, params: Mapping[str, Any] | None = None, *, target: 
 
     `params` are bound as constants while saturating (rules may read weights) and are parameters
     again in the result, with their values in `Optimized.params`. `target` is a `strategies`
-    target name, `"ops"` (count ops), or any `CostModel`. `verify` (default True: one input set;
-    an int: that many) runs the result and the input on seeded random inputs and raises
+    target name, `"ops"` (count ops), or any `CostModel`. `verify` (default True: `DEFAULT_TRIALS`
+    input sets, typical values, edge values, infinities and NaN; an int: that many) runs the
+    result and the input on seeded random inputs (see `eqsat.verify`) and raises
     `VerificationError`, naming the applied rules, if they disagree; a wrong program is never
     returned silently.
     """
@@ -191,7 +195,7 @@ def optimize(mod: IRModule, params: Mapping[str, Any] | None = None, *, target: 
     model = cost_model(target)
     out = extract_program(sat, model, extractor)
     ir.infer_type(out.mod)
-    trials = int(verify)
+    trials = DEFAULT_TRIALS if verify is True else int(verify)
     checked = check_program(mod, params, out.mod, out.params, trials, sat.report) if trials > 0 else None
     return Optimized(out.mod, out.params, sat.report, out.cost_before, out.cost_after, target_name(target),
                      str(getattr(extractor, "name", extractor)), out.choice, out.seconds, dict(out.choice.info),

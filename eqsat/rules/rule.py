@@ -20,7 +20,7 @@ from ..errors import RuleError
 from .match import Match
 from .pattern import Pat, check_template, compile_patterns, instantiate, variables
 
-__all__ = ["MatchQuery", "RETRY_LATER", "Result", "Rule", "Rewrite", "rule", "birewrite", "RuleSet", "ruleset"]
+__all__ = ["DTYPE_GROUPS", "MatchQuery", "RETRY_LATER", "Result", "Rule", "Rewrite", "rule", "birewrite", "RuleSet", "ruleset"]
 
 RETRY_LATER = object()
 """What `MatchQuery.decode` returns for a row that may still match once the e-graph has grown (a
@@ -65,17 +65,35 @@ class Rule(abc.ABC):
 Builder = Callable[[Match], "Expr | Sequence[Expr] | None"]
 
 
+DTYPE_GROUPS: dict[str, frozenset[str]] = {
+    "float": frozenset({"float16", "bfloat16", "float32", "float64"}),
+    "int": frozenset({"int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64"}),
+}
+DTYPE_GROUPS["number"] = DTYPE_GROUPS["float"] | DTYPE_GROUPS["int"]
+
+
 @dataclass(frozen=True, eq=False)
 class Rewrite(Rule):
-    """`lhs -> rhs` when `when(match)`; several left sides make a multi-pattern rule (one rhs each)."""
+    """`lhs -> rhs` when `when(match)`; several left sides make a multi-pattern rule (one rhs each).
+
+    `dtypes` names the dtype group (`DTYPE_GROUPS`: "float", "int", "number") that the first
+    root's result must have for the equality to hold exactly, or None when it holds for every
+    dtype the ops accept; the rule declines matches of other dtypes.
+    """
 
     name: str
     lhs: tuple[Pat, ...]
     rhs: tuple[Pat, ...] | Builder
     when: Callable[[Match], bool] | None = None
+    dtypes: str | None = None
+    exact: bool = True
+    """True: both sides give the same bits for every input; False: they agree within float rounding
+    (the rule reassociates or refolds float arithmetic), which `check_rule` tests with a tolerance."""
     _compiled: tuple = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
+        if self.dtypes is not None and self.dtypes not in DTYPE_GROUPS:
+            raise RuleError(f"{self.name}: unknown dtype group {self.dtypes!r}; choose from {sorted(DTYPE_GROUPS)}")
         bound = set().union(*(variables(p) for p in self.lhs))
         if not callable(self.rhs):
             if len(self.rhs) != len(self.lhs):
@@ -88,6 +106,8 @@ class Rewrite(Rule):
         return self._compiled
 
     def fire(self, m: Match) -> list[Result]:
+        if self.dtypes is not None and getattr(m.root_type(), "dtype", None) not in DTYPE_GROUPS[self.dtypes]:
+            return []
         if self.when is not None and not self.when(m):
             return []
         if callable(self.rhs):
@@ -101,16 +121,20 @@ class Rewrite(Rule):
 
 
 def rule(name: str, lhs: Pat | tuple[Pat, ...], rhs: Pat | tuple[Pat, ...] | Builder,
-         when: Callable[[Match], bool] | None = None) -> Rewrite:
-    """A declarative rewrite; `rhs` may be a template or a function of the match returning IR."""
+         when: Callable[[Match], bool] | None = None, *, dtypes: str | None = None, exact: bool = True) -> Rewrite:
+    """A declarative rewrite; `rhs` may be a template or a function of the match returning IR;
+    `dtypes` restricts it to a dtype group where the equality holds only there; `exact=False`
+    declares an equality up to float rounding."""
     lhs_t = lhs if isinstance(lhs, tuple) else (lhs,)
     rhs_t = rhs if callable(rhs) or isinstance(rhs, tuple) else (rhs,)
-    return Rewrite(name, lhs_t, rhs_t, when)
+    return Rewrite(name, lhs_t, rhs_t, when, dtypes, exact)
 
 
-def birewrite(name: str, a: Pat, b: Pat, when: Callable[[Match], bool] | None = None) -> tuple[Rewrite, Rewrite]:
+def birewrite(name: str, a: Pat, b: Pat, when: Callable[[Match], bool] | None = None, *,
+              dtypes: str | None = None, exact: bool = True) -> tuple[Rewrite, Rewrite]:
     """`a -> b` (named `name`) and `b -> a` (named `name-rev`)."""
-    return rule(name, a, b, when), rule(f"{name}-rev", b, a, when)
+    return (rule(name, a, b, when, dtypes=dtypes, exact=exact),
+            rule(f"{name}-rev", b, a, when, dtypes=dtypes, exact=exact))
 
 
 @dataclass(frozen=True)

@@ -91,7 +91,7 @@ def test_optimize_log_explain_and_verify_flags(tmp_path, capsys):
     out = capsys.readouterr().out
     assert tuned["target"] == estimated["target"] == "cpu"  # the target's name, not "CostModel"
     assert tuned["cost_before"] != estimated["cost_before"]  # measured latencies replace the estimates
-    assert "cost on cpu with greedy" in out and "verified on 2 random input sets" in out
+    assert "cost on cpu with greedy" in out and "verified on 2 input sets (normal, edge)" in out
     # the explanation follows the summary; which fused forms win depends on the measured latencies
     explanation = out.split("verified on 2")[1].splitlines()[1:]
     assert explanation == ["no rule-made node was extracted"] or (explanation and all(

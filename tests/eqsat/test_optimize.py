@@ -81,7 +81,7 @@ def test_verification_with_several_input_sets_records_the_largest_difference():
     v = res.verification
     assert v.trials == 3 and v.max_abs_output > 0
     assert 0 < v.max_abs_diff <= v.tolerance  # folded batch norms round differently, within tolerance
-    assert "verified on 3 random input sets" in res.summary()
+    assert "verified on 3 input sets (normal, edge, nonfinite)" in res.summary()
 
 
 def test_verify_scales_its_tolerance_with_the_outputs_and_requires_nans_in_the_same_places():

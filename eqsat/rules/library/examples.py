@@ -38,7 +38,7 @@ EXAMPLES: dict[str, Callable[[], Expr]] = {
     "transpose-identity": lambda: relay.transpose(_var("x", 2, 3, 4), (0, 1, 2)),
     "reshape-compose": lambda: relay.reshape(relay.reshape(_var("x", 2, 3, 4), (6, 4)), (4, -1)),
     "reshape-noop": lambda: relay.reshape(_var("x", 2, 3), (2, 3)),
-    "add-zero": lambda: relay.add(_var("x", 2, 3), relay.const(np.zeros(3, "float32"))),
+    "add-zero": lambda: relay.add(_var("x", 2, 3), relay.const(np.full(3, -0.0, "float32"))),
     "multiply-one": lambda: relay.multiply(_var("x", 2, 3), relay.const(np.ones((2, 3), "float32"))),
     "add-commute": lambda: relay.add(_var("x", 2, 3), _var("y", 3)),
     "multiply-commute": lambda: relay.multiply(_var("x", 2, 3), _var("y", 2, 1)),

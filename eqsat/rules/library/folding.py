@@ -53,7 +53,7 @@ def _conv_foldable(m: Match) -> bool:
 
 
 FOLDING = ruleset("folding", [
-    rule("batch-norm-to-affine", _bn_call(x), _affine),
+    rule("batch-norm-to-affine", _bn_call(x), _affine, exact=False),
     rule("fold-batch-norm-into-conv", _bn_call(call("nn.conv2d", x, const_pat("w"), bind_attrs="c")), _into_conv,
-         when=_conv_foldable),
+         when=_conv_foldable, exact=False),
 ])

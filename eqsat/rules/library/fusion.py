@@ -6,6 +6,8 @@ kernel reports it as illegal (infinite cost) and gets the portable form from the
 
 from __future__ import annotations
 
+import numpy as np
+
 from ir import Expr
 from ir.op.registry import make_call
 
@@ -54,6 +56,13 @@ def _scaled_matmul(m: Match) -> Expr:
                       "alpha": float(m.const("c").reshape(-1)[0])})
 
 
+def _float32_scalar(m: Match) -> bool:
+    """One scale that the float32 `alpha` attribute holds exactly (integer products must wrap, so
+    the rule is for float matmuls only)."""
+    c = m.const("c")
+    return c.size == 1 and bool(np.float32(c.reshape(-1)[0]) == c.reshape(-1)[0])
+
+
 def _bias_add_as_add(m: Match) -> Expr | None:
     ndim = m.ndim("x")
     axis = m["ba"].axis % ndim
@@ -80,6 +89,6 @@ FUSION = ruleset("fusion", [
     rule("skip-layer-norm",  call("nn.layer_norm", call("add", x, s), g, be, bind_attrs="ln"), _skip_layer_norm,
          when=_last_axis),
     rule("scaled-matmul",    call("multiply", call("nn.matmul", x, w, out_dtype="", bind_attrs="mm"), const_pat("c")),
-         _scaled_matmul, when=lambda m: m.const("c").size == 1),
+         _scaled_matmul, when=_float32_scalar, dtypes="float"),
     rule("bias-add-as-add",  call("nn.bias_add", x, b, bind_attrs="ba"), _bias_add_as_add),
 ])

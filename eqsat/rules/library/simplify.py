@@ -37,8 +37,22 @@ def _reshape_to_result(m: Match) -> Expr | None:
     return make_call("reshape", [m.expr("x")], {"newshape": list(shape)})
 
 
-def _all(value: float):
-    return lambda m: m.tensor_type("x") == m.root_type() and bool(np.all(m.const("c") == value))
+def _keeps_shape(m: Match) -> bool:
+    return m.tensor_type("x") == m.root_type()
+
+
+def _identity_addend(m: Match) -> bool:
+    """`x + c == x` bit for bit: integers with c == 0; floats only with c == -0.0, since
+    -0.0 + +0.0 is +0.0 under IEEE 754 (so `x + 0.0 -> x` would flip the sign of a zero)."""
+    c = m.const("c")
+    if not (_keeps_shape(m) and np.all(c == 0)):
+        return False
+    return c.dtype.kind in "iu" or bool(np.all(np.signbit(c)))
+
+
+def _all_ones(m: Match) -> bool:
+    """`x * 1 == x` for every dtype and value (signed zeros, infinities and NaN included)."""
+    return _keeps_shape(m) and bool(np.all(m.const("c") == 1))
 
 
 SIMPLIFY = ruleset("simplify", [
@@ -50,6 +64,6 @@ SIMPLIFY = ruleset("simplify", [
     rule("reshape-compose",     call("reshape", call("reshape", x)),                      _reshape_to_result),
     rule("reshape-noop",        call("reshape", x),                                       x,
          when=lambda m: m.type("x") == m.root_type()),
-    rule("add-zero",            call("add", x, const_pat("c")),                           x, when=_all(0.0)),
-    rule("multiply-one",        call("multiply", x, const_pat("c")),                      x, when=_all(1.0)),
+    rule("add-zero",            call("add", x, const_pat("c")),                           x, when=_identity_addend),
+    rule("multiply-one",        call("multiply", x, const_pat("c")),                      x, when=_all_ones),
 ])

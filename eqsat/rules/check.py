@@ -1,0 +1,165 @@
+"""`check_rule`: a rule's numerical soundness test, on typical and edge values.
+
+The example program is saturated with the rule alone. Then every e-node of every reachable
+e-class is forced into an extracted program once, and each such program is run against the
+example on several input sets with the reference interpreter. An exact rule (the default) must
+give the same bits wherever the example gives them: signed zeros, infinities and NaN included,
+on inputs that hold +-0, denormals, the largest and smallest magnitudes, and integers over their
+whole range (so wrap-around on overflow is checked). A rule declared `exact=False` (it
+reassociates or refolds float arithmetic) must agree within a tolerance relative to each
+output, on inputs without the extreme magnitudes where reassociation may overflow differently.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+
+import ir
+from ir import Expr, IRModule
+
+from ..egraph.lower import lift, lower
+from ..errors import ExtractionError, RuleError
+from ..extract import GreedyDagExtractor, OpCount, node_costs
+from ..limits import Limits
+from ..runner import saturate
+from .rule import Rule, RuleSet, ruleset
+
+__all__ = ["RuleCheck", "check_rule", "edge_inputs"]
+
+_RTOL = {"float16": 1e-2, "float32": 1e-4, "float64": 1e-9}
+
+
+@dataclass(frozen=True)
+class RuleCheck:
+    """What `check_rule` did: how often the rule fired and how many distinct programs were run."""
+
+    rule: str
+    applied: int
+    programs: int
+    input_sets: int
+
+
+def edge_inputs(mod: IRModule, extreme: bool, seed: int = 0) -> list[dict[str, np.ndarray]]:
+    """Input sets for `mod`: typical values, then every edge value of each input's dtype spread
+    over its elements (`extreme` adds the largest finite magnitudes)."""
+    rng = np.random.default_rng(seed)
+    sets: list[dict[str, np.ndarray]] = [{}, {}, {}]
+    for p in mod["main"].params:
+        ty = p.checked_type
+        shape, dtype = ty.concrete_shape, np.dtype(ty.dtype)
+        size = int(np.prod(shape, dtype=np.int64))
+        if dtype.kind == "b":
+            values = [rng.random(shape) < 0.5 for _ in sets]
+        elif dtype.kind in "iu":
+            info = np.iinfo(dtype)
+            specials = np.array([0, 1, info.max, info.min, info.max - 1] + ([-1, info.min + 1] if info.min else []),
+                                dtype)
+            values = [rng.integers(-5 if info.min else 0, 6, shape).astype(dtype),
+                      rng.integers(info.min, info.max, shape, dtype=dtype, endpoint=True),
+                      _spread(specials, size, shape, rng)]
+        else:
+            info = np.finfo(dtype)
+            specials = [0.0, -0.0, info.smallest_subnormal, -info.smallest_subnormal, float(info.tiny), 1.0, -1.0,
+                        np.inf, -np.inf, np.nan, 0.5, -2.0]
+            if extreme:
+                specials += [float(info.max), -float(info.max), float(info.max) / 3]
+            normal = (rng.standard_normal(shape) * 2).astype(dtype)
+            values = [normal, (normal * 1e3).astype(dtype) if extreme else (normal * 1e-3).astype(dtype),
+                      _spread(np.array(specials, dtype), size, shape, rng)]
+        for inputs, v in zip(sets, values):
+            inputs[p.name_hint] = v
+    return sets
+
+
+def _spread(specials: np.ndarray, size: int, shape: tuple[int, ...], rng: np.random.Generator) -> np.ndarray:
+    return rng.permutation(np.resize(specials, size)).reshape(shape)
+
+
+def check_rule(rule: Rule | RuleSet, example: Expr | Callable[[], Expr], *, exact: bool | None = None,
+               limits: Limits = Limits(iterations=2, seconds=30)) -> RuleCheck:
+    """Saturate `example` with `rule` alone (or a whole rule set) and check every program in its
+    e-graph against it.
+
+    Raises `RuleError` when nothing fires on the example, and `AssertionError` naming the rule,
+    the program and the input set where a program computes something else. `exact` defaults to
+    the rules' own `exact` declarations (exact only if every rule is).
+    """
+    expr = example() if callable(example) else example
+    mod = IRModule.from_expr(expr)
+    ir.infer_type(mod)
+    rules = rule if isinstance(rule, RuleSet) else ruleset(rule.name, [rule])
+    exact = all(getattr(r, "exact", True) for r in rules) if exact is None else exact
+    low = lower(mod)
+    report = saturate(low.egraph, rules, limits)
+    applied = sum(report.applied_per_rule.values())
+    if not applied:
+        raise RuleError(f"{rule.name} does not fire on its example:\n{ir.astext(mod)}")
+    import strategies
+    input_sets = edge_inputs(mod, extreme=exact)
+    with np.errstate(all="ignore"):
+        wants = [_flat(strategies.evaluate(mod, inputs)) for inputs in input_sets]
+    programs = {ir.astext(mod)}
+    for program in _every_alternative(low):
+        text = ir.astext(program)
+        if text in programs:
+            continue
+        programs.add(text)
+        for k, (inputs, want) in enumerate(zip(input_sets, wants)):
+            with np.errstate(all="ignore"):
+                got = _flat(strategies.evaluate(program, inputs))
+            for w, g in zip(want, got):
+                problem = _difference(w, g, exact)
+                if problem:
+                    raise AssertionError(f"rule {rule.name} is unsound on input set {k}: {problem}\n"
+                                         f"inputs: {inputs}\noriginal:\n{ir.astext(mod)}\nrewritten:\n{text}")
+    return RuleCheck(rule.name, applied, len(programs), len(input_sets))
+
+
+def _every_alternative(low) -> list[IRModule]:
+    """One extracted program per e-node of every reachable class, that node forced in."""
+    view = low.view()
+    base = node_costs(view, OpCount())
+    out = []
+    for forced in (n for c in view.reachable() for n in view.classes[c]):
+        costs = list(base)
+        for other in view.classes[view.nodes[forced].eclass]:
+            if other != forced:
+                costs[other] = math.inf
+        try:
+            choice = GreedyDagExtractor().extract(view, view.roots, costs)
+        except ExtractionError:  # the forced node is only reachable through a cycle
+            continue
+        choice.check(view)
+        out.append(ir.infer_type(lift(low, view, choice.node_of)))
+    return out
+
+
+def _flat(value) -> list[np.ndarray]:
+    return [np.asarray(v) for v in value] if isinstance(value, tuple) else [np.asarray(value)]
+
+
+def _difference(want: np.ndarray, got: np.ndarray, exact: bool) -> str:
+    """'' when `got` is an acceptable result for `want`, else what differs."""
+    if want.shape != got.shape or want.dtype != got.dtype:
+        return f"{got.dtype}{got.shape} where the original gives {want.dtype}{want.shape}"
+    if want.dtype.kind != "f":
+        return "" if np.array_equal(want, got) else f"integers differ at {np.argwhere(want != got)[:3].tolist()}"
+    same_nan = np.isnan(want) == np.isnan(got)
+    if exact:
+        same = same_nan & (np.isnan(want) | ((want == got) & (np.signbit(want) == np.signbit(got))))
+        if not same.all():
+            at = np.argwhere(~same)[0]
+            return f"bits differ at {at.tolist()}: {want[tuple(at)]!r} became {got[tuple(at)]!r}"
+        return ""
+    finite = np.isfinite(want)
+    if not (same_nan.all() and np.array_equal(want[~finite & ~np.isnan(want)], got[~finite & ~np.isnan(want)])
+            and np.isfinite(got[finite]).all()):
+        return "NaN or infinity in different places"
+    scale = float(np.abs(want[finite]).max(initial=0.0))
+    diff = float(np.abs(want[finite].astype(np.float64) - got[finite]).max(initial=0.0))
+    tolerance = _RTOL.get(str(want.dtype), 1e-4) * scale + 1e-6
+    return "" if diff <= tolerance else f"max |diff| {diff:.3g} > {tolerance:.3g} (max |output| {scale:.3g})"
