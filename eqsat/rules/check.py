@@ -28,7 +28,7 @@ from ..limits import Limits
 from ..runner import saturate
 from .rule import Rule, RuleSet, ruleset
 
-__all__ = ["RuleCheck", "check_rule", "edge_inputs"]
+__all__ = ["RuleCheck", "check_rule", "edge_inputs", "output_difference"]
 
 _RTOL = {"float16": 1e-2, "float32": 1e-4, "float64": 1e-9}
 
@@ -112,7 +112,7 @@ def check_rule(rule: Rule | RuleSet, example: Expr | Callable[[], Expr], *, exac
             with np.errstate(all="ignore"):
                 got = _flat(strategies.evaluate(program, inputs))
             for w, g in zip(want, got):
-                problem = _difference(w, g, exact)
+                problem = output_difference(w, g, exact)
                 if problem:
                     raise AssertionError(f"rule {rule.name} is unsound on input set {k}: {problem}\n"
                                          f"inputs: {inputs}\noriginal:\n{ir.astext(mod)}\nrewritten:\n{text}")
@@ -142,7 +142,7 @@ def _flat(value) -> list[np.ndarray]:
     return [np.asarray(v) for v in value] if isinstance(value, tuple) else [np.asarray(value)]
 
 
-def _difference(want: np.ndarray, got: np.ndarray, exact: bool) -> str:
+def output_difference(want: np.ndarray, got: np.ndarray, exact: bool) -> str:
     """'' when `got` is an acceptable result for `want`, else what differs."""
     if want.shape != got.shape or want.dtype != got.dtype:
         return f"{got.dtype}{got.shape} where the original gives {want.dtype}{want.shape}"
