@@ -17,11 +17,12 @@ from __future__ import annotations
 
 import math
 import string
-from typing import Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
 from ..expr import Expr
+from ..types import Dim
 from .errors import FrontendError
 from .import_context import NodeContext, converter
 
@@ -77,7 +78,8 @@ class _Lowering:
     def __init__(self, ctx: NodeContext, equation: str):
         self.ctx, self.equation = ctx, equation
 
-    def apply(self, x: Expr, op: str, fold, **attrs) -> Expr:
+    def apply(self, x: Expr, op: str, fold: Callable[[np.ndarray], np.ndarray], **attrs: Any) -> Expr:
+        """`op` on `x`, or `fold` on its value when `x` is a constant."""
         value = self.ctx.constant_value(x)
         return self.ctx.const(fold(value)) if value is not None else self.ctx.call(op, x, **attrs)
 
@@ -95,10 +97,10 @@ class _Lowering:
             return x
         return self.apply(x, "transpose", lambda v: np.transpose(v, perm), axes=perm)
 
-    def sizes(self, x: Expr, labels: Labels) -> dict[str, object]:
+    def sizes(self, x: Expr, labels: Labels) -> dict[str, Dim]:
         return dict(zip(labels, self.ctx.type_of(x).shape))
 
-    def reshape(self, x: Expr, kept: int, groups: Sequence[Labels], sizes: dict[str, object]) -> Expr:
+    def reshape(self, x: Expr, kept: int, groups: Sequence[Labels], sizes: dict[str, Dim]) -> Expr:
         """`x` with its first `kept` axes unchanged and the rest reshaped to one axis per group."""
         dims = []
         for group in groups:
@@ -127,9 +129,8 @@ class _Lowering:
         a_free = [c for c in la if c not in lb]
         b_free = [c for c in lb if c not in la]
         sizes = {**self.sizes(b, lb), **self.sizes(a, la)}
-        # without batch axes, A's leading free axes stay as they are: they broadcast against a 2-D B
-        kept = a_free[:-1] if not batch and len(a_free) > 1 else batch
-        m_group = a_free[len(kept):] if not batch else a_free
+        leading = [] if batch else a_free[:-1]  # without batch axes these stay: they broadcast against a 2-D B
+        kept, m_group = batch + leading, a_free[len(leading):]
         weight = not batch and self.ctx.constant_value(b) is not None
         # an operand laid out with its two groups swapped is read transposed by the matmul, not moved
         transpose_a = not weight and _swapped(la, kept, m_group, contracted)

@@ -76,8 +76,8 @@ def _hard_swish(x: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
 
 def _sigmoid_gate(alpha: float) -> InPlace:
     def sigmoid_gate(x: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
-        gate = _sigmoid(x) if alpha == 1.0 else _sigmoid(np.multiply(x, x.dtype.type(alpha)))
-        return np.multiply(x, gate, out=out)
+        gate = x.copy() if alpha == 1.0 else np.multiply(x, x.dtype.type(alpha))  # a temporary: `out` may be `x`
+        return np.multiply(x, _sigmoid(gate, out=gate), out=out)
     return sigmoid_gate
 
 

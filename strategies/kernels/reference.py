@@ -30,7 +30,7 @@ from .layout import from_nchw, pool_padding, to_nchw, weight_to_oihw
 
 __all__ = [
     "Kernel", "reference_kernel", "ops_with_reference", "run_reference", "value_type", "cast_to_type",
-    "apply_activation", "gelu", "hard_sigmoid", "sigmoid_gate", "reduce_axes", "along_axis", "scale_shift", "UNARY_FUNCTIONS", "BINARY_FUNCTIONS",
+    "apply_activation", "gelu", "reduce_axes", "along_axis", "scale_shift", "UNARY_FUNCTIONS", "BINARY_FUNCTIONS",
 ]
 
 Kernel = Callable[..., Any]

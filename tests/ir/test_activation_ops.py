@@ -114,7 +114,8 @@ def test_rms_norm_export_runs_in_onnxruntime(case, axis, gamma_shape, dtype, ops
     gamma = relay.var("g", shape=gamma_shape, dtype=dtype)
     mod = program(relay.nn.rms_norm(x_var(dtype), gamma, epsilon=1e-3, axis=axis))
     rng = np.random.default_rng(1)
-    feed = {"x": (rng.standard_normal((2, 3, 8)) * 3).astype(dtype), "g": rng.standard_normal(gamma_shape).astype(dtype)}
+    feed = {"x": (rng.standard_normal((2, 3, 8)) * 3).astype(dtype),
+            "g": rng.standard_normal(gamma_shape).astype(dtype)}
     feed["x"][0, 0] = 0.0  # a row of zeros: 0 / sqrt(epsilon)
     expected = evaluate(mod, feed)
     model = to_onnx(mod, opset=opset, contrib=contrib)
