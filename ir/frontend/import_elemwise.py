@@ -53,10 +53,12 @@ def convert_unary(ctx: NodeContext) -> Expr:
 def convert_binary(ctx: NodeContext) -> Expr:
     lhs, rhs = ctx.input(0), ctx.input(1)
     op, fold = _BINARY[ctx.op_type]
+    call = ctx.call(op, lhs, rhs)  # typing it checks that the shapes broadcast
     a, b = ctx.constant_value(lhs), ctx.constant_value(rhs)
     if a is not None and b is not None:
+        ctx.check_fold(ctx.type_of(call).concrete_shape, ctx.type_of(call).dtype)
         return ctx.const(fold(a, b))
-    return ctx.call(op, lhs, rhs)
+    return call
 
 
 def _as_dtype(ctx: NodeContext, value: Expr, dtype: str) -> Expr:

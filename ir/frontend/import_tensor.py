@@ -15,13 +15,16 @@ import numpy as np
 
 from ..errors import ShapeError
 from ..expr import Expr
-from ..op.shapes import broadcast_shapes, known, normalize_axis
+from ..op.shapes import broadcast_shapes, known, normalize_axes, normalize_axis
 from .errors import FrontendError
 from .import_context import NodeContext, converter
 
 
 def _ints(values) -> list[int]:
-    return [int(v) for v in np.asarray(values).reshape(-1)]
+    array = np.asarray(values)
+    if array.size and array.dtype.kind not in "biu":
+        raise FrontendError(f"expected integers, got {array.dtype.name} values {array.reshape(-1)[:8].tolist()}")
+    return [int(v) for v in array.reshape(-1)]
 
 
 def _axes_operand(ctx: NodeContext, input_since: int, index: int = 1) -> list[int] | None:
@@ -33,9 +36,16 @@ def _axes_operand(ctx: NodeContext, input_since: int, index: int = 1) -> list[in
     return None if axes is None else _ints(axes)
 
 
+def _axis(axis: int, ndim: int) -> int:
+    """`axis` made non-negative; one out of range raises a `ShapeError` naming it (a scalar has no axes)."""
+    if ndim == 0:
+        raise FrontendError(f"axis {axis} of a scalar: the input needs rank 1 or more")
+    return normalize_axis(axis, ndim)
+
+
 def _normalized(axes: Sequence[int], ndim: int) -> list[int]:
-    """Axes made non-negative; an out-of-range axis raises a `ShapeError`, which names it."""
-    return [normalize_axis(a, ndim) for a in axes]
+    """Axes made non-negative; an out-of-range axis raises an error that names it."""
+    return [_axis(a, ndim) for a in axes]
 
 
 # -- pass-through and constants ---------------------------------------------------------------------
@@ -93,9 +103,11 @@ def convert_range(ctx: NodeContext) -> Expr:
     if any(v.size != 1 for v in (start, limit, delta)):
         raise FrontendError(f"start, limit and delta must be scalars, got shapes "
                             f"{[list(v.shape) for v in (start, limit, delta)]}")
-    if delta.item() == 0:
-        raise FrontendError("delta must not be 0")
-    ctx.check_fold([max(math.ceil((limit.item() - start.item()) / delta.item()), 0)], start.dtype)
+    span = (limit.item() - start.item()) / delta.item() if delta.item() else math.inf
+    if not math.isfinite(span):
+        raise FrontendError(f"start, limit and delta must be finite and delta must not be 0, got "
+                            f"{start.item()}, {limit.item()}, {delta.item()}")
+    ctx.check_fold([max(math.ceil(span), 0)], start.dtype)
     return ctx.const(np.arange(start.item(), limit.item(), delta.item()).astype(start.dtype))
 
 
@@ -107,9 +119,10 @@ def convert_reshape(ctx: NodeContext) -> Expr:
     newshape = _ints(ctx.static_input(1, "target shape"))
     if ctx.attr("allowzero", 0) and 0 in newshape:
         raise ctx.unsupported("allowzero", 1, "a 0 in the target shape must copy the input dimension")
+    call = ctx.call("reshape", data, newshape=newshape)  # typing it checks the target against the input
     if (value := ctx.constant_value(data)) is not None:
-        return ctx.const(value.reshape([value.shape[i] if n == 0 else n for i, n in enumerate(newshape)]))
-    return ctx.call("reshape", data, newshape=newshape)
+        return ctx.const(value.reshape(ctx.type_of(call).concrete_shape))
+    return call
 
 
 @converter("Flatten")
@@ -136,26 +149,28 @@ def convert_flatten(ctx: NodeContext) -> Expr:
 def convert_transpose(ctx: NodeContext) -> Expr:
     data = ctx.input(0)
     perm = ctx.attr("perm", None)
+    call = ctx.call("transpose", data, axes=perm)  # typing it checks that perm is a permutation
     if (value := ctx.constant_value(data)) is not None:
         return ctx.const(np.transpose(value, perm))
-    return ctx.call("transpose", data, axes=perm)
+    return call
 
 
 @converter("Concat")
 def convert_concat(ctx: NodeContext) -> Expr:
     parts = ctx.inputs()
     axis = ctx.attr("axis")
+    call = ctx.call("concatenate", parts, axis=axis)  # typing it checks the parts' shapes
     values = [ctx.constant_value(p) for p in parts]
     if all(v is not None for v in values):
         return ctx.const(np.concatenate(values, axis=axis))
-    return ctx.call("concatenate", parts, axis=axis)
+    return call
 
 
 @converter("Split")
 def convert_split(ctx: NodeContext) -> list[Expr]:
     data = ctx.input(0)
     ty = ctx.type_of(data)
-    axis = normalize_axis(ctx.attr("axis", 0), ty.ndim)
+    axis = _axis(ctx.attr("axis", 0), ty.ndim)
     size = ty.shape[axis]
     sizes = ctx.attr("split", None) if ctx.opset < 13 else ctx.optional_static(1, "split sizes")
     count = ctx.num_outputs
@@ -192,24 +207,30 @@ def convert_slice(ctx: NodeContext) -> Expr:
         starts, ends = ctx.static_input(1, "starts"), ctx.static_input(2, "ends")
         axes, steps = ctx.optional_static(3, "axes"), ctx.optional_static(4, "steps")
     starts, ends = _ints(starts), _ints(ends)
-    axes = list(range(len(starts))) if axes is None else _normalized(_ints(axes), len(shape))
+    axes = _normalized(range(len(starts)) if axes is None else _ints(axes), len(shape))
     steps = [1] * len(starts) if steps is None else _ints(steps)
+    if not len(starts) == len(ends) == len(axes) == len(steps):
+        raise FrontendError(f"starts {starts}, ends {ends}, axes {axes} and steps {steps} differ in length")
     starts = [_onnx_slice_start(b, s, shape[a]) for a, b, s in zip(axes, starts, steps)]
+    call = ctx.call("strided_slice", data, begin=starts, end=ends, strides=steps, axes=axes)  # checks the steps
     if (value := ctx.constant_value(data)) is not None:
         index = [slice(None)] * value.ndim
         for a, b, e, s in zip(axes, starts, ends, steps):
             index[a] = slice(b, e, s)
         return ctx.const(value[tuple(index)])
-    return ctx.call("strided_slice", data, begin=starts, end=ends, strides=steps, axes=axes)
+    return call
 
 
 @converter("Squeeze")
 def convert_squeeze(ctx: NodeContext) -> Expr:
     data = ctx.input(0)
     axes = _axes_operand(ctx, 13) or None  # no axes, or empty ones: every unit axis
+    if axes is not None:
+        axes = _normalized(axes, ctx.type_of(data).ndim)
+    call = ctx.call("squeeze", data, axis=axes)  # typing it checks that the axes have length 1
     if (value := ctx.constant_value(data)) is not None:
-        return ctx.const(np.squeeze(value, axis=None if axes is None else tuple(axes)))
-    return ctx.call("squeeze", data, axis=axes)
+        return ctx.const(value.reshape(ctx.type_of(call).concrete_shape))
+    return call
 
 
 @converter("Unsqueeze")
@@ -219,7 +240,7 @@ def convert_unsqueeze(ctx: NodeContext) -> Expr:
     axes = _axes_operand(ctx, 13)
     if axes is None:
         raise FrontendError("Unsqueeze needs axes")
-    axes = sorted(_normalized(axes, ctx.type_of(data).ndim + len(axes)))
+    axes = normalize_axes(axes, ctx.type_of(data).ndim + len(axes))
     if (value := ctx.constant_value(data)) is not None:
         return ctx.const(np.expand_dims(value, tuple(axes)))
     runs: list[list[int]] = []  # consecutive axes become one expand_dims
@@ -283,7 +304,9 @@ def convert_pad(ctx: NodeContext) -> Expr:
 def convert_gather(ctx: NodeContext) -> Expr:
     data, indices = ctx.input(0), ctx.input(1)
     shape = ctx.type_of(data).shape
-    axis = normalize_axis(ctx.attr("axis", 0), len(shape))
+    if ctx.type_of(indices).dtype not in ("int32", "int64"):
+        raise FrontendError(f"indices must be int32 or int64, got {ctx.type_of(indices).dtype}")
+    axis = _axis(ctx.attr("axis", 0), len(shape))
     index_values = ctx.constant_value(indices)
     if index_values is None:  # ONNX indices may be negative (counted from the end): wrap them
         return ctx.call("take", data, indices, axis=axis, mode="wrap")

@@ -319,6 +319,11 @@ def _input_vars(graph: onnx.GraphProto, shape: Mapping[str, Sequence] | None) ->
     if unknown:
         raise FrontendError(f"shape= names {unknown}, which are not graph inputs; the inputs are "
                             f"{[v.name for v in inputs]}")
+    for value in inputs:
+        dims = [d.dim_value for d in value.type.tensor_type.shape.dim if d.HasField("dim_value")]
+        if value.name not in overrides and any(d < 0 for d in dims):
+            raise FrontendError(f"graph input {value.name!r} declares a negative dimension ({dims}); "
+                                f"give its shape with shape={{{value.name!r}: (...)}}")
     return [Var(value.name, tensor_type_of(value, overrides.get(value.name))) for value in inputs]
 
 
