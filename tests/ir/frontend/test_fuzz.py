@@ -19,7 +19,7 @@ import ir
 from ir.frontend import from_onnx, to_onnx
 
 F, I64 = onnx.TensorProto.FLOAT, onnx.TensorProto.INT64
-CASES_PER_SEED = 400
+CASES_PER_SEED = 800
 SECONDS_PER_CASE = 5.0
 
 
