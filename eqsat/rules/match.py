@@ -83,3 +83,9 @@ class Match:
     def const(self, name: str) -> np.ndarray:
         """The value of a constant bound by `const_pat(name)`."""
         return np.asarray(self.constants[name].data)
+
+    def scalar(self, name: str) -> float | None:
+        """The value of a one-element constant bound by `const_pat(name)` (any shape that holds one
+        value, so it broadcasts like a scalar); None for larger constants."""
+        c = self.const(name)
+        return float(c.reshape(-1)[0]) if c.size == 1 else None

@@ -65,6 +65,8 @@ class PCall(Pat):
     attrs: tuple[tuple[str, Any], ...] = ()
     bind_attrs: str | None = None
     """on a left side: bind the call's whole `Attrs` to this attribute variable."""
+    attrs_from: str | None = None
+    """in a template: start from the `Attrs` bound to this name (`bind_attrs`), then apply `attrs`."""
 
 
 @dataclass(frozen=True)
@@ -91,10 +93,12 @@ def const_pat(name: str) -> PConst:
     return PConst(name)
 
 
-def call(op: str, *args: Pat, bind_attrs: str | None = None, **attrs: Any) -> PCall:
+def call(op: str, *args: Pat, bind_attrs: str | None = None, attrs_from: str | None = None, **attrs: Any) -> PCall:
     """A call pattern/template; the op must be registered and take `len(args)` inputs.
 
-    `bind_attrs="a"` (left sides only) makes the call's whole `Attrs` available as `m["a"]`.
+    `bind_attrs="a"` (left sides only) makes the call's whole `Attrs` available as `m["a"]`;
+    `attrs_from="a"` (templates only) copies them, with `attrs` overriding single values:
+    `call("nn.conv2d_bias_act", x, w, b, attrs_from="c", activation="none")`.
     """
     registered = get_op(op)
     if len(args) != registered.num_inputs:
@@ -103,7 +107,7 @@ def call(op: str, *args: Pat, bind_attrs: str | None = None, **attrs: Any) -> PC
     unknown = sorted(set(attrs) - known)
     if unknown:
         raise RuleError(f"{op}: unknown attribute(s) {unknown} in a pattern; known: {sorted(known)}")
-    return PCall(op, tuple(args), tuple(sorted(attrs.items())), bind_attrs)
+    return PCall(op, tuple(args), tuple(sorted(attrs.items())), bind_attrs, attrs_from)
 
 
 def tuple_pat(*fields: Pat) -> PTuple:
@@ -135,8 +139,7 @@ def variables(p: Pat) -> set[str]:
             out.add(q.name)
         elif isinstance(q, PCall):
             out.update(v.name for _, v in q.attrs if isinstance(v, AVar))
-            if q.bind_attrs:
-                out.add(q.bind_attrs)
+            out.update(n for n in (q.bind_attrs, q.attrs_from) if n)
     return out
 
 
@@ -238,7 +241,11 @@ def instantiate(template: Pat, m: Match) -> Expr:
         if isinstance(p, (PVar, PConst)):
             return m.expr(p.name)
         if isinstance(p, PCall):
-            return make_call(p.op, [build(a) for a in p.args], {k: attr_value(v) for k, v in p.attrs})
+            base = dict(m.values[p.attrs_from]) if p.attrs_from else {}
+            known = {f.name for f in get_op(p.op).attr_fields}
+            attrs = {k: v for k, v in base.items() if k in known}
+            attrs.update((k, attr_value(v)) for k, v in p.attrs)
+            return make_call(p.op, [build(a) for a in p.args], attrs)
         if isinstance(p, PTuple):
             return Tuple([build(f) for f in p.fields])
         if isinstance(p, PGetItem):

@@ -89,6 +89,10 @@ class Rewrite(Rule):
     exact: bool = True
     """True: both sides give the same bits for every input; False: they agree within float rounding
     (the rule reassociates or refolds float arithmetic), which `check_rule` tests with a tolerance."""
+    example: Callable[[], Expr] | None = None
+    """a small program the rule fires on (its soundness test, see `check_rule`)."""
+    near_misses: tuple[Callable[[], Expr], ...] = ()
+    """programs that look like a match but where a guard must refuse (tests check it never fires)."""
     _compiled: tuple = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -121,13 +125,19 @@ class Rewrite(Rule):
 
 
 def rule(name: str, lhs: Pat | tuple[Pat, ...], rhs: Pat | tuple[Pat, ...] | Builder,
-         when: Callable[[Match], bool] | None = None, *, dtypes: str | None = None, exact: bool = True) -> Rewrite:
-    """A declarative rewrite; `rhs` may be a template or a function of the match returning IR;
+         when: Callable[[Match], bool] | None = None, *, dtypes: str | None = None, exact: bool = True,
+         example: Callable[[], Expr] | None = None,
+         near_miss: Callable[[], Expr] | Sequence[Callable[[], Expr]] = ()) -> Rewrite:
+    """A declarative rewrite; `rhs` may be a template or a function of the match returning IR.
+
     `dtypes` restricts it to a dtype group where the equality holds only there; `exact=False`
-    declares an equality up to float rounding."""
+    declares an equality up to float rounding; `example` and `near_miss` are programs it must
+    and must not fire on, which the library's tests run.
+    """
     lhs_t = lhs if isinstance(lhs, tuple) else (lhs,)
     rhs_t = rhs if callable(rhs) or isinstance(rhs, tuple) else (rhs,)
-    return Rewrite(name, lhs_t, rhs_t, when, dtypes, exact)
+    misses = (near_miss,) if callable(near_miss) else tuple(near_miss)
+    return Rewrite(name, lhs_t, rhs_t, when, dtypes, exact, example, misses)
 
 
 def birewrite(name: str, a: Pat, b: Pat, when: Callable[[Match], bool] | None = None, *,

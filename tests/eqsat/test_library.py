@@ -15,19 +15,42 @@ from eqsat.rules.check import check_rule
 from eqsat.limits import Limits, StopReason
 from eqsat.rules.library import RULESETS, resolve_rules
 from eqsat.rules.library.examples import EXAMPLES
+from eqsat.rules.rule import ruleset
 from eqsat.runner import saturate
 
 ALL_RULES = {r.name: r for r in RULESETS["all"]}
 
 
-def test_every_library_rule_has_an_example():
-    assert sorted(EXAMPLES) == sorted(ALL_RULES)
+def _example(name: str):
+    return getattr(ALL_RULES[name], "example", None) or EXAMPLES[name]
+
+
+def test_every_library_rule_has_exactly_one_example():
+    inline = {n for n, r in ALL_RULES.items() if getattr(r, "example", None)}
+    assert not inline & set(EXAMPLES), "an example lives next to its rule or in examples.py, not both"
+    assert sorted(inline | set(EXAMPLES)) == sorted(ALL_RULES)
+
+
+def test_axioms_and_idioms_carry_near_misses():
+    for name in (*RULESETS["algebra"].names, *RULESETS["idioms"].names):
+        assert ALL_RULES[name].near_misses, f"{name} has no near miss"
 
 
 @pytest.mark.parametrize("name", sorted(ALL_RULES))
 def test_rule_is_sound_on_random_and_edge_inputs(name):
-    result = check_rule(ALL_RULES[name], EXAMPLES[name])
+    result = check_rule(ALL_RULES[name], _example(name))
     assert result.applied >= 1 and result.programs >= 2, result
+
+
+@pytest.mark.parametrize("name", sorted(n for n, r in ALL_RULES.items() if getattr(r, "near_misses", ())))
+def test_rule_refuses_its_near_misses(name):
+    r = ALL_RULES[name]
+    for near_miss in r.near_misses:
+        mod = ir.IRModule.from_expr(near_miss())
+        ir.infer_type(mod)
+        low = lower(mod)
+        report = saturate(low.egraph, ruleset(name, [r]), Limits(iterations=2))
+        assert not report.applied_per_rule.get(name), f"{name} fired on its near miss:\n{ir.astext(mod)}"
 
 
 def test_resolve_rules():

@@ -2,13 +2,21 @@
 
 | name       | what                                                                  |
 |------------|-----------------------------------------------------------------------|
-| `simplify` | idempotence, cancellation (transpose, reshape, negation), x + 0, x * 1 |
+| `simplify` | idempotence, cancellation (transpose, reshape, negation), x + (-0.0), x * 1 |
+| `algebra`  | axioms: x / c, powers and roots, rsqrt forms, a + (-b), max/min as relu/clip, scalar factors |
+| `commute`  | commutativity of add and multiply (one swapped twin per node: bounded)  |
+| `idioms`   | layer norm, RMS norm, exact GELU, SiLU, hard sigmoid/swish, softmax, matmul as dense, conv scale/shift |
 | `folding`  | inference batch norm into an affine map, or into the preceding conv2d |
 | `fusion`   | conv/dense + bias + activation, bias + gelu, add + layer norm, scaled matmul; bias_add as add |
 | `merge`    | two conv2d / dense sharing an input become one wider op and a split   |
-| `ac`       | commutativity and associativity of add and multiply (grows without bound) |
-| `default`  | simplify + folding + fusion + merge                                   |
-| `all`      | default + ac                                                          |
+| `ac`       | commute + associativity of add and multiply (grows without bound)     |
+| `default`  | simplify + algebra + commute + idioms + folding + fusion + merge      |
+| `all`      | default + associativity                                               |
+
+Families recognised by `default` (each from any spelling the axioms relate): LayerNorm (with or
+without affine parts, + residual as SkipLayerNorm), RMSNorm, exact GELU (+ bias as BiasGelu),
+SiLU, HardSigmoid, HardSwish, ReLU6 (clip), stable softmax, linear layers (MatMul with a constant
+or transposed weight + bias, + activation), conv + batch norm (as an op or as Mul/Add) + activation.
 """
 
 from __future__ import annotations
@@ -20,18 +28,22 @@ from ir.dataflow_pattern import DFPatternCallback
 from ...errors import RuleError
 from ..callback import CallbackRule
 from ..rule import Rule, RuleSet, ruleset
-from .ac import AC
+from .ac import AC, COMMUTE
+from .algebra import ALGEBRA
 from .folding import FOLDING
 from .fusion import FUSION
+from .idioms import IDIOMS
 from .merge import MERGE
 from .simplify import SIMPLIFY
 
-__all__ = ["RULESETS", "resolve_rules", "AC", "FOLDING", "FUSION", "MERGE", "SIMPLIFY"]
+__all__ = ["RULESETS", "resolve_rules", "AC", "ALGEBRA", "COMMUTE", "FOLDING", "FUSION", "IDIOMS", "MERGE",
+           "SIMPLIFY"]
 
-_DEFAULT = ruleset("default", [*SIMPLIFY, *FOLDING, *FUSION, *MERGE])
+_DEFAULT = ruleset("default", [*SIMPLIFY, *ALGEBRA, *COMMUTE, *IDIOMS, *FOLDING, *FUSION, *MERGE])
 RULESETS: dict[str, RuleSet] = {
-    "simplify": SIMPLIFY, "folding": FOLDING, "fusion": FUSION, "merge": MERGE, "ac": AC,
-    "default": _DEFAULT, "all": ruleset("all", [*_DEFAULT, *AC]),
+    "simplify": SIMPLIFY, "algebra": ALGEBRA, "commute": COMMUTE, "idioms": IDIOMS, "folding": FOLDING,
+    "fusion": FUSION, "merge": MERGE, "ac": AC,
+    "default": _DEFAULT, "all": ruleset("all", [*_DEFAULT, *(r for r in AC if r.name not in COMMUTE.names)]),
 }
 
 

@@ -10,13 +10,18 @@ from __future__ import annotations
 from ..pattern import call, pvars
 from ..rule import birewrite, rule, ruleset
 
-__all__ = ["AC"]
+__all__ = ["AC", "COMMUTE"]
 
 x, y, z = pvars("x y z")
 
-AC = ruleset("ac", [
+COMMUTE = ruleset("commute", [
     rule("add-commute",       call("add", x, y),      call("add", y, x)),
     rule("multiply-commute",  call("multiply", x, y), call("multiply", y, x)),
+])
+"""bounded on its own: each add or multiply gets one swapped twin, so idioms match either operand order."""
+
+AC = ruleset("ac", [
+    *COMMUTE,
     birewrite("add-associate",      call("add", call("add", x, y), z), call("add", x, call("add", y, z)), exact=False),
     birewrite("multiply-associate", call("multiply", call("multiply", x, y), z),
               call("multiply", x, call("multiply", y, z)), exact=False),

@@ -1,0 +1,162 @@
+"""Algebraic axioms: the small, sound equalities that lead every spelling to one canonical form.
+
+Idioms (`idioms.py`) are written once, against the canonical spelling; these rules bring the
+others to it: division by a constant is multiplication by its inverse, `pow(x, 2)` is `x * x`,
+`rsqrt` / `pow(x, -0.5)` / `1 / sqrt(x)` are one thing, `a + (-b)` is `a - b`, `max(x, 0)` is
+`relu(x)`, min/max with constants are `clip`, and a scalar constant factor may float to the top
+of a product. Commutativity of add and multiply lives in `ac.py` (`COMMUTE`, bounded: one
+swapped twin per node).
+
+Each rule states its dtypes and value preconditions. Rules that change float rounding (but never
+where NaN or infinities appear) are `exact=False`.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ir import Expr, const, relay
+from ir.op.registry import make_call
+
+from ...egraph.terms import Kind
+from ..match import Match
+from ..pattern import call, const_pat, pvars
+from ..rule import rule, ruleset
+
+__all__ = ["ALGEBRA", "nonnegative"]
+
+x, a, b = pvars("x a b")
+
+
+def _v(*shape: int, name: str = "x", dtype: str = "float32") -> Expr:
+    return relay.var(name, shape=shape, dtype=dtype)
+
+
+def _c(value, dtype: str = "float32") -> Expr:
+    return relay.const(np.asarray(value, dtype))
+
+
+def _scalar_is(value: float, name: str = "c"):
+    """Guard: the one-element constant `name` equals `value`."""
+    return lambda m: m.scalar(name) == value
+
+
+_NONNEGATIVE_OPS = frozenset({"exp", "sqrt", "abs", "sigmoid"})
+_NONNEGATIVE_REDUCE = frozenset({"mean", "sum"})
+
+
+def nonnegative(m: Match, name: str, depth: int = 6) -> bool:
+    """True when every value of the class bound to `name` is >= +0 or NaN (never -0.0): a square
+    `y * y`, an exp/sqrt/abs/sigmoid, a sum or mean of such, or such plus a positive constant."""
+    eg = m.egraph
+    nodes = eg.class_nodes()
+
+    def holds(cls, left: int) -> bool:
+        if left == 0:
+            return False
+        for t in nodes.get(eg.canonical(cls), ()):
+            if t.kind is Kind.CONST:
+                data = eg.constants[t.payload[0]].data
+                if np.all(data >= 0) and not np.any(np.signbit(data)):
+                    return True
+            if t.kind is not Kind.CALL:
+                continue
+            op, kids = t.payload[0], t.children
+            if op == "multiply" and eg.canonical(kids[0]) == eg.canonical(kids[1]):
+                return True
+            if op in _NONNEGATIVE_OPS or (op in _NONNEGATIVE_REDUCE and holds(kids[0], left - 1)):
+                return True
+            if op == "add" and all(holds(k, left - 1) for k in kids):
+                return True
+        return False
+
+    return holds(m.classes[name], depth)
+
+
+def _inverse(m: Match) -> Expr | None:
+    """`x / c` as `x * (1 / c)` for a finite, nonzero constant c (1 / c is rounded once)."""
+    c = m.const("c")
+    if not (np.all(np.isfinite(c)) and np.all(c != 0)):
+        return None
+    return make_call("multiply", [m.expr("x"), const((1 / c.astype(np.float64)).astype(c.dtype))])
+
+
+def _clip(lo: str, hi: str):
+    def build(m: Match) -> Expr | None:
+        low, high = m.scalar(lo), m.scalar(hi)
+        if low is None or high is None or not low <= high:
+            return None
+        return make_call("clip", [m.expr("x")], {"a_min": low, "a_max": high})
+    return build
+
+
+def _relu_clip(m: Match) -> Expr | None:
+    high = m.scalar("hi")
+    return None if high is None or high < 0 else make_call("clip", [m.expr("x")], {"a_min": 0.0, "a_max": high})
+
+
+def _scalar_operand(m: Match) -> bool:
+    return m.scalar("k") is not None
+
+
+def _keeps_shape(m: Match) -> bool:
+    return m.type("x") == m.root_type()
+
+
+ALGEBRA = ruleset("algebra", [
+    # -- division, powers and roots ------------------------------------------------------------
+    rule("divide-by-constant",   call("divide", x, const_pat("c")),                _inverse,
+         dtypes="float", exact=False,
+         example=lambda: relay.divide(_v(2, 3), _c(1.4142135)),
+         near_miss=lambda: relay.divide(_v(2, 3), _c(0.0))),
+    rule("square-as-product",    call("power", x, const_pat("c")),                 call("multiply", x, x),
+         when=lambda m: m.scalar("c") == 2 and _keeps_shape(m), dtypes="float",
+         example=lambda: relay.power(_v(2, 3), _c(2.0)),
+         near_miss=lambda: relay.power(_v(2, 3), _c([2.0, 2.0, 3.0]))),
+    rule("half-power-as-sqrt",   call("power", x, const_pat("c")),                 call("sqrt", x),
+         when=lambda m: m.scalar("c") == 0.5 and _keeps_shape(m) and nonnegative(m, "x"), dtypes="float",
+         exact=False,
+         example=lambda: relay.power(relay.abs(_v(2, 3)), _c(0.5)),
+         near_miss=lambda: relay.power(_v(2, 3), _c(0.5))),        # sqrt(-0.0) is -0.0, pow gives +0.0
+    rule("rsqrt-as-power",       call("power", x, const_pat("c")),                 call("rsqrt", x),
+         when=lambda m: m.scalar("c") == -0.5 and _keeps_shape(m) and nonnegative(m, "x"), dtypes="float",
+         exact=False,
+         example=lambda: relay.power(relay.exp(_v(2, 3)), _c(-0.5)),
+         near_miss=lambda: relay.power(relay.exp(_v(2, 3)), _c(-1.5))),
+    rule("reciprocal-sqrt",      call("divide", const_pat("c"), call("sqrt", x)),  call("rsqrt", x),
+         when=lambda m: m.scalar("c") == 1 and m.type("x") == m.root_type(), dtypes="float", exact=False,
+         example=lambda: relay.divide(_c(1.0), relay.sqrt(relay.exp(_v(2, 3)))),
+         near_miss=lambda: relay.divide(_c(2.0), relay.sqrt(relay.exp(_v(2, 3))))),
+    rule("times-rsqrt",          call("multiply", a, call("rsqrt", b)),            call("divide", a, call("sqrt", b)),
+         dtypes="float", exact=False,
+         example=lambda: relay.multiply(_v(2, 3, name="a"), relay.rsqrt(relay.exp(_v(2, 3, name="b")))),
+         near_miss=lambda: relay.multiply(_v(2, 3, name="a"), relay.sqrt(_v(2, 3, name="b")))),
+    # -- signs ---------------------------------------------------------------------------------
+    rule("add-negative",         call("add", a, call("negative", b)),              call("subtract", a, b),
+         example=lambda: relay.add(_v(2, 3, name="a"), relay.negative(_v(3, name="b"))),
+         near_miss=lambda: relay.add(_v(2, 3, name="a"), relay.abs(_v(3, name="b")))),
+    # -- max, min and clip ---------------------------------------------------------------------
+    rule("max-zero-as-relu",     call("maximum", x, const_pat("c")),               call("nn.relu", x),
+         when=lambda m: m.scalar("c") == 0 and not np.signbit(m.scalar("c")) and _keeps_shape(m),
+         example=lambda: relay.maximum(_v(2, 3), _c(0.0)),
+         near_miss=lambda: relay.maximum(_v(2, 3), _c(0.5))),
+    rule("min-of-max-as-clip",   call("minimum", call("maximum", x, const_pat("lo")), const_pat("hi")),
+         _clip("lo", "hi"), when=_keeps_shape,
+         example=lambda: relay.minimum(relay.maximum(_v(2, 3), _c(0.0)), _c(6.0)),
+         near_miss=lambda: relay.minimum(relay.maximum(_v(2, 3), _c(6.0)), _c(0.0))),
+    rule("max-of-min-as-clip",   call("maximum", call("minimum", x, const_pat("hi")), const_pat("lo")),
+         _clip("lo", "hi"), when=_keeps_shape,
+         example=lambda: relay.maximum(relay.minimum(_v(2, 3), _c(6.0)), _c(0.0)),
+         near_miss=lambda: relay.maximum(relay.minimum(_v(2, 3), _c([6.0, 5.0, 4.0])), _c(0.0))),
+    rule("min-of-relu-as-clip",  call("minimum", call("nn.relu", x), const_pat("hi")), _relu_clip,
+         when=_keeps_shape,
+         example=lambda: relay.minimum(relay.nn.relu(_v(2, 3)), _c(6.0)),
+         near_miss=lambda: relay.minimum(relay.nn.relu(_v(2, 3)), _c(-1.0))),
+    # -- products with a scalar constant -------------------------------------------------------
+    rule("float-scalar-factor",  call("multiply", call("multiply", a, const_pat("k")), b),
+         call("multiply", call("multiply", a, b), const_pat("k")), when=_scalar_operand, dtypes="float",
+         exact=False,
+         example=lambda: relay.multiply(relay.multiply(_v(2, 3, name="a"), _c(0.5)), _v(2, 3, name="b")),
+         near_miss=lambda: relay.multiply(relay.multiply(_v(2, 3, name="a"), _c([0.5, 1.0, 2.0])),
+                                          _v(2, 3, name="b"))),
+])

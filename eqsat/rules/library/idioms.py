@@ -1,0 +1,293 @@
+"""Idioms: each standard or fused op, recognised once, from its canonical spelling.
+
+The axioms (`algebra.py`) and bounded commutativity (`ac.COMMUTE`) bring every other spelling
+to the canonical one, so a pattern here is never repeated per exporter:
+
+| op                 | canonical spelling (after the axioms)                                  |
+|--------------------|------------------------------------------------------------------------|
+| `nn.layer_norm`    | `d = x - mean(x)`; `d / sqrt(mean(d * d) + eps)`, then `* g + b`       |
+| `nn.rms_norm`      | `x / sqrt(mean(x * x) + eps)`, then `* g`                              |
+| `nn.gelu` (exact)  | `(x * (erf(x * 0.70710678) + 1)) * 0.5`                                |
+| `nn.silu`          | `x * sigmoid(x)`                                                       |
+| `nn.hard_sigmoid`  | `clip(x * a + b, 0, 1)`, or `clip(x + b, 0, u) * (1 / u)`             |
+| `nn.hard_swish`    | `x * hard_sigmoid(x, 1/6, 1/2)`                                        |
+| `nn.softmax`       | `exp(x - max(x)) / sum(exp(x - max(x)))` (the stable form only)        |
+| `nn.dense`         | `matmul(x, W)` with a constant 2-D `W`, or with `transpose(w)`         |
+| conv + per-channel | `conv2d(x, W) * s` (constant `W`, `s`) folds `s` into `W`; `+ t` is a bias |
+
+Reductions must be over the last axis with `keepdims`; constants must have the values the
+formula needs (to float32 precision). An approximation is never equal to the exact function:
+the tanh and sigmoid forms of GELU are not rewritten to `nn.gelu(approximate="none")`.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ir import Expr, const, relay
+from ir.op.registry import make_call
+
+from ..match import Match
+from ..pattern import call, const_pat, pvars
+from ..rule import rule, ruleset
+
+__all__ = ["IDIOMS"]
+
+x, g, b, w = pvars("x g b w")
+_SQRT_HALF = 1 / math.sqrt(2)
+
+
+def _v(*shape: int, name: str = "x") -> Expr:
+    return relay.var(name, shape=shape)
+
+
+def _c(value) -> Expr:
+    return relay.const(np.asarray(value, "float32"))
+
+
+def _close(value: float | None, want: float) -> bool:
+    return value is not None and abs(value - want) <= 1e-6 * abs(want)
+
+
+def _last_axis(m: Match, *names: str) -> bool:
+    """Every reduction bound to `names` is over the last axis of `x` only, keeping dims."""
+    ndim = m.ndim("x")
+    return all(m[n].keepdims and not m[n].exclude and m[n].axis is not None
+               and tuple(a % ndim for a in m[n].axis) == (ndim - 1,) for n in names)
+
+
+def _mean(data, name: str):
+    return call("mean", data, bind_attrs=name)
+
+
+def _centered():
+    return call("subtract", x, _mean(x, "m1"))
+
+
+def _ones_zeros(m: Match) -> tuple[Expr, Expr]:
+    n, dtype = m.shape("x")[-1], m.dtype("x")
+    return const(np.ones(n, dtype)), const(np.zeros(n, dtype))
+
+
+def _layer_norm(m: Match) -> Expr | None:
+    eps = m.scalar("eps")
+    if eps is None or eps <= 0 or not _last_axis(m, "m1", "m2"):
+        return None
+    ones, zeros = _ones_zeros(m)
+    return make_call("nn.layer_norm", [m.expr("x"), ones, zeros], {"axis": -1, "epsilon": eps})
+
+
+def _unit(m: Match, name: str, value: float) -> bool:
+    return name in m.constants and bool(np.all(m.const(name) == value))
+
+
+def _affine_layer_norm(m: Match) -> Expr | None:
+    if not (_unit(m, "one", 1.0) and _unit(m, "zero", 0.0)):
+        return None
+    n = m.shape("x")[-1]
+    for p in ("g", "b"):
+        ty = m.tensor_type(p)
+        if ty is None or ty.shape not in ((n,),):
+            return None
+    return make_call("nn.layer_norm", [m.expr("x"), m.expr("g"), m.expr("b")], dict(m["ln"]))
+
+
+def _rms_norm(m: Match) -> Expr | None:
+    eps = m.scalar("eps")
+    if eps is None or eps <= 0 or not _last_axis(m, "m1"):
+        return None
+    ones, _ = _ones_zeros(m)
+    return make_call("nn.rms_norm", [m.expr("x"), ones], {"axis": -1, "epsilon": eps})
+
+
+def _scaled_rms_norm(m: Match) -> Expr | None:
+    ty = m.tensor_type("g")
+    if not (_unit(m, "one", 1.0) and ty is not None and ty.shape == (m.shape("x")[-1],)):
+        return None
+    return make_call("nn.rms_norm", [m.expr("x"), m.expr("g")], dict(m["rn"]))
+
+
+def _is_gelu(m: Match) -> bool:
+    return (_close(m.scalar("s"), _SQRT_HALF) and m.scalar("one") == 1.0 and m.scalar("half") == 0.5
+            and m.type("x") == m.root_type())
+
+
+def _hard_sigmoid_affine(m: Match) -> Expr | None:
+    alpha, beta = m.scalar("alpha"), m.scalar("beta")
+    if alpha is None or beta is None or m["c"].a_min != 0.0 or m["c"].a_max != 1.0 or m.type("x") != m.root_type():
+        return None
+    return make_call("nn.hard_sigmoid", [m.expr("x")], {"alpha": alpha, "beta": beta})
+
+
+def _hard_sigmoid_shifted(m: Match) -> Expr | None:
+    """clip(x + b, 0, u) * k with k * u == 1 is clip(x * k + b * k, 0, 1)."""
+    shift, scale, upper = m.scalar("beta"), m.scalar("k"), m["c"].a_max
+    if shift is None or scale is None or m["c"].a_min != 0.0 or upper <= 0 or not _close(scale * upper, 1.0):
+        return None
+    if m.type("x") != m.root_type():
+        return None
+    return make_call("nn.hard_sigmoid", [m.expr("x")], {"alpha": scale, "beta": shift * scale})
+
+
+def _is_hard_swish_gate(m: Match) -> bool:
+    hs = m["hs"]
+    return _close(hs.alpha, 1 / 6) and _close(hs.beta, 0.5) and m.type("x") == m.root_type()
+
+
+def _softmax(m: Match) -> Expr | None:
+    if not _last_axis(m, "mx", "sm"):
+        return None
+    return make_call("nn.softmax", [m.expr("x")], {"axis": -1})
+
+
+def _constant_weight_dense(m: Match) -> Expr | None:
+    weight = m.const("w")
+    if weight.ndim != 2 or m.ndim("x") < 2:
+        return None
+    return make_call("nn.dense", [m.expr("x"), const(np.ascontiguousarray(weight.T))])
+
+
+def _transposed_weight_dense(m: Match) -> Expr | None:
+    axes = m["t"].axes
+    if m.ndim("w") != 2 or m.ndim("x") < 2 or (axes is not None and tuple(a % 2 for a in axes) != (1, 0)):
+        return None
+    return make_call("nn.dense", [m.expr("x"), m.expr("w")])
+
+
+def _per_channel(m: Match, name: str) -> np.ndarray | None:
+    """The constant `name` as one value per output channel of an NCHW conv, or None."""
+    c, channels = m.const(name), m.shape("w")[0]
+    if c.ndim > 4 or c.size != channels or m["c"].data_layout != "NCHW" or m["c"].kernel_layout != "OIHW":
+        return None
+    shape = (1,) * (4 - c.ndim) + c.shape
+    return c.reshape(-1) if shape == (1, channels, 1, 1) else None
+
+
+def _fold_scale_into_conv(m: Match) -> Expr | None:
+    scale = _per_channel(m, "s")
+    if scale is None:
+        return None
+    weight = m.const("w")
+    folded = (weight.astype(np.float64) * scale.reshape(-1, 1, 1, 1)).astype(weight.dtype)
+    return make_call("nn.conv2d", [m.expr("x"), const(folded)], dict(m["c"]))
+
+
+def _shift_as_bias(m: Match) -> Expr | None:
+    shift = _per_channel(m, "t")
+    if shift is None:
+        return None
+    conv = make_call("nn.conv2d", [m.expr("x"), m.expr("w")], dict(m["c"]))
+    return make_call("nn.bias_add", [conv, const(shift.astype(m.dtype("x")))], {"axis": 1})
+
+
+def _layer_norm_example() -> Expr:
+    v = _v(2, 8)
+    d = relay.subtract(v, relay.mean(v, axis=-1, keepdims=True))
+    var = relay.mean(relay.multiply(d, d), axis=-1, keepdims=True)
+    return relay.divide(d, relay.sqrt(relay.add(var, _c(1e-5))))
+
+
+def _layer_norm_wrong_axis() -> Expr:
+    v = _v(4, 8)
+    d = relay.subtract(v, relay.mean(v, axis=0, keepdims=True))
+    var = relay.mean(relay.multiply(d, d), axis=0, keepdims=True)
+    return relay.divide(d, relay.sqrt(relay.add(var, _c(1e-5))))
+
+
+def _rms_example(axis: int = -1) -> Expr:
+    v = _v(2, 8)
+    ms = relay.mean(relay.multiply(v, v), axis=axis, keepdims=True)
+    return relay.divide(v, relay.sqrt(relay.add(ms, _c(1e-6))))
+
+
+def _gated(gate) -> Expr:
+    v = _v(2, 8)
+    return relay.multiply(v, gate(v))
+
+
+def _gelu_example(scale: float = 0.70710678) -> Expr:
+    v = _v(2, 8)
+    return relay.multiply(relay.multiply(v, relay.add(relay.erf(relay.multiply(v, _c(scale))), _c(1.0))), _c(0.5))
+
+
+def _softmax_example(axis: int = -1) -> Expr:
+    v = _v(2, 8)
+    e = relay.exp(relay.subtract(v, relay.max(v, axis=axis, keepdims=True)))
+    return relay.divide(e, relay.sum(e, axis=axis, keepdims=True))
+
+
+def _conv(weight_shape=(4, 3, 3, 3)) -> Expr:
+    rng = np.random.default_rng(3)
+    return relay.nn.conv2d(_v(1, 3, 6, 6), relay.const(rng.standard_normal(weight_shape).astype("float32")),
+                           padding=(1, 1))
+
+
+_LN_ONES = call("nn.layer_norm", x, const_pat("one"), const_pat("zero"), bind_attrs="ln")
+_RMS_ONES = call("nn.rms_norm", x, const_pat("one"), bind_attrs="rn")
+
+IDIOMS = ruleset("idioms", [
+    rule("layer-norm",
+         call("divide", _centered(), call("sqrt", call("add", _mean(call("multiply", _centered(), _centered()), "m2"),
+                                                        const_pat("eps")))),
+         _layer_norm, dtypes="float", exact=False,
+         example=_layer_norm_example, near_miss=_layer_norm_wrong_axis),
+    rule("layer-norm-affine", call("add", call("multiply", _LN_ONES, g), b), _affine_layer_norm,
+         dtypes="float", exact=False,
+         example=lambda: relay.add(relay.multiply(relay.nn.layer_norm(_v(2, 8), _c(np.ones(8)), _c(np.zeros(8))),
+                                                  _v(8, name="g")), _v(8, name="b")),
+         near_miss=lambda: relay.add(relay.multiply(relay.nn.layer_norm(_v(2, 8), _c(np.ones(8)), _c(np.zeros(8))),
+                                                    _v(2, 8, name="g")), _v(8, name="b"))),
+    rule("rms-norm",
+         call("divide", x, call("sqrt", call("add", _mean(call("multiply", x, x), "m1"), const_pat("eps")))),
+         _rms_norm, dtypes="float", exact=False,
+         example=_rms_example, near_miss=lambda: _rms_example(axis=0)),
+    rule("rms-norm-scaled", call("multiply", _RMS_ONES, g), _scaled_rms_norm, dtypes="float", exact=False,
+         example=lambda: relay.multiply(relay.nn.rms_norm(_v(2, 8), _c(np.ones(8))), _v(8, name="g")),
+         near_miss=lambda: relay.multiply(relay.nn.rms_norm(_v(2, 8), _c(np.full(8, 2.0))), _v(8, name="g"))),
+    rule("gelu-erf",
+         call("multiply", call("multiply", x, call("add", call("erf", call("multiply", x, const_pat("s"))),
+                                                     const_pat("one"))), const_pat("half")),
+         call("nn.gelu", x, approximate="none"), when=_is_gelu, dtypes="float", exact=False,
+         example=_gelu_example, near_miss=lambda: _gelu_example(scale=0.8)),
+    rule("silu", call("multiply", x, call("sigmoid", x)), call("nn.silu", x), dtypes="float", exact=False,
+         example=lambda: _gated(relay.sigmoid),
+         near_miss=lambda: _gated(lambda v: relay.sigmoid(relay.multiply(v, _c(1.702))))),
+    rule("hard-sigmoid",
+         call("clip", call("add", call("multiply", x, const_pat("alpha")), const_pat("beta")), bind_attrs="c"),
+         _hard_sigmoid_affine, dtypes="float", exact=False,
+         example=lambda: relay.clip(relay.add(relay.multiply(_v(2, 8), _c(0.2)), _c(0.5)), 0.0, 1.0),
+         near_miss=lambda: relay.clip(relay.add(relay.multiply(_v(2, 8), _c(0.2)), _c(0.5)), 0.0, 6.0)),
+    rule("hard-sigmoid-shifted",
+         call("multiply", call("clip", call("add", x, const_pat("beta")), bind_attrs="c"), const_pat("k")),
+         _hard_sigmoid_shifted, dtypes="float", exact=False,
+         example=lambda: relay.multiply(relay.clip(relay.add(_v(2, 8), _c(3.0)), 0.0, 6.0), _c(1 / 6)),
+         near_miss=lambda: relay.multiply(relay.clip(relay.add(_v(2, 8), _c(3.0)), 0.0, 6.0), _c(0.5))),
+    rule("hard-swish", call("multiply", x, call("nn.hard_sigmoid", x, bind_attrs="hs")), call("nn.hard_swish", x),
+         when=_is_hard_swish_gate, dtypes="float", exact=False,
+         example=lambda: _gated(lambda v: relay.nn.hard_sigmoid(v, alpha=1 / 6, beta=0.5)),
+         near_miss=lambda: _gated(relay.nn.hard_sigmoid)),
+    rule("softmax",
+         call("divide", call("exp", call("subtract", x, call("max", x, bind_attrs="mx"))),
+              call("sum", call("exp", call("subtract", x, call("max", x, bind_attrs="mx"))), bind_attrs="sm")),
+         _softmax, dtypes="float", exact=False,
+         example=_softmax_example, near_miss=lambda: _softmax_example(axis=0)),
+    rule("matmul-constant-weight", call("nn.matmul", x, const_pat("w"), transpose_a=False, transpose_b=False),
+         _constant_weight_dense, exact=False,
+         example=lambda: relay.nn.matmul(_v(2, 4, 8), _c(np.arange(48).reshape(8, 6) / 48)),
+         near_miss=lambda: relay.nn.matmul(_v(2, 4, 8), _c(np.ones((2, 8, 6))))),
+    rule("matmul-transposed-weight", call("nn.matmul", x, call("transpose", w, bind_attrs="t"),
+                                          transpose_a=False, transpose_b=False),
+         _transposed_weight_dense, exact=False,
+         example=lambda: relay.nn.matmul(_v(2, 4, 8), relay.transpose(_v(6, 8, name="w"), (1, 0))),
+         near_miss=lambda: relay.nn.matmul(_v(2, 4, 8), relay.transpose(_v(8, 6, name="w"), (0, 1)))),
+    rule("conv-channel-scale", call("multiply", call("nn.conv2d", x, const_pat("w"), bind_attrs="c"), const_pat("s")),
+         _fold_scale_into_conv, dtypes="float", exact=False,
+         example=lambda: relay.multiply(_conv(), _c(np.linspace(0.5, 2, 4).reshape(4, 1, 1))),
+         near_miss=lambda: relay.multiply(_conv(), _c(np.linspace(0.5, 2, 6).reshape(1, 1, 6)))),
+    rule("conv-channel-shift", call("add", call("nn.conv2d", x, w, bind_attrs="c"), const_pat("t")),
+         _shift_as_bias, dtypes="float",
+         example=lambda: relay.add(_conv(), _c(np.linspace(-1, 1, 4).reshape(1, 4, 1, 1))),
+         near_miss=lambda: relay.add(_conv(), _c(np.linspace(-1, 1, 6).reshape(6)))),
+])
