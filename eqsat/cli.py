@@ -37,9 +37,9 @@ from .compare import compare
 from .errors import EqsatError, RuleError
 from .extract import EXTRACTORS, IlpExtractor, get_extractor, node_costs
 from .limits import Limits
-from .optimize import cost_model, optimize, saturate_program
+from .optimize import DEFAULT_TRIALS, cost_model, optimize, saturate_program
 from .report import IterationRow
-from .rules.library import RULESETS, RuleSet, resolve_rules
+from .rules.library import FAMILIES, RULESETS, RuleSet, resolve_rules
 from .visualize import DIRECTIONS, describe_eclass, eclasses_with_op, neighbourhood, render, to_dot
 
 __all__ = ["main", "build_parser"]
@@ -292,6 +292,8 @@ def _cmd_rules(args: argparse.Namespace) -> int:
         if name not in RULESETS:
             raise EqsatError(f"unknown rule set {name!r}; choose from {sorted(RULESETS)}")
         print(f"{name}: {', '.join(RULESETS[name].names)}")
+    if not args.set or args.set == "default":
+        print(f"families recognised by default: {'; '.join(FAMILIES)}")
     return 0
 
 
@@ -359,8 +361,8 @@ def build_parser() -> argparse.ArgumentParser:
                      help="a tuning log (see `eqsat tune`) whose measurements the cost model uses")
     opt.add_argument("--explain", action="store_true", help="print what each rule and fused op changed and saved")
     check = opt.add_mutually_exclusive_group()
-    check.add_argument("--verify", type=_int_at_least(1), default=1, metavar="N",
-                       help="run the result against the input on N seeded random input sets")
+    check.add_argument("--verify", type=_int_at_least(1), default=DEFAULT_TRIALS, metavar="N",
+                       help="run the result against the input on N seeded input sets (typical, edge values, inf/NaN, small, large: in that order)")
     check.add_argument("--no-verify", dest="verify", action="store_const", const=0, default=argparse.SUPPRESS,
                        help="skip that check")
     opt.add_argument("--print", action="store_true", help="print the optimized program")

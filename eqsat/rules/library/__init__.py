@@ -36,7 +36,7 @@ from .idioms import IDIOMS
 from .merge import MERGE
 from .simplify import SIMPLIFY
 
-__all__ = ["RULESETS", "resolve_rules", "AC", "ALGEBRA", "COMMUTE", "FOLDING", "FUSION", "IDIOMS", "MERGE",
+__all__ = ["FAMILIES", "RULESETS", "resolve_rules", "AC", "ALGEBRA", "COMMUTE", "FOLDING", "FUSION", "IDIOMS", "MERGE",
            "SIMPLIFY"]
 
 _DEFAULT = ruleset("default", [*SIMPLIFY, *ALGEBRA, *COMMUTE, *IDIOMS, *FOLDING, *FUSION, *MERGE])
@@ -45,6 +45,13 @@ RULESETS: dict[str, RuleSet] = {
     "fusion": FUSION, "merge": MERGE, "ac": AC,
     "default": _DEFAULT, "all": ruleset("all", [*_DEFAULT, *(r for r in AC if r.name not in COMMUTE.names)]),
 }
+
+
+FAMILIES = ("layer norm (with or without affine; + residual: skip layer norm)", "RMS norm", "exact GELU (+ bias)",
+            "SiLU", "hard sigmoid", "hard swish", "ReLU6 (clip)", "stable softmax",
+            "linear (MatMul with a constant or transposed weight, + bias, + activation)",
+            "conv + batch norm (as an op or as per-channel Mul/Add) + activation")
+"""the op families `default` recognises from any spelling the axioms relate."""
 
 
 def resolve_rules(rules: str | RuleSet | Rule | DFPatternCallback | Iterable[Rule | DFPatternCallback]) -> RuleSet:
