@@ -13,8 +13,8 @@ import ir
 from ir.frontend import FrontendError, from_onnx, to_onnx
 from strategies import build as build_executable
 from strategies.interpreter import evaluate
-from tests.ir.frontend.ort_helpers import assert_outputs_close, flat_outputs, random_value, run_ort
-from tests.ir.frontend.test_opsets import NEWEST, Spec, build, ints, node
+from tests.ir.frontend.ort_helpers import assert_outputs_close, flat_outputs, run_ort
+from tests.ir.frontend.test_opsets import NEWEST, Spec, build, ints, node, spec_inputs
 
 F = "float32"
 
@@ -23,9 +23,7 @@ def check(spec: Spec, opset: int, export_opset: int | None = None, rel: float = 
     """Import `spec` at `opset`; the interpreter, the ort executor and the re-exported model agree with
     ONNX Runtime on the original. Returns the imported module."""
     original = build(spec, opset)
-    rng = np.random.default_rng(0)
-    inputs = {n: random_value(ir.TensorType(s[0], s[1]), rng, s[2] if len(s) > 2 else "normal")
-              for n, s in spec.inputs.items()}
+    inputs = spec_inputs(spec)
     expected = run_ort(original, inputs)
     mod, params = from_onnx(original)
     assert_outputs_close(expected, flat_outputs(evaluate(mod, inputs)), rel=rel)

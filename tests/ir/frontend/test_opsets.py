@@ -58,6 +58,13 @@ def build(spec: Spec, opset: int) -> onnx.ModelProto:
     return model
 
 
+def spec_inputs(spec: Spec, seed: int = 0) -> dict[str, np.ndarray]:
+    """Seeded values for the inputs of `spec` (shape, dtype and optional value kind per input)."""
+    rng = np.random.default_rng(seed)
+    return {n: random_value(ir.TensorType(s[0], s[1]), rng, s[2] if len(s) > 2 else "normal")
+            for n, s in spec.inputs.items()}
+
+
 X = {"x": ((2, 6, 5), "float32")}
 
 
@@ -351,9 +358,7 @@ PARAMS = [(name, opset) for name in CASES for opset in OPSETS if CASES[name](ops
 def test_opset_form_roundtrip(name, opset):
     spec = CASES[name](opset)
     original = build(spec, opset)
-    rng = np.random.default_rng(0)
-    inputs = {n: random_value(ir.TensorType(s[0], s[1]), rng, s[2] if len(s) > 2 else "normal")
-              for n, s in spec.inputs.items()}
+    inputs = spec_inputs(spec)
     expected = run_ort(original, inputs)
     mod, params = from_onnx(original)
     assert params == {}
