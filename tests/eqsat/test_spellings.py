@@ -22,15 +22,8 @@ from benchmarks.spellings import FAMILIES, Unavailable, builder, model_inputs, s
 #: spellings that do not reach their family's fused program yet (id -> why); when one starts to,
 #: its test fails until the entry is removed
 KNOWN_MISSES: dict[str, str] = {
-    "layernorm/pow_rsqrt": "Pow(variance + eps, -0.5) stays a power; the layer-norm idiom is not reached",
     "layernorm/keras": "x * (rsqrt * gamma) + (beta - mean * rsqrt * gamma) needs the scale distributed over x - mean",
-    "layernorm_no_affine/pow_rsqrt": "Pow(variance + eps, -0.5) stays a power; the layer-norm idiom is not reached",
-    "rmsnorm/pow_rsqrt": "Pow(mean(x**2) + eps, -0.5) stays a power; the rms-norm idiom is not reached",
     "silu/div_exp": "x / (1 + exp(-x)) is not rewritten to x * sigmoid(x)",
-    "hardswish/pytorch_clip_div": "x * clip(x + 3, 0, 6) / 6: the 1/6 is not moved onto the clip (hard_sigmoid)",
-    "hardswish/keras_mul_sixth": "x * clip(x + 3, 0, 6) * (1/6): the 1/6 is not moved onto the clip (hard_sigmoid)",
-    "hardswish/minmax_div": "x * min(max(x + 3, 0), 6) / 6: the 1/6 is not moved onto the clip (hard_sigmoid)",
-    "hardswish/relu_min_div": "x * min(relu(x + 3), 6) / 6: the 1/6 is not moved onto the clip (hard_sigmoid)",
     "softmax/stable_reciprocal": "exp(x - max) * (1 / sum) is not turned into exp(x - max) / sum",
     "softmax/unshifted": "exp(x) / sum(exp(x)) has no max shift, and no rule adds it",
     "conv_bn_relu/bias_mul_add": "(conv + bias) * scale + shift: the scale is not folded through a biased convolution",

@@ -47,9 +47,17 @@ _NONNEGATIVE_REDUCE = frozenset({"mean", "sum"})
 
 def nonnegative(m: Match, name: str, depth: int = 6) -> bool:
     """True when every value of the class bound to `name` is >= +0 or NaN (never -0.0): a square
-    `y * y`, an exp/sqrt/abs/sigmoid, a sum or mean of such, or such plus a positive constant."""
+    `y * y` or even power, an exp/sqrt/abs/sigmoid, a sum or mean of such, or sums of such
+    (constants included when non-negative)."""
     eg = m.egraph
     nodes = eg.class_nodes()
+
+    def even_exponent(cls) -> bool:
+        for t in nodes.get(eg.canonical(cls), ()):
+            if t.kind is Kind.CONST:
+                data = eg.constants[t.payload[0]].data
+                return data.size == 1 and float(data.reshape(-1)[0]) % 2 == 0
+        return False
 
     def holds(cls, left: int) -> bool:
         if left == 0:
@@ -63,6 +71,8 @@ def nonnegative(m: Match, name: str, depth: int = 6) -> bool:
                 continue
             op, kids = t.payload[0], t.children
             if op == "multiply" and eg.canonical(kids[0]) == eg.canonical(kids[1]):
+                return True
+            if op == "power" and even_exponent(kids[1]):
                 return True
             if op in _NONNEGATIVE_OPS or (op in _NONNEGATIVE_REDUCE and holds(kids[0], left - 1)):
                 return True
@@ -159,4 +169,10 @@ ALGEBRA = ruleset("algebra", [
          example=lambda: relay.multiply(relay.multiply(_v(2, 3, name="a"), _c(0.5)), _v(2, 3, name="b")),
          near_miss=lambda: relay.multiply(relay.multiply(_v(2, 3, name="a"), _c([0.5, 1.0, 2.0])),
                                           _v(2, 3, name="b"))),
+    rule("sink-scalar-factor",   call("multiply", call("multiply", a, b), const_pat("k")),
+         call("multiply", a, call("multiply", b, const_pat("k"))), when=_scalar_operand, dtypes="float",
+         exact=False,
+         example=lambda: relay.multiply(relay.multiply(_v(2, 3, name="a"), _v(2, 3, name="b")), _c(1 / 6)),
+         near_miss=lambda: relay.multiply(relay.multiply(_v(2, 3, name="a"), _v(2, 3, name="b")),
+                                          _c([0.5, 1.0, 2.0]))),
 ])
