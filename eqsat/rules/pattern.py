@@ -241,9 +241,7 @@ def instantiate(template: Pat, m: Match) -> Expr:
         if isinstance(p, (PVar, PConst)):
             return m.expr(p.name)
         if isinstance(p, PCall):
-            base = dict(m.values[p.attrs_from]) if p.attrs_from else {}
-            known = {f.name for f in get_op(p.op).attr_fields}
-            attrs = {k: v for k, v in base.items() if k in known}
+            attrs = dict(m.values[p.attrs_from]) if p.attrs_from else {}
             attrs.update((k, attr_value(v)) for k, v in p.attrs)
             return make_call(p.op, [build(a) for a in p.args], attrs)
         if isinstance(p, PTuple):
