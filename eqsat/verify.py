@@ -40,7 +40,8 @@ from ir.visitor import post_order
 from .errors import VerificationError
 from .report import Report
 
-__all__ = ["Verification", "verify", "random_inputs", "INPUT_KINDS", "RTOL", "MEMORY_CAP"]
+__all__ = ["Verification", "verify", "random_inputs", "scatter_specials", "flat_outputs", "INPUT_KINDS", "RTOL",
+           "MEMORY_CAP"]
 
 INPUT_KINDS = ("normal", "edge", "nonfinite", "small", "large")
 RTOL = {"float16": 1e-2, "bfloat16": 1e-2, "float32": 1e-3, "float64": 1e-6}
@@ -128,7 +129,7 @@ def _integers(rng: np.random.Generator, shape: tuple[int, ...], dtype: np.dtype,
     info = np.iinfo(dtype)
     values = rng.integers(info.min, info.max, shape, dtype=dtype, endpoint=True)
     specials = np.array([info.min, info.max, 0, 1, info.max - 1] + ([-1] if info.min < 0 else []), dtype)
-    return _scatter(rng, values, specials, 0.25)
+    return scatter_specials(rng, values, specials, 0.25)
 
 
 def _floats(rng: np.random.Generator, shape: tuple[int, ...], dtype: str, kind: str) -> np.ndarray:
@@ -144,10 +145,10 @@ def _floats(rng: np.random.Generator, shape: tuple[int, ...], dtype: str, kind: 
         specials, share = [0.0, -0.0, tiny, -tiny, 3 * tiny, 1.0, -1.0], 0.25
     else:
         specials, share = [np.inf, -np.inf, np.nan], 0.05
-    return _scatter(rng, values, np.array(specials, dtype), share)
+    return scatter_specials(rng, values, np.array(specials, dtype), share)
 
 
-def _scatter(rng: np.random.Generator, values: np.ndarray, specials: np.ndarray, share: float) -> np.ndarray:
+def scatter_specials(rng: np.random.Generator, values: np.ndarray, specials: np.ndarray, share: float) -> np.ndarray:
     """`values` with `specials` written over a random `share` of its places, each special at
     least once where there is room (so a small tensor holds every edge value too)."""
     count = min(values.size, max(len(specials), int(share * values.size)))
@@ -178,13 +179,13 @@ def _runner(mod: IRModule, params: Mapping[str, Any]) -> tuple[Callable[[dict], 
     try:
         exe = strategies.build(mod, "cpu", params)
     except strategies.NoImplementationError:
-        return (lambda inputs: _flat(strategies.evaluate(mod, inputs, params))), "reference interpreter"
-    return (lambda inputs: _flat(exe.run(inputs))), "cpu executor"
+        return (lambda inputs: flat_outputs(strategies.evaluate(mod, inputs, params))), "reference interpreter"
+    return (lambda inputs: flat_outputs(exe.run(inputs))), "cpu executor"
 
 
-def _flat(value: Any) -> list[np.ndarray]:
+def flat_outputs(value: Any) -> list[np.ndarray]:
     if isinstance(value, (tuple, list)):
-        return [a for v in value for a in _flat(v)]
+        return [a for v in value for a in flat_outputs(v)]
     return [np.asarray(value)]
 
 

@@ -26,6 +26,7 @@ from ..errors import ExtractionError, RuleError
 from ..extract import GreedyDagExtractor, OpCount, node_costs
 from ..limits import Limits
 from ..runner import saturate
+from ..verify import flat_outputs, scatter_specials
 from .rule import Rule, RuleSet, ruleset
 
 __all__ = ["RuleCheck", "check_rule", "edge_inputs", "output_difference"]
@@ -51,7 +52,6 @@ def edge_inputs(mod: IRModule, extreme: bool, seed: int = 0) -> list[dict[str, n
     for p in mod["main"].params:
         ty = p.checked_type
         shape, dtype = ty.concrete_shape, np.dtype(ty.dtype)
-        size = int(np.prod(shape, dtype=np.int64))
         if dtype.kind == "b":
             values = [rng.random(shape) < 0.5 for _ in sets]
         elif dtype.kind in "iu":
@@ -60,7 +60,7 @@ def edge_inputs(mod: IRModule, extreme: bool, seed: int = 0) -> list[dict[str, n
                                 dtype)
             values = [rng.integers(-5 if info.min else 0, 6, shape).astype(dtype),
                       rng.integers(info.min, info.max, shape, dtype=dtype, endpoint=True),
-                      _spread(specials, size, shape, rng)]
+                      scatter_specials(rng, np.empty(shape, dtype), specials, 1.0)]
         else:
             info = np.finfo(dtype)
             specials = [0.0, -0.0, info.smallest_subnormal, -info.smallest_subnormal, float(info.tiny), 1.0, -1.0,
@@ -69,14 +69,10 @@ def edge_inputs(mod: IRModule, extreme: bool, seed: int = 0) -> list[dict[str, n
                 specials += [float(info.max), -float(info.max), float(info.max) / 3]
             normal = (rng.standard_normal(shape) * 2).astype(dtype)
             values = [normal, (normal * 1e3).astype(dtype) if extreme else (normal * 1e-3).astype(dtype),
-                      _spread(np.array(specials, dtype), size, shape, rng)]
+                      scatter_specials(rng, np.empty(shape, dtype), np.array(specials, dtype), 1.0)]
         for inputs, v in zip(sets, values):
             inputs[p.name_hint] = v
     return sets
-
-
-def _spread(specials: np.ndarray, size: int, shape: tuple[int, ...], rng: np.random.Generator) -> np.ndarray:
-    return rng.permutation(np.resize(specials, size)).reshape(shape)
 
 
 def check_rule(rule: Rule | RuleSet, example: Expr | Callable[[], Expr], *, exact: bool | None = None,
@@ -101,7 +97,7 @@ def check_rule(rule: Rule | RuleSet, example: Expr | Callable[[], Expr], *, exac
     import strategies
     input_sets = edge_inputs(mod, extreme=exact)
     with np.errstate(all="ignore"):
-        wants = [_flat(strategies.evaluate(mod, inputs)) for inputs in input_sets]
+        wants = [flat_outputs(strategies.evaluate(mod, inputs)) for inputs in input_sets]
     programs = {ir.astext(mod)}
     for program in _every_alternative(low):
         text = ir.astext(program)
@@ -110,7 +106,7 @@ def check_rule(rule: Rule | RuleSet, example: Expr | Callable[[], Expr], *, exac
         programs.add(text)
         for k, (inputs, want) in enumerate(zip(input_sets, wants)):
             with np.errstate(all="ignore"):
-                got = _flat(strategies.evaluate(program, inputs))
+                got = flat_outputs(strategies.evaluate(program, inputs))
             for w, g in zip(want, got):
                 problem = output_difference(w, g, exact)
                 if problem:
@@ -136,10 +132,6 @@ def _every_alternative(low) -> list[IRModule]:
         choice.check(view)
         out.append(ir.infer_type(lift(low, view, choice.node_of)))
     return out
-
-
-def _flat(value) -> list[np.ndarray]:
-    return [np.asarray(v) for v in value] if isinstance(value, tuple) else [np.asarray(value)]
 
 
 def output_difference(want: np.ndarray, got: np.ndarray, exact: bool) -> str:
