@@ -123,3 +123,15 @@ def test_exact_rules_hold_for_integers_over_their_whole_range(name):
             check_rule(r, relay.multiply(relay.nn.matmul(a, b), relay.const(np.int32(3))))
         return
     assert check_rule(r, example).programs >= 2
+
+
+@pytest.mark.parametrize("dtype", [F32, "int32"])
+def test_empty_dimensions_pass_through_every_rule_set(dtype):
+    x = relay.var("x", shape=(0, 3), dtype=dtype)
+    zero = relay.const(np.full(3, -0.0 if dtype == F32 else 0, dtype))
+    body = relay.Tuple([relay.add(relay.nn.relu(relay.nn.relu(x)), zero),
+                        relay.negative(relay.negative(relay.multiply(x, relay.const(np.ones(3, dtype))))),
+                        relay.transpose(relay.transpose(x, (1, 0)), (1, 0))])
+    for rules in ("simplify", "default", "all"):
+        res = eqsat.optimize(_mod(body), target="ops", rules=rules, verify=True)
+        assert res.op_counts_after == {"nn.relu": 1} and res.verification.passed
