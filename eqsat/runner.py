@@ -41,6 +41,8 @@ __all__ = ["saturate", "run_schedule", "prove"]
 
 _CHECK_EVERY = 4  # matches applied between two limit checks
 _ROWS_PER_CHECK = 4096  # match rows queued between two limit checks
+_CLEAR_SECONDS_PER_ROW = 2.5e-7  # deleting stored match rows, measured; raised to the slowest rate seen
+_TIMED_CLEAR_ROWS = 10_000  # below this many rows the call's overhead dominates the rate
 
 
 def _lower_result(egraph: EGraph, res: Result, m: Match, rule: str) -> Handle | None:
@@ -65,6 +67,7 @@ class _Run:
         self.rejected: Counter[str] = Counter()
         self.flush_seconds_per_change = 0.0
         self.search_seconds_per_node = 0.0
+        self.clear_seconds_per_row = _CLEAR_SECONDS_PER_ROW
         self.interrupted = False
         self.truncated = False
         """the last search stopped reading matches early (time is up or the run was interrupted)."""
@@ -73,18 +76,23 @@ class _Run:
     def elapsed(self) -> float:
         return perf_counter() - self.start
 
-    def out_of_time(self) -> bool:
-        """True once the time budget is spent or Ctrl-C was pressed."""
-        return self.interrupted or self.elapsed() >= self.limits.seconds
+    def out_of_time(self, reserve: float = 0.0) -> bool:
+        """True once the time budget, less `reserve` seconds, is spent or Ctrl-C was pressed."""
+        return self.interrupted or self.elapsed() + reserve >= self.limits.seconds
 
     def search(self, active: list[Rule]) -> tuple[dict[str, int], dict[str, list[tuple[object, tuple]]]]:
         """New match counts, and the queue (waiting matches first, then new ones) per active rule."""
         backend = self.egraph.backend
-        backend.search(self.keys[r.name][0] for r in active)
+        searched = backend.search((self.keys[r.name][0] for r in active), stop=self.out_of_time)
         queries = [q for r in active for q, _ in self.keys[r.name][1]]
-        frozen = self.egraph.refresh(queries, stop=self.out_of_time)
+        stored = backend.match_count(queries)
+        clearing = self.clear_seconds_per_row * stored  # deleting the rows afterwards cannot be stopped
+        frozen = self.egraph.refresh(queries, stop=lambda: self.out_of_time(reserve=clearing))
+        t0 = perf_counter()
         backend.clear_matches(self.keys[r.name][0] for r in active)
-        self.truncated = frozen.truncated
+        if stored >= _TIMED_CLEAR_ROWS:
+            self.clear_seconds_per_row = max(self.clear_seconds_per_row, (perf_counter() - t0) / stored)
+        self.truncated = frozen.truncated or not searched
         new: dict[str, int] = {}
         queues: dict[str, list[tuple[object, tuple]]] = {}
         for r in active:

@@ -180,11 +180,17 @@ class Backend:
         self._eg.run_program(*self._eg.parse_program("\n".join(program)))
         self._rulesets[rule] = ruleset
 
-    def search(self, rules: Iterable[str]) -> None:
-        """Run the queries of `rules` once over the current database (their matches are stored)."""
-        runs = [B.Run(_SP, B.RunConfig(self._rulesets[r], None)) for r in rules]
-        if runs:
-            self._eg.run_program(B.RunSchedule(B.Sequence(_SP, runs)))
+    def search(self, rules: Iterable[str], stop: Callable[[], bool] | None = None) -> bool:
+        """Run the queries of `rules` once over the current database (their matches are stored).
+
+        egglog cannot interrupt one rule's search, so the rules run one call each and `stop` is
+        asked before every rule but the first; True when all ran, False when `stop` ended the search.
+        """
+        for i, r in enumerate(rules):
+            if i and stop is not None and stop():
+                return False
+            self._eg.run_program(B.RunSchedule(B.Run(_SP, B.RunConfig(self._rulesets[r], None))))
+        return True
 
     def clear_matches(self, rules: Iterable[str]) -> None:
         runs = [B.Run(_SP, B.RunConfig("clear_" + self._rulesets[r], None)) for r in rules]
@@ -194,8 +200,15 @@ class Backend:
     # -- reading -----------------------------------------------------------------------------
     def enode_count(self) -> int:
         """Number of e-nodes (term rows; handles and match relations excluded); about 0.1 ms."""
-        sizes = self._eg.run_program(B.PrintSize(_SP, None))[0].sizes
-        return sum(n for name, n in sizes if name in TERM_CTORS)
+        return sum(n for name, n in self._sizes() if name in TERM_CTORS)
+
+    def match_count(self, queries: Iterable[str]) -> int:
+        """Number of match rows the last search stored for `queries`."""
+        relations = {f"M_{q}" for q in queries}
+        return sum(n for name, n in self._sizes() if name in relations)
+
+    def _sizes(self) -> list[tuple[str, int]]:
+        return self._eg.run_program(B.PrintSize(_SP, None))[0].sizes
 
     def _string(self, value) -> str:
         s = self._strings.get(value)
@@ -238,9 +251,11 @@ class Backend:
         matches: dict[str, list[tuple]] = {}
         truncated = False
         for qname in queries:
+            decoded = matches[qname] = []
+            if truncated:  # even reading `.rows` converts every row
+                continue
             decoders = [self._decoder(c.sort, class_of) for c in self._queries[qname].columns]
             rows = functions[f"M_{qname}"].rows
-            decoded = matches[qname] = []
             for start in range(0, len(rows), _DECODE_CHUNK):
                 if truncated or (stop is not None and stop()):
                     truncated = True

@@ -86,6 +86,22 @@ def test_a_search_that_explodes_is_cut_short_at_the_time_limit():
     assert report.seconds < limit + 3.0, report.summary()  # the bound is max(10%, 1 s); slack for a loaded machine
 
 
+def test_a_search_asked_to_stop_leaves_the_remaining_rules_unsearched():
+    # egglog cannot interrupt one rule's search, so the runner searches rule by rule and asks
+    # between them; an unsearched rule stores no matches
+    e, _ = add_chain(6)
+    low = lower(ir.IRModule.from_expr(e))
+    keys = [low.egraph.register_rule(r) for r in AC.rules]
+    backend = low.egraph.backend
+    assert backend.search((k for k, _ in keys), stop=lambda: True) is False
+    first, rest = [[q for q, _ in queries] for _, queries in keys[:1]], [q for _, qs in keys[1:] for q, _ in qs]
+    assert backend.match_count(first[0]) > 0
+    assert backend.match_count(rest) == 0
+    backend.clear_matches(k for k, _ in keys)
+    assert backend.search((k for k, _ in keys), stop=lambda: False) is True
+    assert backend.match_count(rest) > 0
+
+
 def test_ctrl_c_stops_the_run_as_interrupted_and_leaves_an_extractable_graph():
     e, _ = add_chain(12)
     mod = ir.IRModule.from_expr(e)
