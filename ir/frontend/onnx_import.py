@@ -4,10 +4,11 @@
     print(mod["main"].astext())
 
 Opsets 9 to the newest the installed `onnx` defines are read; each converter handles the
-attribute-vs-input changes of its op across those opsets. Shape computations whose inputs are all
-constant (`Shape` of a static tensor, `ConstantOfShape`, `Cast`/`Concat`/`Gather`/`Unsqueeze` of
-constants, ...) are folded while importing, so e.g. a `Reshape` target becomes an attribute; a
-folded constant over `max_folded_bytes` is refused before it is allocated.
+attribute-vs-input changes of its op across those opsets. An older model (ONNX's backend test data
+is mostly opset 6) is first upgraded to opset 9 by `onnx.version_converter`. Shape computations
+whose inputs are all constant (`Shape` of a static tensor, `ConstantOfShape`, `Cast`/`Concat`/
+`Gather`/`Unsqueeze` of constants, ...) are folded while importing, so e.g. a `Reshape` target
+becomes an attribute; a folded constant over `max_folded_bytes` is refused before it is allocated.
 
 A model is checked as ONNX Runtime checks it: a value is defined once, nodes may come in any order
 but form no cycle, and each node's inputs, outputs and attribute types follow its op's schema.
@@ -25,6 +26,7 @@ from typing import Callable, Iterator, Mapping, Sequence
 
 import numpy as np
 import onnx
+from onnx import version_converter
 
 from ..errors import IRError, TypeInferenceError
 from ..expr import Constant, Expr, Function, Tuple, Var
@@ -37,7 +39,7 @@ from .errors import FrontendError
 from .import_context import CONVERTERS, MAX_FOLDED_BYTES, NodeContext, TensorReader, TypeCache, node_label
 from .onnx_types import tensor_type_of
 
-__all__ = ["from_onnx", "load_model", "GraphImporter", "OLDEST_OPSET"]
+__all__ = ["from_onnx", "load_model", "upgrade", "GraphImporter", "OLDEST_OPSET"]
 
 OLDEST_OPSET = 9
 _DEFAULT_DOMAINS = ("", "ai.onnx")
@@ -80,9 +82,65 @@ def _default_opset(proto: onnx.ModelProto) -> int:
     if not versions:
         raise FrontendError("the model imports no version of the default ONNX domain (opset_import is empty)")
     opset, newest = versions[0], onnx.defs.onnx_opset_version()
-    if not OLDEST_OPSET <= opset <= newest:
-        raise FrontendError(f"opset {opset} is not supported: this importer reads opsets {OLDEST_OPSET} to {newest}")
+    if not 1 <= opset <= newest:
+        raise FrontendError(f"opset {opset} is not supported: this importer reads opsets 1 to {newest} "
+                            f"(below {OLDEST_OPSET} upgraded with onnx.version_converter)")
     return opset
+
+
+def upgrade(proto: onnx.ModelProto) -> onnx.ModelProto:
+    """`proto` itself at opset `OLDEST_OPSET` or newer, else a copy upgraded to it by
+    `onnx.version_converter`; a failed conversion names the op(s) that could not be converted."""
+    opset = _default_opset(proto)
+    if opset >= OLDEST_OPSET:
+        return proto
+    typed = _with_value_infos(proto)
+    try:
+        upgraded = version_converter.convert_version(typed, OLDEST_OPSET)
+    except Exception as err:  # the converter raises RuntimeError or ValueError with its C++ assertion text
+        ops = _unconvertible_ops(typed, opset)
+        which = f"op(s) {', '.join(ops)}" if ops else "the model"
+        raise FrontendError(f"cannot upgrade {which} from opset {opset} to opset {OLDEST_OPSET} "
+                            f"(onnx.version_converter: {str(err).strip().splitlines()[-1]})") from None
+    declared = {value.name for value in proto.graph.input}
+    kept = [value for value in upgraded.graph.input if value.name in declared]
+    del upgraded.graph.input[:]
+    upgraded.graph.input.extend(kept)
+    return upgraded
+
+
+def _with_value_infos(proto: onnx.ModelProto) -> onnx.ModelProto:
+    """A copy of `proto` whose initializers are also graph inputs (the converter requires that of old
+    models) and whose intermediate values carry the types shape inference finds."""
+    typed = onnx.ModelProto()
+    typed.CopyFrom(proto)
+    declared = {value.name for value in typed.graph.input}
+    typed.graph.input.extend(onnx.helper.make_tensor_value_info(t.name, t.data_type, t.dims)
+                             for t in typed.graph.initializer if t.name not in declared)
+    try:
+        return onnx.shape_inference.infer_shapes(typed)
+    except Exception:  # noqa: BLE001 (the converter reports what is wrong with the model)
+        return typed
+
+
+def _unconvertible_ops(typed: onnx.ModelProto, opset: int) -> list[str]:
+    """The op types of `typed` whose nodes, each alone in a model with its inputs' types, the version
+    converter refuses."""
+    graph = typed.graph
+    infos = {value.name: value for value in [*graph.input, *graph.value_info, *graph.output]}
+    failing: list[str] = []
+    for node in graph.node:
+        if node.op_type in failing:
+            continue
+        inputs, outputs = ([infos.get(n) or onnx.helper.make_empty_tensor_value_info(n) for n in names if n]
+                           for names in (node.input, node.output))
+        model = onnx.helper.make_model(onnx.helper.make_graph([node], "node", inputs, outputs),
+                                       opset_imports=[onnx.helper.make_opsetid("", opset)])
+        try:
+            version_converter.convert_version(model, OLDEST_OPSET)
+        except Exception:  # noqa: BLE001 (any refusal marks the op)
+            failing.append(node.op_type)
+    return failing
 
 
 @functools.lru_cache(maxsize=None)
@@ -345,7 +403,7 @@ def from_onnx(model: onnx.ModelProto | str | os.PathLike | bytes, shape: Mapping
     that leads outside that folder (`..`, absolute, a symlink) is refused. Constants folded at
     import may be at most `max_folded_bytes` large.
     """
-    proto = load_model(model)
+    proto = upgrade(load_model(model))
     if base_dir is None and isinstance(model, (str, os.PathLike)):
         base_dir = Path(model).parent
     importer = GraphImporter(_default_opset(proto), TypeCache(), {}, TensorReader(base_dir), max_folded_bytes)
