@@ -6,12 +6,18 @@
     }
 
 Attributes equal to the op's defaults are left out. Scalar constants print inline (`1f`, `3`),
-other constants as `meta[relay.Constant][k]`.
+other constants as `meta[relay.Constant][k]`. Given `provenance` (node -> the rules that made
+it, e.g. `Optimized.provenance`), a node that rules made says so in a second comment:
+
+      %3 = nn.dense_bias_act(%2, %w, %b) /* ty=... */ /* rules: bias-add-as-add, dense-bias */;
+
+`node_names` gives the name each node prints under (`%3`, `%x`), which is how `eqsat why` and
+`explain_match` refer to nodes.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 from .attrs import Attrs
 from .expr import Call, Constant, Expr, Function, If, Let, Tuple, TupleGetItem, Var
@@ -21,7 +27,7 @@ from .visitor import children, free_vars, post_order
 if TYPE_CHECKING:
     from .module import IRModule
 
-__all__ = ["astext"]
+__all__ = ["astext", "node_names"]
 
 
 def _value(v: Any) -> str:
@@ -52,8 +58,11 @@ def _scalar(c: Constant) -> str | None:
 
 
 class _Printer:
-    def __init__(self, show_types: bool):
+    def __init__(self, show_types: bool, provenance: Mapping[Expr, Sequence[str]] | None = None):
         self.show_types = show_types
+        self.provenance = provenance or {}
+        self.names: dict[Expr, str] = {}
+        """every node printed under a name (numbered locals and variables) -> that name."""
         self.counter = 0
         self.meta: dict[int, int] = {}
         self.var_names: dict[int, str] = {}
@@ -74,8 +83,10 @@ class _Printer:
         ty = v.type_annotation or (v.checked_type if v.type_inferred else None)
         return self.var_name(v) + (f": {ty}" if ty is not None else "")
 
-    def type_comment(self, e: Expr) -> str:
-        return f" /* ty={e.checked_type} */" if self.show_types and e.type_inferred else ""
+    def comments(self, e: Expr) -> str:
+        ty = f" /* ty={e.checked_type} */" if self.show_types and e.type_inferred else ""
+        rules = self.provenance.get(e)
+        return ty + (f" /* rules: {', '.join(rules)} */" if rules else "")
 
     def leaf(self, e: Expr) -> str | None:
         if isinstance(e, Var):
@@ -122,15 +133,17 @@ class _Printer:
             leaf = self.leaf(node)
             if leaf is not None:
                 names[node] = leaf
+                if isinstance(node, Var):
+                    self.names[node] = leaf
                 continue
             text = self.rhs(node, names, indent)
             if node is root:
-                lines.append(f"{indent}{text}{self.type_comment(node)}")
+                lines.append(f"{indent}{text}{self.comments(node)}")
             else:
                 name = f"%{self.counter}"
                 self.counter += 1
-                names[node] = name
-                lines.append(f"{indent}{name} = {text}{self.type_comment(node)};")
+                names[node] = self.names[node] = name
+                lines.append(f"{indent}{name} = {text}{self.comments(node)};")
         if not lines:
             lines.append(indent + names[root])
         return lines
@@ -155,10 +168,8 @@ def _outside_functions(e: Expr) -> tuple[Expr, ...]:
     return () if isinstance(e, Function) else children(e)
 
 
-def astext(obj: "Expr | IRModule", show_types: bool = True) -> str:
-    """The program as Relay-like text (see the module docstring)."""
+def _print(p: _Printer, obj: "Expr | IRModule") -> str:
     from .module import IRModule
-    p = _Printer(show_types)
     if isinstance(obj, IRModule):
         chunks = []
         for name, func in obj.functions.items():
@@ -170,3 +181,18 @@ def astext(obj: "Expr | IRModule", show_types: bool = True) -> str:
     else:
         lines += p.block(obj, {}, "")
     return "\n".join(lines)
+
+
+def astext(obj: "Expr | IRModule", show_types: bool = True,
+           provenance: Mapping[Expr, Sequence[str]] | None = None) -> str:
+    """The program as Relay-like text; with `provenance`, rule-made nodes name their rules (see the
+    module docstring)."""
+    return _print(_Printer(show_types, provenance), obj)
+
+
+def node_names(obj: "Expr | IRModule") -> dict[Expr, str]:
+    """Each node `astext(obj)` names -> its name there (`%3`, `%x`); the last value of each block
+    (e.g. a function's result) is printed unnamed and is left out."""
+    p = _Printer(show_types=False)
+    _print(p, obj)
+    return p.names

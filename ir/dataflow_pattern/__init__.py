@@ -12,8 +12,8 @@
 
 Semantics follow TVM's Relay implementation (`shared/seeds/pattern-matching-in-relay.txt`); the
 corners are documented where they live: matching in `match`, grouping of matches in `grouping`,
-`partition` and `rewrite` in their modules. This direct matcher is the reference the e-graph path
-must agree with.
+`partition` and `rewrite` in their modules; why a pattern did not match in `explain`. This
+direct matcher is the reference the e-graph path must agree with.
 """
 
 from __future__ import annotations
@@ -34,6 +34,7 @@ from .builders import (
     is_var,
     wildcard,
 )
+from .explain import CAUSES, MatchExplanation, Miss, explain_match
 from .errors import InvalidPatternError, PatternError, RewriteDivergenceError, RewriteError
 from .kinds import (
     K_BROADCAST,
@@ -77,6 +78,7 @@ __all__ = [
     "wildcard", "has_type", "has_dtype", "has_shape", "has_attr", "dominates",
     # use
     "match", "find_matches", "DFPatternMatcher", "partition", "rewrite", "DFPatternCallback",
+    "explain_match", "MatchExplanation", "Miss", "CAUSES",
     "MAX_REWRITE_PASSES", "MAX_GROWTH", "GROWTH_SLACK_NODES",
     # fusion kinds for has_attr({"TOpPattern": ...})
     "K_ELEMWISE", "K_BROADCAST", "K_INJECTIVE", "K_COMM_REDUCE", "K_OUT_ELEMWISE_FUSABLE", "K_TUPLE",
