@@ -4,6 +4,7 @@
     eqsat optimize model.onnx --onnx optimized.onnx --onnx-contrib --log tuning.jsonl --explain
     eqsat compare bert --small --targets cpu,cuda --extractors greedy,ilp --diff
     eqsat tune resnet50 --small --log tuning.jsonl --trials 8 [--optimized]
+    eqsat tune resnet50 --target ort --candidates --log ort.jsonl --repeat 5 --threads 2
     eqsat show resnet50 --small --op nn.conv2d_bias_act --depth 2 --max-nodes 30 --dot view.dot
     eqsat rules [SET]
     eqsat models
@@ -29,9 +30,11 @@ import ir
 import strategies
 from strategies.devices import require_device
 from strategies.records import read_log
-from strategies.tuning import program_workloads
+from strategies.executor import prepare_program
+from strategies.tuning import tune_workloads, workload_constants
 
 from .atomic import write_files
+from .candidates import candidate_workloads
 from .cli_errors import EXIT_BROKEN_PIPE, UsageError, failure
 from .compare import compare
 from .errors import EqsatError, RuleError
@@ -234,6 +237,9 @@ def _cmd_compare(args: argparse.Namespace) -> int:
 
 
 def _cmd_tune(args: argparse.Namespace) -> int:
+    if args.optimized and args.candidates:
+        raise UsageError("--optimized tunes the extracted program and --candidates every form it is chosen from; "
+                         "give one of them")
     earlier = _history(args.log).records if Path(args.log).exists() else []
     mod, params = _load(args.model, args.small)
     if args.optimized:
@@ -241,13 +247,22 @@ def _cmd_tune(args: argparse.Namespace) -> int:
                        extractor=_extractor(args.extractor, args.ilp_seconds), progress=_progress(args.quiet))
         print(res.summary())
         mod, params = res.mod, res.params
-    records = strategies.tune(mod, args.target, log=args.log, trials=args.trials, params=params,
-                              repeat=args.repeat)
-    workloads = [w for w in program_workloads(mod, params) if w.static]
+    if args.candidates:
+        sat = saturate_program(mod, params, rules=args.rules, limits=_limits(args), progress=_progress(args.quiet))
+        print(sat.report.summary())
+        items = candidate_workloads(sat.view, args.target)
+    else:
+        items = workload_constants(mod, params)
+    records = tune_workloads(items, args.target, log=args.log, trials=args.trials, repeat=args.repeat,
+                             threads=args.threads)
+    workloads = [w for w, _ in items if w.static]
+    target = strategies.Target(args.target)
+    if "ort" in target.keys:
+        _print_ort_tuning(args, workloads, records, earlier, prepare_program(mod, params))
+        return 0
     print(f"tuned {len(workloads)} workload(s) on {args.target}: {len(records)} measurement(s) "
           f"({sum(not r.ok for r in records)} failed) appended to {args.log}")
     history = strategies.TuningHistory(earlier + records, args.log)
-    target = strategies.Target(args.target)
     for workload in workloads:
         tuned = strategies.select_implementation(workload, target, history)
         untuned = strategies.select_implementation(workload, target, strategies.TuningHistory([]))
@@ -255,6 +270,29 @@ def _cmd_tune(args: argparse.Namespace) -> int:
         note = f"; untuned: {untuned.implementation.name}" if changed else ""
         print(f"{tuned.describe(target)}{note}")
     return 0
+
+
+def _print_ort_tuning(args: argparse.Namespace, workloads: list[strategies.Workload],
+                      records: list[strategies.TuningRecord], earlier: list[strategies.TuningRecord],
+                      program: ir.Function) -> None:
+    """What ONNX Runtime measured per workload next to the roofline, and the program's cost both ways."""
+    how = ""
+    if records:
+        config = records[0].config
+        how = (f" in ONNX Runtime {config['onnxruntime']} ({config['intra_op_threads']} intra-op thread(s), "
+               f"graph optimization {config['graph_optimization']})")
+    print(f"timed {len(records)} workload(s) on {args.target}{how}: {sum(not r.ok for r in records)} failed; "
+          f"appended to {args.log}")
+    by_key = {r.workload: r for r in records}
+    roofline = strategies.CostModel(args.target)
+    for workload in workloads:
+        record = by_key[workload.key]
+        estimate = roofline.node_cost(workload.op, workload.attrs, workload.in_types, workload.out_type)
+        measured = f"{record.latency_us:.1f} µs measured" if record.ok else f"failed ({record.error_msg})"
+        print(f"{args.target}: {workload.describe()}: {measured}, roofline {estimate:.1f} µs")
+    tuned = strategies.CostModel(args.target, earlier + records)
+    print(f"{args.target}: the program costs {tuned.program_cost(program):.4g} µs with the log, "
+          f"{roofline.program_cost(program):.4g} µs by the roofline; {tuned.coverage(program).summary()}")
 
 
 def _cmd_show(args: argparse.Namespace) -> int:
@@ -387,6 +425,12 @@ def build_parser() -> argparse.ArgumentParser:
                       help="tune the program `optimize` extracts for the target (fused calls included)")
     tune.add_argument("--extractor", default="greedy", choices=sorted(EXTRACTORS),
                       help="how the program is extracted, with --optimized")
+    tune.add_argument("--candidates", action="store_true",
+                      help="tune every form extraction chooses from: each workload of the saturated e-graph "
+                           "that the target can run")
+    tune.add_argument("--threads", type=_int_at_least(1),
+                      help="intra-op threads of ONNX Runtime's sessions on an ort target "
+                           "(default: the CPUs this process may use)")
     tune.set_defaults(run=_cmd_tune)
 
     show = command("show", "describe one e-class of the saturated e-graph and draw its neighbourhood")

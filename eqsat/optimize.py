@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Mapping
 
 import numpy as np
 
@@ -23,6 +23,9 @@ from .runner import saturate
 from .scheduler import Scheduler
 from .verify import Verification, verify as check_program
 
+if TYPE_CHECKING:
+    from strategies.cost import Coverage
+
 DEFAULT_TRIALS = 3
 """input sets `optimize(verify=True)` checks a result on: typical values, edge values, inf and NaN."""
 
@@ -30,14 +33,19 @@ __all__ = ["Optimized", "optimize", "cost_model", "cost_unit", "op_counts", "Sat
            "Extracted", "extract_program"]
 
 
-def cost_model(target: str | CostModel) -> CostModel:
-    """`strategies.CostModel(target)` for a target name, `OpCount()` for "ops", or the model itself."""
+def cost_model(target: str | CostModel, log: Any = None) -> CostModel:
+    """`strategies.CostModel(target, log)` for a target name, `OpCount()` for "ops", or the model itself.
+
+    `log` (a tuning log path or records) is for a target name only.
+    """
+    if log is not None and (not isinstance(target, str) or target == "ops"):
+        raise ValueError(f"a tuning log applies to a strategies target name, not to {target!r}")
     if not isinstance(target, str):
         return target
     if target == "ops":
         return OpCount()
     import strategies
-    return strategies.CostModel(target)
+    return strategies.CostModel(target, log)
 
 
 def target_name(target: str | CostModel) -> str:
@@ -151,6 +159,8 @@ class Optimized:
     """regions of the result that rules made (see `explain`)."""
     verification: Verification | None = None
     """None when `optimize` ran with `verify=False`."""
+    coverage: "Coverage | None" = None
+    """with a tuning log: how many of the result's workloads were measured or estimated (`strategies.cost.Coverage`)."""
 
     def op_changes(self) -> str:
         """"op before -> after" for every op whose count changed, e.g. "nn.conv2d 53 -> 0"."""
@@ -167,6 +177,7 @@ class Optimized:
             f"cost on {self.target} with {self.extractor}: {self.cost_before:.4g} -> {self.cost_after:.4g} "
             f"{self.unit}{gain}; extraction {self.extract_seconds:.3f} s",
             f"ops changed: {self.op_changes()}",
+            *([f"tuning log: {self.coverage.summary()}"] if self.coverage is not None else []),
             check,
         ])
 
@@ -180,25 +191,34 @@ class Optimized:
 def optimize(mod: IRModule, params: Mapping[str, Any] | None = None, *, target: str | CostModel = "cpu",
              rules: Any = "default", limits: Limits = Limits(), extractor: str | Extractor = "greedy",
              scheduler: Scheduler | None = None, progress: Callable[[IterationRow], None] | None = None,
-             verify: bool | int = True) -> Optimized:
+             verify: bool | int = True, log: Any = None) -> Optimized:
     """Saturate `mod` under `rules` within `limits`; lift the cheapest equivalent for `target` back to IR.
 
     `params` are bound as constants while saturating (rules may read weights) and are parameters
     again in the result, with their values in `Optimized.params`. `target` is a `strategies`
-    target name, `"ops"` (count ops), or any `CostModel`. `verify` (default True: `DEFAULT_TRIALS`
+    target name, `"ops"` (count ops), or any `CostModel`; `log` is a tuning log for a target name
+    (e.g. ONNX Runtime's measurements for "ort", see `strategies.tune`), whose coverage of the
+    result is `Optimized.coverage`. `verify` (default True: `DEFAULT_TRIALS`
     input sets, typical values, edge values, infinities and NaN; an int: that many) runs the
     result and the input on seeded random inputs (see `eqsat.verify`) and raises
     `VerificationError`, naming the applied rules, if they disagree; a wrong program is never
     returned silently.
     """
     sat = saturate_program(mod, params, rules=rules, limits=limits, scheduler=scheduler, progress=progress)
-    model = cost_model(target)
+    model = cost_model(target, log)
     out = extract_program(sat, model, extractor)
     ir.infer_type(out.mod)
+    coverage = _coverage(model, out) if getattr(model, "logged", False) else None
     trials = DEFAULT_TRIALS if verify is True else int(verify)
     checked = check_program(mod, params, out.mod, out.params, trials, sat.report) if trials > 0 else None
     return Optimized(out.mod, out.params, sat.report, out.cost_before, out.cost_after, target_name(target),
                      str(getattr(extractor, "name", extractor)), out.choice, out.seconds, dict(out.choice.info),
                      cost_unit(target), dict(sorted(op_counts(sat.input_module()[0]).items())),
-                     dict(sorted(op_counts(out.mod).items())), out.changes, checked)
+                     dict(sorted(op_counts(out.mod).items())), out.changes, checked, coverage)
+
+
+def _coverage(model: Any, out: Extracted) -> "Coverage":
+    """The cost model's coverage of the extracted program, its parameters bound and constants folded."""
+    from strategies.executor import prepare_program
+    return model.coverage(prepare_program(out.mod, out.params))
 

@@ -7,6 +7,10 @@ runs it: inputs that are constants in the program (weights) are prepared once, o
 timing (`strategies.kernels.prepared`). Each measurement checks its output against the first
 candidate's (the one selection would pick untuned) and appends one JSON-lines record to the log
 (`strategies.records`), so an interrupted run keeps what it measured.
+
+On a target with the `ort` key the kernels are ONNX Runtime's: each workload is timed as ONNX
+Runtime runs it (`strategies.ort_timing`), one record per workload, all workloads interleaved
+across `repeat` rounds; `trials` does not apply (ONNX Runtime offers no knobs to try).
 """
 
 from __future__ import annotations
@@ -16,7 +20,7 @@ import logging
 import os
 import time
 from functools import partial
-from typing import Any, Iterator, Mapping
+from typing import Any, Iterator, Mapping, Sequence
 
 import numpy as np
 
@@ -29,24 +33,25 @@ from ir.visitor import post_order
 from .devices import require_device, to_host, to_torch
 from .executor import prepare_program
 from .kernels.prepared import NO_DONATION, PreparedCompute
+from .ort_timing import time_workloads
 from .records import ErrorCode, TuningRecord, append_records
 from .select import candidate_implementations, config_space
 from .strategy import OpImplementation
 from .target import Target, as_target
 from .workload import Workload
 
-__all__ = ["tune", "program_workloads", "random_value"]
+__all__ = ["tune", "tune_workloads", "program_workloads", "workload_constants", "random_value"]
 
 logger = logging.getLogger("strategies")
 
 
 def program_workloads(mod: IRModule | Expr, params: Mapping[str, Any] | None = None) -> list[Workload]:
     """The distinct workloads of a program's calls (after binding params and folding constants), in order."""
-    return [workload for workload, _ in _workload_calls(mod, params)]
+    return [workload for workload, _ in workload_constants(mod, params)]
 
 
-def _workload_calls(mod: IRModule | Expr,
-                    params: Mapping[str, Any] | None) -> list[tuple[Workload, frozenset[int]]]:
+def workload_constants(mod: IRModule | Expr,
+                       params: Mapping[str, Any] | None = None) -> list[tuple[Workload, frozenset[int]]]:
     """Each distinct workload, in order, with the input positions that are constants at its first call."""
     seen: dict[str, tuple[Workload, frozenset[int]]] = {}
     for node in post_order(prepare_program(mod, params)):
@@ -145,24 +150,39 @@ def _tune_workload(workload: Workload, target: Target, trials: int, repeat: int,
 
 def tune(mod: IRModule | Expr, target: Target | str = "cpu", log: str | os.PathLike = "tuning.jsonl",
          trials: int = 16, params: Mapping[str, Any] | None = None, repeat: int = 3,
-         seed: int = 0) -> list[TuningRecord]:
+         seed: int = 0, threads: int | None = None) -> list[TuningRecord]:
     """Measure every static workload of `mod` on `target`, appending one record per measurement to `log`.
 
     `trials` caps the measurements per workload; each measurement times `repeat` runs (after a
     warm-up) and records them in microseconds. Workloads with symbolic shapes are skipped (their
-    shapes are known only at run time). Returns the records written.
+    shapes are known only at run time). On an `ort` target each workload is one ONNX Runtime
+    measurement of `repeat` rounds with `threads` intra-op threads (default: the CPUs this process
+    may use). Returns the records written.
     """
+    return tune_workloads(workload_constants(mod, params), target, log, trials, repeat, seed, threads)
+
+
+def tune_workloads(items: Sequence[tuple[Workload, frozenset[int]]], target: Target | str = "cpu",
+                   log: str | os.PathLike = "tuning.jsonl", trials: int = 16, repeat: int = 3, seed: int = 0,
+                   threads: int | None = None) -> list[TuningRecord]:
+    """`tune` for given workloads, each paired with the input positions that are constants (weights)
+    where it is called (see `workload_constants`); each distinct static workload is measured once."""
     target = as_target(target)
     require_device(target)
     for name, value in (("trials", trials), ("repeat", repeat)):
         if value < 1:
             raise ValueError(f"{name} must be >= 1, got {value}")
-    rng = np.random.default_rng(seed)
-    written: list[TuningRecord] = []
-    for workload, constant in _workload_calls(mod, params):
+    distinct: dict[str, tuple[Workload, frozenset[int]]] = {}
+    for workload, constant in items:
         if not workload.static:
             logger.info("tune: %s has symbolic shapes; skipped", workload.describe())
             continue
+        distinct.setdefault(workload.key, (workload, constant))
+    if "ort" in target.keys:
+        return _tune_in_ort(list(distinct.values()), target, log, repeat, seed, threads)
+    rng = np.random.default_rng(seed)
+    written: list[TuningRecord] = []
+    for workload, constant in distinct.values():
         records = _tune_workload(workload, target, trials, repeat, rng, constant)
         append_records(log, records)
         written.extend(records)
@@ -170,3 +190,14 @@ def tune(mod: IRModule | Expr, target: Target | str = "cpu", log: str | os.PathL
         logger.info("tune: %s: %d trial(s), best %s", workload.describe(), len(records),
                     f"{best.implementation} {best.latency_us:.1f} us" if best else "none succeeded")
     return written
+
+
+def _tune_in_ort(items: list[tuple[Workload, frozenset[int]]], target: Target, log: str | os.PathLike,
+                 repeat: int, seed: int, threads: int | None) -> list[TuningRecord]:
+    """One ONNX Runtime record per workload, all timed in the same rounds, appended together."""
+    records = time_workloads(items, target.kind, rounds=repeat, threads=threads, seed=seed)
+    append_records(log, records)
+    for record, (workload, _) in zip(records, items):
+        logger.info("tune: %s: %s", workload.describe(),
+                    f"{record.latency_us:.1f} us in ONNX Runtime" if record.ok else record.error_msg)
+    return records

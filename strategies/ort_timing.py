@@ -1,0 +1,209 @@
+"""Timing workloads as ONNX Runtime runs them: the measurements behind the `ort` target's costs.
+
+Each workload becomes a one-call program: inputs that are constants in the program (weights) are
+constant initializers, the others graph inputs. It is exported with ONNX Runtime's contrib forms
+(`ir.frontend.to_onnx(contrib=True)`), so a fused call is timed as the contrib node or the small
+standard subgraph the exporter emits for it, and run in an `InferenceSession` on the CPU with the
+ort target's graph optimization level (`GRAPH_OPTIMIZATION`: the ort target's programs run with
+ONNX Runtime's optimizer off) and a fixed intra-op thread count.
+
+Timing: every session is warmed up, then each of `rounds` rounds runs every workload once (a batch
+of runs at least `MIN_BATCH_US` long, averaged), so a change of load on the machine hits all
+workloads alike. The fixed cost of a session run (a one-element `Identity`, timed in the same
+rounds) is subtracted from each sample. One record per workload holds the samples; its median is
+the workload's latency. The record names the implementation `ORT_IMPLEMENTATION`, and its config
+says how it was measured (thread count, optimization level, ONNX Runtime version, overhead).
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import os
+import statistics
+import time
+from dataclasses import dataclass
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from ir.expr import Call, Constant, Expr, Function, Tuple, Var
+from ir.op.registry import get_op
+from ir.types import TensorType, TupleType, Type
+
+from .records import ErrorCode, TuningRecord
+from .workload import Workload
+
+__all__ = ["ORT_IMPLEMENTATION", "GRAPH_OPTIMIZATION", "MIN_BATCH_US", "ort_session", "default_threads",
+           "workload_program", "time_workloads"]
+
+logger = logging.getLogger("strategies")
+
+#: the implementation name of a record measured in ONNX Runtime
+ORT_IMPLEMENTATION = "onnxruntime"
+#: ONNX Runtime's graph optimization level for the ort target's programs: "disabled", "basic", "extended", "all"
+GRAPH_OPTIMIZATION = "disabled"
+#: a timed batch of runs lasts at least this long (microseconds), so fast workloads are not timer noise
+MIN_BATCH_US = 500.0
+_MAX_BATCH = 1000
+_WARMUP_RUNS = 3
+
+
+def default_threads() -> int:
+    """The CPUs this process may run on: the intra-op thread count when none is given."""
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+
+
+def ort_session(model: Any, threads: int, optimization: str = GRAPH_OPTIMIZATION) -> Any:
+    """A CPU `InferenceSession` of an ONNX model with `threads` intra-op threads at an optimization level.
+
+    Idle worker threads sleep instead of spinning, so sessions left open do not hold the cores.
+    """
+    import onnxruntime as ort
+    levels = {"disabled": ort.GraphOptimizationLevel.ORT_DISABLE_ALL,
+              "basic": ort.GraphOptimizationLevel.ORT_ENABLE_BASIC,
+              "extended": ort.GraphOptimizationLevel.ORT_ENABLE_EXTENDED,
+              "all": ort.GraphOptimizationLevel.ORT_ENABLE_ALL}
+    if optimization not in levels:
+        raise ValueError(f"unknown graph optimization level {optimization!r}; choose from {sorted(levels)}")
+    options = ort.SessionOptions()
+    options.log_severity_level = 3
+    options.intra_op_num_threads = threads
+    options.inter_op_num_threads = 1
+    options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+    options.graph_optimization_level = levels[optimization]
+    data = model if isinstance(model, bytes) else model.SerializeToString()
+    return ort.InferenceSession(data, options, providers=["CPUExecutionProvider"])
+
+
+def _random(ty: TensorType, rng: np.random.Generator) -> np.ndarray:
+    """Normal floats, small non-negative integers (valid indices), random bools."""
+    shape = ty.concrete_shape
+    if ty.dtype == "bool":
+        return rng.random(shape) < 0.5
+    if np.dtype(ty.dtype).kind in "iu":
+        return rng.integers(0, 2, size=shape).astype(ty.dtype)
+    return rng.standard_normal(shape).astype(ty.dtype)
+
+
+def workload_program(workload: Workload, constant: frozenset[int],
+                     rng: np.random.Generator) -> tuple[Function, dict[str, np.ndarray]]:
+    """A one-call function of `workload` and random values for its parameters.
+
+    Inputs at the positions in `constant` are random constants; a tuple-typed input is a tuple of
+    parameters (or constants), one per field.
+    """
+    params: list[Var] = []
+    feeds: dict[str, np.ndarray] = {}
+
+    def leaf(name: str, ty: Type, is_constant: bool) -> Expr:
+        if isinstance(ty, TupleType):
+            return Tuple([leaf(f"{name}_{i}", f, is_constant) for i, f in enumerate(ty.fields)])
+        assert isinstance(ty, TensorType)
+        value = _random(ty, rng)
+        if is_constant:
+            return Constant(value)
+        params.append(Var(name, ty))
+        feeds[name] = value
+        return params[-1]
+
+    args = [leaf(f"in{i}", ty, i in constant) for i, ty in enumerate(workload.in_types)]
+    return Function(params, Call(get_op(workload.op), args, workload.attrs)), feeds
+
+
+@dataclass
+class _Timed:
+    """One session under timing: a run of it, how many runs a batch makes, the per-run samples."""
+
+    run: Callable[[], Any]
+    batch: int = 1
+    samples: list[float] | None = None
+
+    def calibrate(self) -> None:
+        for _ in range(_WARMUP_RUNS):
+            self.run()
+        start = time.perf_counter()
+        self.run()
+        once_us = (time.perf_counter() - start) * 1e6
+        self.batch = max(1, min(_MAX_BATCH, math.ceil(MIN_BATCH_US / max(once_us, 1e-3))))
+        self.samples = []
+
+    def sample(self) -> None:
+        start = time.perf_counter()
+        for _ in range(self.batch):
+            self.run()
+        self.samples.append((time.perf_counter() - start) * 1e6 / self.batch)
+
+
+def _bound_run(session: Any, feeds: dict[str, np.ndarray]) -> Callable[[], Any]:
+    """A run of `session` on `feeds` bound once: no per-run conversion of inputs."""
+    binding = session.io_binding()
+    for name, value in feeds.items():
+        binding.bind_cpu_input(name, np.ascontiguousarray(value))
+    for out in session.get_outputs():
+        binding.bind_output(out.name)
+    return lambda: session.run_with_iobinding(binding)
+
+
+def _overhead_session(threads: int, optimization: str) -> _Timed:
+    """The fixed cost of a session run: a one-element `Identity`."""
+    import onnx
+    from onnx import TensorProto, helper
+    info = [helper.make_tensor_value_info(n, TensorProto.FLOAT, [1]) for n in ("x", "y")]
+    graph = helper.make_graph([helper.make_node("Identity", ["x"], ["y"])], "overhead", info[:1], info[1:])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)],
+                              ir_version=onnx.helper.find_min_ir_version_for([helper.make_opsetid("", 17)]))
+    session = ort_session(model, threads, optimization)
+    return _Timed(_bound_run(session, {"x": np.zeros(1, "float32")}))
+
+
+def time_workloads(items: Sequence[tuple[Workload, frozenset[int]]], target: str = "ort", rounds: int = 5,
+                   threads: int | None = None, optimization: str = GRAPH_OPTIMIZATION,
+                   seed: int = 0) -> list[TuningRecord]:
+    """One record per workload with its latencies in ONNX Runtime, in the order given.
+
+    `items` pairs each workload (static shapes) with the input positions that are constants in the
+    program. A workload that cannot be exported or run gets a failed record saying why.
+    """
+    import onnxruntime as ort
+
+    from ir.frontend import to_onnx
+    if rounds < 1:
+        raise ValueError(f"rounds must be >= 1, got {rounds}")
+    threads = default_threads() if threads is None else threads
+    if threads < 1:
+        raise ValueError(f"threads must be >= 1, got {threads}")
+    rng = np.random.default_rng(seed)
+    timed: dict[int, _Timed] = {}
+    failed: dict[int, str] = {}
+    for i, (workload, constant) in enumerate(items):
+        try:
+            func, feeds = workload_program(workload, constant, rng)
+            with np.errstate(all="ignore"):
+                session = ort_session(to_onnx(func, contrib=True), threads, optimization)
+            timed[i] = _Timed(_bound_run(session, feeds))
+            timed[i].calibrate()
+        except Exception as err:  # a workload ONNX Runtime cannot run is a measurement result, not a crash
+            timed.pop(i, None)
+            failed[i] = f"{type(err).__name__}: {err}"
+            logger.info("tune: %s failed in ONNX Runtime: %s", workload.describe(), failed[i])
+    overhead = _overhead_session(threads, optimization)
+    overhead.calibrate()
+    for _ in range(rounds):
+        overhead.sample()
+        for entry in timed.values():
+            entry.sample()
+    overhead_us = statistics.median(overhead.samples)
+    config = {"graph_optimization": optimization, "intra_op_threads": threads, "onnxruntime": ort.__version__,
+              "session_overhead_us": round(overhead_us, 3)}
+    now = time.time()
+    records = []
+    for i, (workload, _) in enumerate(items):
+        if i in timed:
+            costs = tuple(max(0.0, s - overhead_us) for s in timed[i].samples)
+            error, message = ErrorCode.NO_ERROR, ""
+        else:
+            costs, error, message = (), ErrorCode.RUNTIME_ERROR, failed[i]
+        records.append(TuningRecord(target, workload.key, workload.op, ORT_IMPLEMENTATION, dict(config), costs,
+                                    int(error), message, now))
+    return records
