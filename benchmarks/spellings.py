@@ -350,6 +350,55 @@ def _conv_bn_relu(form: str) -> Builder:
     return build
 
 
+# -- attention -------------------------------------------------------------------------------------------------
+
+def _heads(size: Size) -> tuple[int, int, int, int]:
+    """(batch, sequence, heads, head size) of the attention family."""
+    return (2, 4, 2, 8) if size == "small" else (1, 128, 12, 64)
+
+
+def _split_heads(g: _Graph, x: str, size: Size, perm: tuple[int, ...] = (0, 2, 1, 3)) -> str:
+    """(batch, sequence, hidden) -> (batch, heads, sequence, head size), or another `perm` of the split axes."""
+    return g.op("Transpose", g.op("Reshape", x, g.const(list(_heads(size)), np.int64)), perm=list(perm))
+
+
+def _attention(form: str) -> Builder:
+    """softmax(Q Kᵀ / sqrt(d) + mask) V over split heads, merged back to (batch, sequence, hidden):
+    the scores scaled (canonical), divided by sqrt(d) (Hugging Face BERT), K transposed in the head
+    split (GPT-2 style exports), Q scaled first, Q and K each scaled by d^-1/4 (PyTorch's SDPA export),
+    Einsum products (Flax), or the mask added first."""
+    def build(size: Size) -> onnx.ModelProto:
+        batch, seq, heads, dim = _heads(size)
+        scale = dim ** -0.5
+        g = _Graph()
+        q, v = _split_heads(g, "q", size), _split_heads(g, "v", size)
+        if form == "k_transposed_early":
+            k_t = _split_heads(g, "k", size, (0, 2, 3, 1))
+        else:
+            k = _split_heads(g, "k", size)
+            k_t = None if form == "einsum" else g.op("Transpose", k, perm=[0, 1, 3, 2])
+        if form == "query_scaled":
+            scores = g.op("MatMul", g.op("Mul", q, g.const(scale)), k_t)
+        elif form == "both_scaled":
+            root = g.const(scale ** 0.5)
+            scores = g.op("MatMul", g.op("Mul", q, root), g.op("Mul", k_t, root))
+        elif form == "bert_div":
+            scores = g.op("Div", g.op("MatMul", q, k_t), g.const(dim ** 0.5))
+        elif form == "einsum":
+            scores = g.op("Mul", g.op("Einsum", q, k, equation="bhqd,bhkd->bhqk"), g.const(scale))
+        else:
+            scores = g.op("Mul", g.op("MatMul", q, k_t), g.const(scale))
+        scores = g.op("Add", "mask", scores) if form == "mask_first" else g.op("Add", scores, "mask")
+        probs = g.op("Softmax", scores, axis=-1)
+        context = (g.op("Einsum", probs, v, equation="bhqk,bhkd->bhqd") if form == "einsum"
+                   else g.op("MatMul", probs, v))
+        merged = g.op("Reshape", g.op("Transpose", context, perm=[0, 2, 1, 3]),
+                      g.const([batch, seq, heads * dim], np.int64))
+        hidden = (batch, seq, heads * dim)
+        return g.model({"q": hidden, "k": hidden, "v": hidden, "mask": (batch, 1, 1, seq)}, merged, shape=hidden)
+    return build
+
+
 # -- torch exports ---------------------------------------------------------------------------------------------
 
 def _torch_export(make_module: Callable[..., object], shape: Callable[[Size], tuple[int, ...]],
@@ -469,6 +518,14 @@ FAMILIES: dict[str, Family] = {f.name: f for f in [
         "bias_mul_add": _conv_bn_relu("bias_mul_add"),
         "batchnorm_max": _conv_bn_relu("batchnorm_max"),
     }, frozenset({"nn.conv2d_bias_act"})),
+    Family("attention", _attention("scores_scaled"), {
+        "bert_div": _attention("bert_div"),
+        "k_transposed_early": _attention("k_transposed_early"),
+        "query_scaled": _attention("query_scaled"),
+        "both_scaled": _attention("both_scaled"),
+        "einsum": _attention("einsum"),
+        "mask_first": _attention("mask_first"),
+    }, frozenset({"nn.masked_attention"})),
 ]}
 
 

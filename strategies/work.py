@@ -79,6 +79,11 @@ def op_work(op_name: str, attrs: Attrs, in_types: Sequence[Type], out_type: Type
         return Work(2.0 * out_elems * k + 2.0 * out_elems, moved)
     if op_name in ("nn.matmul", "nn.batch_matmul", "nn.fused_matmul"):
         return Work(2.0 * _matmul_macs(attrs, in_types, out_type, assumed_dim), moved)
+    if op_name in ("nn.attention", "nn.masked_attention"):
+        q, k, v = in_types[:3]
+        scores = numel(q, assumed_dim) // dim_size(q.shape[-1], assumed_dim) * dim_size(k.shape[-2], assumed_dim)
+        head_sizes = dim_size(q.shape[-1], assumed_dim) + dim_size(v.shape[-1], assumed_dim)
+        return Work(2.0 * scores * head_sizes + _NORMALIZATION["nn.softmax"] * scores, moved)
     if op_name in ("nn.max_pool2d", "nn.avg_pool2d"):
         return Work(float(out_elems * math.prod(attrs.pool_size)), moved)
     if op_name in _NORMALIZATION:

@@ -46,7 +46,9 @@ class RuleCheck:
 
 def edge_inputs(mod: IRModule, extreme: bool, seed: int = 0) -> list[dict[str, np.ndarray]]:
     """Input sets for `mod`: typical values, then every edge value of each input's dtype spread
-    over its elements (`extreme` adds the largest finite magnitudes)."""
+    over its elements. `extreme` (the check of an exact rule) adds the largest finite magnitudes
+    and the subnormals: a rule that only changes rounding also changes where an intermediate
+    overflows or underflows to zero (`inf * (1e-45 * 0.25)` is NaN, `(inf * 1e-45) * 0.25` is inf)."""
     rng = np.random.default_rng(seed)
     sets: list[dict[str, np.ndarray]] = [{}, {}, {}]
     for p in mod["main"].params:
@@ -63,10 +65,10 @@ def edge_inputs(mod: IRModule, extreme: bool, seed: int = 0) -> list[dict[str, n
                       scatter_specials(rng, np.empty(shape, dtype), specials, 1.0)]
         else:
             info = np.finfo(dtype)
-            specials = [0.0, -0.0, info.smallest_subnormal, -info.smallest_subnormal, float(info.tiny), 1.0, -1.0,
-                        np.inf, -np.inf, np.nan, 0.5, -2.0]
+            specials = [0.0, -0.0, float(info.tiny), 1.0, -1.0, np.inf, -np.inf, np.nan, 0.5, -2.0]
             if extreme:
-                specials += [float(info.max), -float(info.max), float(info.max) / 3]
+                specials += [float(info.max), -float(info.max), float(info.max) / 3,
+                             info.smallest_subnormal, -info.smallest_subnormal]
             normal = (rng.standard_normal(shape) * 2).astype(dtype)
             values = [normal, (normal * 1e3).astype(dtype) if extreme else (normal * 1e-3).astype(dtype),
                       scatter_specials(rng, np.empty(shape, dtype), np.array(specials, dtype), 1.0)]

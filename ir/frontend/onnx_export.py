@@ -30,6 +30,7 @@ from ..type_infer import infer_type, types_compatible
 from ..visitor import children, post_order
 from ..types import TensorType, TupleType, Type
 from . import export_elemwise, export_nn, export_tensor  # noqa: F401  (register emitters)
+from .export_attention import ONE_NODE_OPSETS
 from .errors import FrontendError
 from .export_context import CONTRIB_DOMAIN, EMITTERS, EmitContext, Names, Value
 from .export_contrib import CONTRIB_EMITTERS, CONTRIB_OPSET
@@ -227,17 +228,21 @@ def to_onnx(mod: IRModule | Expr, params: Mapping[str, np.ndarray] | None = None
     """Export `mod["main"]` (or an expression) as an ONNX model checked by `onnx.checker`.
 
     `params` maps parameter names to arrays (anything with `.numpy()` works too); those become
-    initializers. `opset` defaults to 17; 13 to the newest the installed `onnx` defines are
-    accepted. A tuple result becomes several graph outputs (nested tuples are flattened).
+    initializers. `opset` defaults to 17, or to the first opset that writes each op of the program
+    as one node where a newer one does (23 for attention); 13 to the newest the installed `onnx`
+    defines are accepted. A tuple result becomes several graph outputs (nested tuples are flattened).
     `contrib=True` exports the fused forms as ONNX Runtime contrib ops where it can and imports
     the `com.microsoft` domain; such a model runs in ONNX Runtime only.
     """
-    opset = DEFAULT_OPSET if opset is None else opset
     newest = onnx.defs.onnx_opset_version()
-    if not OLDEST_EXPORT_OPSET <= opset <= newest:
+    if opset is not None and not OLDEST_EXPORT_OPSET <= opset <= newest:
         raise FrontendError(f"cannot export to opset {opset}: choose one from {OLDEST_EXPORT_OPSET} to {newest}")
     main = entry_function(mod)
     func = infer_type(Function(main.params, inline_bindings(main.body)))
+    if opset is None:
+        opset = min(newest, max([DEFAULT_OPSET] + [ONE_NODE_OPSETS.get(n.op.name, DEFAULT_OPSET)
+                                                    for n in post_order(func.body)
+                                                    if isinstance(n, Call) and isinstance(n.op, Op)]))
     values = {k: v.numpy() if hasattr(v, "numpy") and not isinstance(v, np.ndarray) else np.asarray(v)
               for k, v in (params or {}).items()}
     by_name = {p.name_hint: p for p in func.params}

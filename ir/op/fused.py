@@ -2,7 +2,8 @@
 
 Each has a plain decomposition into the portable ops (see `decompose` in the exporter and the
 reference kernels); they mirror ONNX Runtime's contrib kernels (`FusedConv`, `FusedMatMul`,
-`BiasGelu`, `SkipLayerNormalization`) so a target that has them can pick them at extraction.
+`BiasGelu`, `SkipLayerNormalization`) and ONNX's `Attention` (opset 23) so a target that has them
+can pick them at extraction.
 """
 
 from __future__ import annotations
@@ -11,10 +12,10 @@ from typing import Sequence
 
 from ..attrs import Attrs
 from ..errors import ShapeError
-from ..types import Type
+from ..types import TensorType, Type
 from .nn import CONV_ATTRS, conv2d_rel, dense_rel, layer_norm_rel, matmul_rel
 from .registry import AttrField, OpPattern, register_op
-from .shapes import dims_match, same_dtype, tensor
+from .shapes import broadcast_shapes, dims_match, same_dtype, tensor
 from .tensor import broadcast_rel
 
 ACTIVATIONS = ("none", "relu", "sigmoid", "tanh", "leaky_relu")
@@ -49,6 +50,30 @@ def skip_layer_norm_rel(args: Sequence[Type], attrs: Attrs) -> Type:
     return layer_norm_rel([summed, *args[2:]], attrs)
 
 
+def attention_rel(args: Sequence[Type], attrs: Attrs) -> Type:
+    """query (..., Sq, D), key (..., Sk, D), value (..., Sk, Dv) with equal leading axes -> (..., Sq, Dv);
+    a mask, when given, broadcasts to the scores (..., Sq, Sk) without growing them."""
+    names = ["query", "key", "value"]
+    q, k, v = (tensor(t, n) for t, n in zip(args[:3], names))
+    dtype = same_dtype([q, k, v], names)
+    if q.ndim < 3 or not q.ndim == k.ndim == v.ndim:
+        raise ShapeError(f"attention takes query, key and value of one rank >= 3, got {q}, {k}, {v}")
+    lead = q.shape[:-2]
+    if not all(dims_match(a, b) for t in (k, v) for a, b in zip(lead, t.shape[:-2])):
+        raise ShapeError(f"attention: query {q}, key {k} and value {v} must share their leading axes")
+    if not dims_match(q.shape[-1], k.shape[-1]):
+        raise ShapeError(f"attention: query {q} and key {k} must have one head size (last axis)")
+    if not dims_match(k.shape[-2], v.shape[-2]):
+        raise ShapeError(f"attention: key {k} and value {v} must have one length (second-to-last axis)")
+    if len(args) > 3:
+        scores = (*lead, q.shape[-2], k.shape[-2])
+        mask = tensor(args[3], "mask")
+        same_dtype([q, mask], ["query", "mask"])
+        if mask.ndim > len(scores) or broadcast_shapes(scores, mask.shape) != scores:
+            raise ShapeError(f"attention mask {mask} must broadcast to the scores {scores} without growing them")
+    return TensorType((*lead, q.shape[-2], v.shape[-1]), dtype)
+
+
 ACT = [AttrField("activation", "str", "none", choices=ACTIVATIONS), AttrField("alpha", "float", 0.01)]
 OUT_EW = OpPattern.OUT_ELEMWISE_FUSABLE
 register_op("nn.conv2d_bias_act", ["data", "weight", "bias"], conv2d_bias_act_rel, OUT_EW,
@@ -66,3 +91,9 @@ register_op("nn.skip_layer_norm", ["data", "skip", "gamma", "beta"], skip_layer_
             attrs=[AttrField("axis", "int", -1), AttrField("epsilon", "float", 1e-5),
                    AttrField("center", "bool", True), AttrField("scale", "bool", True)],
             doc="layer_norm(data + skip) over the last axis (ORT SkipLayerNormalization).")
+_SCALE = [AttrField("scale", "float", 1.0)]
+register_op("nn.attention", ["query", "key", "value"], attention_rel, OpPattern.OPAQUE, attrs=_SCALE,
+            doc="softmax(query @ key^T * scale, last axis) @ value (ONNX Attention without a mask).")
+register_op("nn.masked_attention", ["query", "key", "value", "mask"], attention_rel, OpPattern.OPAQUE,
+            attrs=_SCALE,
+            doc="softmax(query @ key^T * scale + mask, last axis) @ value, an additive mask (ONNX Attention).")

@@ -423,10 +423,22 @@ def _skip_layer_norm(attrs: Attrs, x: np.ndarray, skip: np.ndarray, gamma: np.nd
     return _layer_norm_of(attrs, x + skip, gamma, beta)
 
 
+def _stable_softmax(x: np.ndarray, axis: int) -> np.ndarray:
+    e = np.exp(x - x.max(axis=axis, keepdims=True))
+    return e / e.sum(axis=axis, keepdims=True)
+
+
 @_ref("nn.softmax")
 def _softmax(attrs: Attrs, x: np.ndarray) -> np.ndarray:
-    e = np.exp(x - x.max(axis=attrs.axis, keepdims=True))
-    return e / e.sum(axis=attrs.axis, keepdims=True)
+    return _stable_softmax(x, attrs.axis)
+
+
+@_ref("nn.attention", "nn.masked_attention")
+def _attention(attrs: Attrs, q: np.ndarray, k: np.ndarray, v: np.ndarray, mask: np.ndarray | None = None) -> np.ndarray:
+    scores = np.matmul(q, np.swapaxes(k, -1, -2)) * np.asarray(attrs.scale, q.dtype)
+    if mask is not None:
+        scores = scores + mask
+    return np.matmul(_stable_softmax(scores, -1), v)
 
 
 @_ref("nn.log_softmax")

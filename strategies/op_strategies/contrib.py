@@ -1,7 +1,8 @@
 """ONNX Runtime's fused contrib forms, for targets with the `ort` key (ONNX Runtime's kernels).
 
-`nn.fused_matmul` (FusedMatMul), `nn.bias_gelu` (BiasGelu) and `nn.skip_layer_norm`
-(SkipLayerNormalization) have no generic strategy: a target runs them only if its keys say it
+`nn.fused_matmul` (FusedMatMul), `nn.bias_gelu` (BiasGelu), `nn.skip_layer_norm`
+(SkipLayerNormalization) and `nn.attention` / `nn.masked_attention` (ONNX Attention, which ONNX
+Runtime runs from opset 23) have no generic strategy: a target runs them only if its keys say it
 has such kernels, so the e-graph extracts them only for such a target.
 """
 
@@ -19,13 +20,19 @@ from .dense import matmul_strategy_cpu
 from .generic import host_reference, no_knobs
 from .norm import add_layer_norm_implementations
 
-__all__ = ["bias_gelu_strategy_ort", "skip_layer_norm_strategy_ort"]
+__all__ = ["reference_strategy_ort", "skip_layer_norm_strategy_ort"]
 
 
-def bias_gelu_strategy_ort(attrs: Attrs, in_types: Sequence[Type], out_type: Type, target: Target) -> OpStrategy:
-    s = OpStrategy()
-    s.add_implementation(host_reference("nn.bias_gelu"), no_knobs, name="bias_gelu.ort", plevel=10)
-    return s
+def reference_strategy_ort(op_name: str):
+    """The strategy of a fused op that ONNX Runtime runs as one kernel and the host runs by its reference."""
+    compute = host_reference(op_name)
+    short = op_name.split(".", 1)[1]
+
+    def strategy(attrs: Attrs, in_types: Sequence[Type], out_type: Type, target: Target) -> OpStrategy:
+        s = OpStrategy()
+        s.add_implementation(compute, no_knobs, name=f"{short}.ort", plevel=10)
+        return s
+    return strategy
 
 
 def skip_layer_norm_strategy_ort(attrs: Attrs, in_types: Sequence[Type], out_type: Type,
@@ -36,5 +43,6 @@ def skip_layer_norm_strategy_ort(attrs: Attrs, in_types: Sequence[Type], out_typ
 
 
 get_op("nn.fused_matmul").get_attr("FTVMStrategy").register("ort", matmul_strategy_cpu("nn.fused_matmul"))
-get_op("nn.bias_gelu").get_attr("FTVMStrategy").register("ort", bias_gelu_strategy_ort)
+for _name in ("nn.bias_gelu", "nn.attention", "nn.masked_attention"):
+    get_op(_name).get_attr("FTVMStrategy").register("ort", reference_strategy_ort(_name))
 get_op("nn.skip_layer_norm").get_attr("FTVMStrategy").register("ort", skip_layer_norm_strategy_ort)

@@ -50,7 +50,9 @@ RULESETS: dict[str, RuleSet] = {
 FAMILIES = ("layer norm (with or without affine; + residual: skip layer norm)", "RMS norm", "exact GELU (+ bias)",
             "SiLU", "hard sigmoid", "hard swish", "ReLU6 (clip)", "stable softmax",
             "linear (MatMul with a constant or transposed weight, + bias, + activation)",
-            "conv + batch norm (as an op or as per-channel Mul/Add) + activation")
+            "conv + batch norm (as an op or as per-channel Mul/Add) + activation",
+            "scaled dot-product attention (any scale placement, with or without an additive mask, "
+            "K transposed anywhere, Einsum products)")
 """the op families `default` recognises from any spelling the axioms relate."""
 
 

@@ -4,7 +4,8 @@ Idioms (`idioms.py`) are written once, against the canonical spelling; these rul
 others to it: division by a constant is multiplication by its inverse, `pow(x, 2)` is `x * x`,
 `rsqrt` / `pow(x, -0.5)` / `1 / sqrt(x)` are one thing, `a + (-b)` is `a - b`, `max(x, 0)` is
 `relu(x)`, min/max with constants are `clip`, and a scalar constant factor may float to the top
-of a product. Commutativity of add and multiply lives in `ac.py` (`COMMUTE`, bounded: one
+of a product, out of a transpose or a matmul operand (where attention exporters put the scale),
+and two such factors fold into one. Commutativity of add and multiply lives in `ac.py` (`COMMUTE`, bounded: one
 swapped twin per node).
 
 Each rule states its dtypes and value preconditions. Rules that change float rounding (but never
@@ -113,6 +114,23 @@ def _keeps_shape(m: Match) -> bool:
     return m.type("x") == m.root_type()
 
 
+def _scalar_factor_of(operand: str):
+    """Guard: `k` is a one-element constant that scales `operand` without adding axes to it."""
+    return lambda m: m.scalar("k") is not None and m.const("k").ndim <= m.ndim(operand)
+
+
+def _scalar_product(m: Match) -> Expr | None:
+    """`(x * c1) * c2` as `x * (c1 * c2)` when neither factor nor their product leaves [tiny, 1] in
+    magnitude: then no partial product overflows and the folded one is a normal float."""
+    c1, c2 = m.scalar("k1"), m.scalar("k2")
+    if c1 is None or c2 is None or m.type("x") != m.root_type():
+        return None
+    product = np.float32(c1) * np.float32(c2)
+    if not all(np.finfo(np.float32).tiny <= abs(c) <= 1 for c in (c1, c2, product)):
+        return None
+    return make_call("multiply", [m.expr("x"), const(np.asarray(product, m.dtype("x")))])
+
+
 ALGEBRA = ruleset("algebra", [
     # -- division, powers and roots ------------------------------------------------------------
     rule("divide-by-constant",   call("divide", x, const_pat("c")),                _inverse,
@@ -175,4 +193,25 @@ ALGEBRA = ruleset("algebra", [
          example=lambda: relay.multiply(relay.multiply(_v(2, 3, name="a"), _v(2, 3, name="b")), _c(1 / 6)),
          near_miss=lambda: relay.multiply(relay.multiply(_v(2, 3, name="a"), _v(2, 3, name="b")),
                                           _c([0.5, 1.0, 2.0]))),
+    rule("fold-scalar-factors",  call("multiply", call("multiply", x, const_pat("k1")), const_pat("k2")),
+         _scalar_product, dtypes="float", exact=False,
+         example=lambda: relay.multiply(relay.multiply(_v(2, 3), _c(0.35355339)), _c(0.35355339)),
+         near_miss=lambda: relay.multiply(relay.multiply(_v(2, 3), _c(1e30)), _c(1e-30))),
+    # -- scale placement in products (attention scales Q, K, both, or the scores) -----------------
+    rule("scalar-out-of-transpose", call("transpose", call("multiply", x, const_pat("k")), bind_attrs="t"),
+         call("multiply", call("transpose", x, attrs_from="t"), const_pat("k")), when=_scalar_factor_of("x"),
+         example=lambda: relay.transpose(relay.multiply(_v(2, 3, 4), _c(0.5)), (0, 2, 1)),
+         near_miss=lambda: relay.transpose(relay.multiply(_v(3, 4), _c(np.full((1, 1, 1), 0.5))), (0, 2, 1))),
+    rule("scalar-out-of-matmul-a", call("nn.matmul", call("multiply", a, const_pat("k")), b, bind_attrs="mm"),
+         call("multiply", call("nn.matmul", a, b, attrs_from="mm"), const_pat("k")), when=_scalar_factor_of("a"),
+         dtypes="float", exact=False,
+         example=lambda: relay.nn.matmul(relay.multiply(_v(2, 3, 4, name="a"), _c(0.25)), _v(2, 4, 5, name="b")),
+         near_miss=lambda: relay.nn.matmul(relay.multiply(_v(3, 4, name="a"), _c(np.full((1, 1, 1), 0.25))),
+                                           _v(2, 4, 5, name="b"))),
+    rule("scalar-out-of-matmul-b", call("nn.matmul", a, call("multiply", b, const_pat("k")), bind_attrs="mm"),
+         call("multiply", call("nn.matmul", a, b, attrs_from="mm"), const_pat("k")), when=_scalar_factor_of("b"),
+         dtypes="float", exact=False,
+         example=lambda: relay.nn.matmul(_v(2, 3, 4, name="a"), relay.multiply(_v(2, 4, 5, name="b"), _c(0.25))),
+         near_miss=lambda: relay.nn.matmul(_v(2, 3, 4, name="a"),
+                                           relay.multiply(_v(4, 5, name="b"), _c(np.full((1, 1, 1), 0.25))))),
 ])
