@@ -17,7 +17,7 @@ from ir.types import TensorType, TupleType, Type
 
 from .roofline import Work
 
-__all__ = ["op_work", "numel", "nbytes", "ASSUMED_DIM", "conv2d_macs", "dim_size"]
+__all__ = ["op_work", "numel", "nbytes", "ASSUMED_DIM", "conv_macs", "dim_size"]
 
 #: the size a symbolic dimension counts as in estimates
 ASSUMED_DIM = 32
@@ -28,6 +28,8 @@ _VIEWS = {"reshape", "squeeze", "expand_dims", "nn.batch_flatten", "split"}
 #: piecewise-linear activations (nn.hard_sigmoid, nn.hard_swish) count one FLOP per element like arithmetic
 _TRANSCENDENTAL = {"exp": 8, "log": 8, "tanh": 8, "sigmoid": 8, "erf": 8, "nn.gelu": 12, "nn.bias_gelu": 12,
                    "power": 8, "sqrt": 4, "rsqrt": 4, "nn.silu": 9, "nn.quick_gelu": 10}
+_CONVOLUTIONS = {"nn.conv2d_bias_act", *(f"nn.conv{r}d{t}" for r in (1, 2, 3) for t in ("", "_transpose"))}
+_POOLS = {f"nn.{kind}_pool{r}d" for r in (1, 2, 3) for kind in ("max", "avg")}
 _NORMALIZATION = {"nn.softmax": 5, "nn.log_softmax": 5, "nn.layer_norm": 8, "nn.skip_layer_norm": 9,
                   "nn.batch_norm": 4, "nn.rms_norm": 5}
 
@@ -51,12 +53,15 @@ def dim_size(d, assumed_dim: int = ASSUMED_DIM) -> int:
     return d if isinstance(d, int) else assumed_dim
 
 
-def conv2d_macs(attrs: Attrs, in_types: Sequence[Type], out_type: Type, assumed_dim: int = ASSUMED_DIM) -> int:
-    """Multiply-adds of a 2-D convolution: every output element sums (in_channels / groups) x KH x KW products."""
-    weight: TensorType = in_types[1]  # type: ignore[assignment]
-    o_axis = 0 if attrs.kernel_layout == "OIHW" else 3
-    per_output = math.prod(dim_size(d, assumed_dim) for i, d in enumerate(weight.shape) if i != o_axis)
-    return numel(out_type, assumed_dim) * per_output
+def conv_macs(attrs: Attrs, in_types: Sequence[Type], out_type: Type, assumed_dim: int = ASSUMED_DIM) -> int:
+    """Multiply-adds of a convolution of any spatial rank: every output element sums (in_channels / groups)
+    x kernel-size products; a transposed one scatters every input element to (out_channels / groups) x
+    kernel-size outputs."""
+    data, weight = in_types[0], in_types[1]
+    transposed = attrs.kernel_layout.startswith("IO")
+    skip = attrs.kernel_layout.index("I" if transposed else "O")
+    per_element = math.prod(dim_size(d, assumed_dim) for i, d in enumerate(weight.shape) if i != skip)
+    return numel(data if transposed else out_type, assumed_dim) * per_element
 
 
 def _matmul_macs(attrs: Attrs, in_types: Sequence[Type], out_type: Type, assumed_dim: int) -> int:
@@ -72,8 +77,8 @@ def op_work(op_name: str, attrs: Attrs, in_types: Sequence[Type], out_type: Type
     out_elems = numel(out_type, assumed_dim)
     if op_name in _VIEWS:
         return Work(0.0, 0.0, launches=0)
-    if op_name in ("nn.conv2d", "nn.conv2d_bias_act"):
-        return Work(2.0 * conv2d_macs(attrs, in_types, out_type, assumed_dim) + 2.0 * out_elems, moved)
+    if op_name in _CONVOLUTIONS:
+        return Work(2.0 * conv_macs(attrs, in_types, out_type, assumed_dim) + 2.0 * out_elems, moved)
     if op_name in ("nn.dense", "nn.dense_bias_act"):
         k = dim_size(in_types[0].shape[-1], assumed_dim)  # type: ignore[union-attr]
         return Work(2.0 * out_elems * k + 2.0 * out_elems, moved)
@@ -84,7 +89,7 @@ def op_work(op_name: str, attrs: Attrs, in_types: Sequence[Type], out_type: Type
         scores = numel(q, assumed_dim) // dim_size(q.shape[-1], assumed_dim) * dim_size(k.shape[-2], assumed_dim)
         head_sizes = dim_size(q.shape[-1], assumed_dim) + dim_size(v.shape[-1], assumed_dim)
         return Work(2.0 * scores * head_sizes + _NORMALIZATION["nn.softmax"] * scores, moved)
-    if op_name in ("nn.max_pool2d", "nn.avg_pool2d"):
+    if op_name in _POOLS:
         return Work(float(out_elems * math.prod(attrs.pool_size)), moved)
     if op_name in _NORMALIZATION:
         return Work(float(_NORMALIZATION[op_name] * numel(in_types[0], assumed_dim)), moved)

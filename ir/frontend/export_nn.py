@@ -1,6 +1,7 @@
 """Emitters of neural-network IR ops, the fused forms decomposed into standard ONNX ops.
 
-ONNX convolution and pooling are NCHW/OIHW only, so other layouts are transposed around them.
+ONNX convolution and pooling are channels-first only (NCHW/OIHW and their 1-D and 3-D forms), so
+other layouts are transposed around them.
 `nn.batch_norm` / `nn.layer_norm` become `BatchNormalization` / `LayerNormalization` where ONNX
 normalizes the same axes with both scale and bias, and their formula otherwise.
 """
@@ -17,7 +18,23 @@ from .export_context import EmitContext, Value, emits
 from .export_elemwise import gelu
 from .export_tensor import reduce, unsqueeze
 
-_TO_NCHW, _FROM_NCHW, _HWIO_TO_OIHW = [0, 3, 1, 2], [0, 2, 3, 1], [3, 2, 0, 1]
+_SPATIAL = {3: "W", 4: "HW", 5: "DHW"}  # by rank
+
+
+def _permuted(ctx: EmitContext, name: str, layout: str, target: str) -> str:
+    """`name`, laid out as `layout`, transposed to `target` (no node when they are the same)."""
+    perm = [layout.index(ch) for ch in target]
+    return name if perm == sorted(perm) else ctx.node("Transpose", [name], perm=perm)
+
+
+def to_nchw(ctx: EmitContext, data: str, layout: str) -> str:
+    """Data in `layout` transposed to channels first (NCW, NCHW or NCDHW), as ONNX windows want it."""
+    return _permuted(ctx, data, layout, "NC" + _SPATIAL[len(layout)])
+
+
+def from_nchw(ctx: EmitContext, out: str, layout: str) -> str:
+    """A channels-first result transposed back to `layout`."""
+    return _permuted(ctx, out, "NC" + _SPATIAL[len(layout)], layout)
 
 
 def _channel_vector(ctx: EmitContext, vector: str, axis: int, ndim: int) -> str:
@@ -45,22 +62,23 @@ def cast_to(ctx: EmitContext, names: Sequence[str], call: Call) -> list[str]:
 
 
 def conv_nchw(ctx: EmitContext, call: Call, args: Sequence[Value], op_type: str = "Conv", **extra: object) -> str:
-    """An ONNX `op_type` node (Conv, or a contrib conv with Conv's attributes plus `extra`) of a conv2d
-    call: NHWC data is transposed to NCHW and an HWIO kernel to OIHW; the result is NCHW."""
+    """An ONNX `op_type` node (Conv, ConvTranspose, or a contrib conv with Conv's attributes plus `extra`) of a
+    convolution call of any spatial rank: channels-last data and kernels are transposed to channels first
+    (the kernel to OI... or, transposed, IO...); the result is channels first."""
     attrs = call.attrs
     data, weight, *bias = cast_to(ctx, args, call)
-    if attrs.data_layout == "NHWC":
-        data = ctx.node("Transpose", [data], perm=_TO_NCHW)
-    if attrs.kernel_layout == "HWIO":
-        weight = ctx.node("Transpose", [weight], perm=_HWIO_TO_OIHW)
-    kernel = ctx.static_shape(call.args[1], "the kernel size")
-    kernel = kernel[2:] if attrs.kernel_layout == "OIHW" else kernel[:2]
-    return ctx.node(op_type, [data, weight, *bias], kernel_shape=list(kernel), strides=list(attrs.strides),
+    data = to_nchw(ctx, data, attrs.data_layout)
+    kernel_layout = attrs.kernel_layout
+    canonical = ("IO" if kernel_layout.startswith("IO") else "OI") + _SPATIAL[len(kernel_layout)]
+    weight = _permuted(ctx, weight, kernel_layout, canonical)
+    shape = ctx.static_shape(call.args[1], "the kernel size")
+    kernel = [shape[kernel_layout.index(ch)] for ch in _SPATIAL[len(kernel_layout)]]
+    return ctx.node(op_type, [data, weight, *bias], kernel_shape=kernel, strides=list(attrs.strides),
                     pads=list(attrs.padding), dilations=list(attrs.dilation), group=attrs.groups, **extra)
 
 
-@emits("nn.conv2d", "nn.conv2d_bias_act")
-def emit_conv2d(ctx: EmitContext, call: Call, args: Sequence[Value]) -> Value:
+@emits("nn.conv1d", "nn.conv2d", "nn.conv3d", "nn.conv2d_bias_act")
+def emit_conv(ctx: EmitContext, call: Call, args: Sequence[Value]) -> Value:
     attrs = call.attrs
     out = conv_nchw(ctx, call, args)
     if call.op.name == "nn.conv2d_bias_act":
@@ -68,27 +86,24 @@ def emit_conv2d(ctx: EmitContext, call: Call, args: Sequence[Value]) -> Value:
     return from_nchw(ctx, out, attrs.data_layout)
 
 
-def _pool_input(ctx: EmitContext, data: str, layout: str) -> str:
-    return ctx.node("Transpose", [data], perm=_TO_NCHW) if layout == "NHWC" else data
+@emits("nn.conv1d_transpose", "nn.conv2d_transpose", "nn.conv3d_transpose")
+def emit_conv_transpose(ctx: EmitContext, call: Call, args: Sequence[Value]) -> Value:
+    out = conv_nchw(ctx, call, args, "ConvTranspose", output_padding=list(call.attrs.output_padding))
+    return from_nchw(ctx, out, call.attrs.data_layout)
 
 
-def from_nchw(ctx: EmitContext, out: str, layout: str) -> str:
-    """An NCHW result transposed back to `layout`."""
-    return ctx.node("Transpose", [out], perm=_FROM_NCHW) if layout == "NHWC" else out
-
-
-@emits("nn.max_pool2d", "nn.avg_pool2d")
-def emit_pool2d(ctx: EmitContext, call: Call, args: Sequence[Value]) -> Value:
+@emits(*(f"nn.{kind}_pool{rank}d" for rank in (1, 2, 3) for kind in ("max", "avg")))
+def emit_pool(ctx: EmitContext, call: Call, args: Sequence[Value]) -> Value:
     attrs = call.attrs
     window = dict(kernel_shape=list(attrs.pool_size), strides=list(attrs.strides), pads=list(attrs.padding),
                   ceil_mode=int(attrs.ceil_mode))
-    data = _pool_input(ctx, args[0], attrs.layout)
-    if call.op.name == "nn.max_pool2d":
+    data = to_nchw(ctx, args[0], attrs.layout)
+    if call.op.name.startswith("nn.max_pool"):
         out = ctx.node("MaxPool", [data], dilations=list(attrs.dilation), **window)
     else:
-        dilated = tuple(attrs.dilation) != (1, 1)
+        dilated = any(d != 1 for d in attrs.dilation)
         if dilated and ctx.opset < 19:
-            raise FrontendError(f"avg_pool2d with dilation {list(attrs.dilation)} needs opset 19 or newer, "
+            raise FrontendError(f"{call.op.name} with dilation {list(attrs.dilation)} needs opset 19 or newer, "
                                 f"exporting to opset {ctx.opset}")
         out = ctx.node("AveragePool", [data], count_include_pad=int(attrs.count_include_pad),
                        dilations=list(attrs.dilation) if dilated else None, **window)
@@ -98,7 +113,7 @@ def emit_pool2d(ctx: EmitContext, call: Call, args: Sequence[Value]) -> Value:
 @emits("nn.global_avg_pool2d", "nn.global_max_pool2d")
 def emit_global_pool2d(ctx: EmitContext, call: Call, args: Sequence[Value]) -> Value:
     op_type = "GlobalAveragePool" if call.op.name == "nn.global_avg_pool2d" else "GlobalMaxPool"
-    out = ctx.node(op_type, [_pool_input(ctx, args[0], call.attrs.layout)])
+    out = ctx.node(op_type, [to_nchw(ctx, args[0], call.attrs.layout)])
     return from_nchw(ctx, out, call.attrs.layout)
 
 

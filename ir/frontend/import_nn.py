@@ -13,54 +13,113 @@ from . import import_einsum  # noqa: F401  (registers the Einsum converter, a ma
 from .import_context import NodeContext, converter
 
 
-def _pair(ctx: NodeContext, key: str, default: list[int]) -> list[int]:
-    value = list(ctx.attr(key, default))
-    if len(value) != 2:
-        raise FrontendError(f"attribute {key}={value} must have 2 entries (only 2-D windows are supported)")
+def _spatial_rank(ctx: NodeContext, data: Expr) -> int:
+    """The number of spatial axes of NC... data: 1, 2 or 3."""
+    ty = ctx.type_of(data)
+    if not 3 <= ty.ndim <= 5:
+        raise FrontendError(f"{ctx.op_type} supports 1-D, 2-D and 3-D windows (3-D to 5-D input), got input shape "
+                            f"{ty.shape_str()}")
+    return ty.ndim - 2
+
+
+def _per_axis(ctx: NodeContext, key: str, rank: int, default: int | list[int]) -> list[int]:
+    """An attribute with one int per spatial axis (`default`: an int for every axis, or the list)."""
+    value = list(ctx.attr(key, [default] * rank if isinstance(default, int) else default))
+    if len(value) != rank:
+        raise FrontendError(f"attribute {key}={value} must have {rank} entries (one per spatial axis)")
     return value
+
+
+def _spatial_sizes(ctx: NodeContext, data: Expr, auto_pad: str) -> list[int]:
+    shape = ctx.type_of(data).shape[2:]
+    if not all(known(d) for d in shape):
+        raise FrontendError(f"auto_pad={auto_pad} needs static spatial dimensions, got input shape "
+                            f"{ctx.type_of(data).shape_str()}")
+    return list(shape)
+
+
+def _split_padding(ctx: NodeContext, auto_pad: str, totals: list[int]) -> list[int]:
+    """(befores..., afters...) that split each total padding in halves, the odd one at the end
+    (SAME_UPPER) or at the start (SAME_LOWER)."""
+    if auto_pad not in ("SAME_UPPER", "SAME_LOWER"):
+        raise ctx.unsupported("auto_pad", auto_pad, "use NOTSET, VALID, SAME_UPPER or SAME_LOWER")
+    small, big = [t // 2 for t in totals], [t - t // 2 for t in totals]
+    return small + big if auto_pad == "SAME_UPPER" else big + small
+
+
+def _explicit_pads(ctx: NodeContext, rank: int) -> list[int]:
+    pads = list(ctx.attr("pads", [0] * 2 * rank))
+    if len(pads) != 2 * rank:
+        raise FrontendError(f"attribute pads={pads} must have {2 * rank} entries")
+    return pads
 
 
 def _window_padding(ctx: NodeContext, data: Expr, kernel: list[int], strides: list[int],
                     dilations: list[int]) -> list[int]:
-    """Padding as (top, left, bottom, right) from `pads` ([b0, b1, e0, e1]) or `auto_pad`."""
+    """Padding as (befores..., afters...) from `pads` (the same order) or `auto_pad`: SAME pads so that
+    the output has ceil(size / stride) positions."""
     auto_pad = ctx.attr("auto_pad", "NOTSET")
     if auto_pad == "NOTSET":
-        pads = list(ctx.attr("pads", [0, 0, 0, 0]))
-        if len(pads) != 4:
-            raise FrontendError(f"attribute pads={pads} must have 4 entries")
-        return pads
+        return _explicit_pads(ctx, len(kernel))
     if auto_pad == "VALID":
-        return [0, 0, 0, 0]
-    if auto_pad not in ("SAME_UPPER", "SAME_LOWER"):
-        raise ctx.unsupported("auto_pad", auto_pad, "use NOTSET, VALID, SAME_UPPER or SAME_LOWER")
-    before, after = [], []
-    for size, k, s, d in zip(ctx.type_of(data).shape[2:], kernel, strides, dilations):
-        if not known(size):
-            raise FrontendError(f"auto_pad={auto_pad} needs static spatial dimensions, got input shape "
-                                f"{ctx.type_of(data).shape_str()}")
-        total = max((-(-size // s) - 1) * s + (k - 1) * d + 1 - size, 0)
-        small, big = total // 2, total - total // 2
-        before.append(small if auto_pad == "SAME_UPPER" else big)
-        after.append(big if auto_pad == "SAME_UPPER" else small)
-    return before + after
+        return [0] * 2 * len(kernel)
+    totals = [max((-(-size // s) - 1) * s + (k - 1) * d + 1 - size, 0)
+              for size, k, s, d in zip(_spatial_sizes(ctx, data, auto_pad), kernel, strides, dilations)]
+    return _split_padding(ctx, auto_pad, totals)
 
 
-def _check_2d(ctx: NodeContext, data: Expr) -> None:
-    ty = ctx.type_of(data)
-    if ty.ndim != 4:
-        raise FrontendError(f"only 2-D {ctx.op_type} (4-D NCHW input) is supported, got input shape {ty.shape_str()}")
+def _conv_geometry(ctx: NodeContext, data: Expr, weight: Expr) -> tuple[int, list[int], list[int], list[int]]:
+    """(spatial rank, kernel_shape, strides, dilations) of a Conv or ConvTranspose node."""
+    rank = _spatial_rank(ctx, data)
+    kernel = _per_axis(ctx, "kernel_shape", rank, list(ctx.type_of(weight).shape[2:]))
+    return rank, kernel, _per_axis(ctx, "strides", rank, 1), _per_axis(ctx, "dilations", rank, 1)
 
 
 @converter("Conv")
 def convert_conv(ctx: NodeContext) -> Expr:
     data, weight = ctx.input(0), ctx.input(1)
-    _check_2d(ctx, data)
-    wshape = ctx.type_of(weight).shape
-    kernel = _pair(ctx, "kernel_shape", list(wshape[2:]))
-    strides, dilations = _pair(ctx, "strides", [1, 1]), _pair(ctx, "dilations", [1, 1])
-    out = ctx.call("nn.conv2d", data, weight, strides=strides, dilation=dilations, groups=ctx.attr("group", 1),
-                   padding=_window_padding(ctx, data, kernel, strides, dilations), kernel_size=kernel,
-                   channels=wshape[0] if known(wshape[0]) else None)
+    rank, kernel, strides, dilations = _conv_geometry(ctx, data, weight)
+    out_channels = ctx.type_of(weight).shape[0]
+    out = ctx.call(f"nn.conv{rank}d", data, weight, strides=strides, dilation=dilations,
+                   groups=ctx.attr("group", 1), padding=_window_padding(ctx, data, kernel, strides, dilations),
+                   kernel_size=kernel, channels=out_channels if known(out_channels) else None)
+    if ctx.has_input(2):
+        out = ctx.call("nn.bias_add", out, ctx.input(2), axis=1)
+    return out
+
+
+@converter("ConvTranspose")
+def convert_conv_transpose(ctx: NodeContext) -> Expr:
+    """`output_shape` (or SAME auto_pad: size x stride) fixes the total padding of each axis,
+    stride * (size - 1) + output_padding + dilation * (kernel - 1) + 1 - output size, split in halves
+    with the odd one at the end for SAME_UPPER and at the start otherwise (the ONNX spec's rule); an
+    output longer than that extent grows at the end, like output_padding."""
+    data, weight = ctx.input(0), ctx.input(1)
+    rank, kernel, strides, dilations = _conv_geometry(ctx, data, weight)
+    output_padding = _per_axis(ctx, "output_padding", rank, 0)
+    auto_pad = ctx.attr("auto_pad", "NOTSET")
+    if ctx.has_attr("output_shape") or auto_pad in ("SAME_UPPER", "SAME_LOWER"):
+        sizes = _spatial_sizes(ctx, data, "output_shape" if ctx.has_attr("output_shape") else auto_pad)
+        targets = ([s * stride for s, stride in zip(sizes, strides)] if not ctx.has_attr("output_shape")
+                   else list(ctx.attr("output_shape"))[-rank:])
+        if len(targets) != rank:
+            raise FrontendError(f"attribute output_shape={list(ctx.attr('output_shape'))} must give {rank} "
+                                f"spatial sizes")
+        totals = [s * (size - 1) + extra + d * (k - 1) + 1 - target for size, k, s, d, extra, target in
+                  zip(sizes, kernel, strides, dilations, output_padding, targets)]
+        if any(t < 0 for t in totals):
+            # the output grows past the full extent: the growth is output padding at the end
+            output_padding = [extra - min(t, 0) for extra, t in zip(output_padding, totals)]
+            totals = [max(t, 0) for t in totals]
+        padding = _split_padding(ctx, "SAME_UPPER" if auto_pad == "SAME_UPPER" else "SAME_LOWER", totals)
+    elif auto_pad == "VALID":
+        padding = [0] * 2 * rank
+    elif auto_pad == "NOTSET":
+        padding = _explicit_pads(ctx, rank)
+    else:
+        raise ctx.unsupported("auto_pad", auto_pad, "use NOTSET, VALID, SAME_UPPER or SAME_LOWER")
+    out = ctx.call(f"nn.conv{rank}d_transpose", data, weight, strides=strides, dilation=dilations,
+                   groups=ctx.attr("group", 1), padding=padding, output_padding=output_padding, kernel_size=kernel)
     if ctx.has_input(2):
         out = ctx.call("nn.bias_add", out, ctx.input(2), axis=1)
     return out
@@ -69,14 +128,14 @@ def convert_conv(ctx: NodeContext) -> Expr:
 @converter("MaxPool", "AveragePool")
 def convert_pool(ctx: NodeContext) -> Expr | list[Expr]:
     data = ctx.input(0)
-    _check_2d(ctx, data)
-    kernel = _pair(ctx, "kernel_shape", [])
-    strides, dilations = _pair(ctx, "strides", [1, 1]), _pair(ctx, "dilations", [1, 1])
+    rank = _spatial_rank(ctx, data)
+    kernel = _per_axis(ctx, "kernel_shape", rank, [])
+    strides, dilations = _per_axis(ctx, "strides", rank, 1), _per_axis(ctx, "dilations", rank, 1)
     attrs = dict(pool_size=kernel, strides=strides, dilation=dilations, ceil_mode=bool(ctx.attr("ceil_mode", 0)),
                  padding=_window_padding(ctx, data, kernel, strides, dilations))
     if ctx.op_type == "MaxPool":
-        return [ctx.call("nn.max_pool2d", data, **attrs)]  # the Indices output is not supported
-    return ctx.call("nn.avg_pool2d", data, count_include_pad=bool(ctx.attr("count_include_pad", 0)), **attrs)
+        return [ctx.call(f"nn.max_pool{rank}d", data, **attrs)]  # the Indices output is not supported
+    return ctx.call(f"nn.avg_pool{rank}d", data, count_include_pad=bool(ctx.attr("count_include_pad", 0)), **attrs)
 
 
 @converter("GlobalAveragePool", "GlobalMaxPool")

@@ -11,87 +11,172 @@ from .registry import AttrField, OpPattern, register_op
 from .shapes import broadcast_shapes, dims_match, known, normalize_axis, same_dtype, tensor, window_out_dim
 
 
-def pair(value) -> tuple[int, int]:
-    """An int or a 1- or 2-list as an (h, w) pair."""
-    value = (value,) if isinstance(value, int) else tuple(value)
-    if len(value) == 1:
-        return (value[0], value[0])
-    if len(value) != 2:
-        raise ValueError(f"expected 1 or 2 values, got {len(value)}")
-    return value
+#: spatial rank -> the letters of its spatial axes, in order
+SPATIAL = {1: "W", 2: "HW", 3: "DHW"}
+#: spatial rank -> the (data, kernel, transposed-convolution kernel) layouts that are the defaults
+DEFAULT_LAYOUTS = {1: ("NCW", "OIW", "IOW"), 2: ("NCHW", "OIHW", "IOHW"), 3: ("NCDHW", "OIDHW", "IODHW")}
 
 
-def pad4(value) -> tuple[int, int, int, int]:
-    """Padding as (top, left, bottom, right), from 1, 2 or 4 values (TVM's convention)."""
-    value = (value,) if isinstance(value, int) else tuple(value)
-    if len(value) == 1:
-        return value * 4
-    if len(value) == 2:
-        return (value[0], value[1], value[0], value[1])
-    if len(value) == 4:
+def layout_axes(layout: str, letters: str) -> tuple[int, ...]:
+    """The positions of `letters` in `layout`, e.g. ("NHWC", "CHW") -> (3, 1, 2)."""
+    return tuple(layout.index(ch) for ch in letters)
+
+
+#: data layout -> (channel axis, spatial axes...)
+LAYOUTS = {layout: layout_axes(layout, "C" + SPATIAL[len(layout) - 2])
+           for layout in ("NCW", "NWC", "NCHW", "NHWC", "NCDHW", "NDHWC")}
+#: kernel layout -> positions of (O, I, spatial...); the IO* layouts are the transposed convolutions'
+KERNEL_LAYOUTS = {layout: layout_axes(layout, "OI" + SPATIAL[len(layout) - 2])
+                  for layout in ("OIW", "WIO", "OIHW", "HWIO", "OIDHW", "DHWIO", "IOW", "IOHW", "IODHW")}
+
+
+def per_axis(rank: int):
+    """Converter of an int or a 1- or `rank`-list to one value per spatial axis."""
+    def convert(value) -> tuple[int, ...]:
+        value = (value,) if isinstance(value, int) else tuple(value)
+        if len(value) == 1:
+            return value * rank
+        if len(value) != rank:
+            raise ValueError(f"expected 1 or {rank} values, got {len(value)}")
         return value
-    raise ValueError(f"expected 1, 2 or 4 values, got {len(value)}")
+    return convert
 
 
-LAYOUTS = {"NCHW": (1, 2, 3), "NHWC": (3, 1, 2)}       # (channel axis, h axis, w axis)
-KERNEL_LAYOUTS = {"OIHW": (0, 1, 2, 3), "HWIO": (3, 2, 0, 1)}  # positions of (O, I, KH, KW)
+def padding_of(rank: int):
+    """Converter of padding to (befores..., afters...) from 1, `rank` or 2 x `rank` values (TVM's convention)."""
+    def convert(value) -> tuple[int, ...]:
+        value = (value,) if isinstance(value, int) else tuple(value)
+        if len(value) == 1:
+            return value * 2 * rank
+        if len(value) == rank:
+            return value * 2
+        if len(value) != 2 * rank:
+            raise ValueError(f"expected 1, {rank} or {2 * rank} values, got {len(value)}")
+        return value
+    return convert
 
 
-def _layout(attrs: Attrs, key: str = "data_layout") -> tuple[int, int, int]:
-    layout = attrs[key]
-    if layout not in LAYOUTS:
-        raise ShapeError(f"layout {layout!r} is not supported (use one of {sorted(LAYOUTS)})")
-    return LAYOUTS[layout]
+pair = per_axis(2)
 
 
-def _nchw_like(layout: str, n, c, h, w):
-    return (n, c, h, w) if layout == "NCHW" else (n, h, w, c)
+def _axes_of(table: dict, layout: str, rank: int, what: str, transposed: bool | None = None) -> tuple[int, ...]:
+    """The axes of a `what` layout of spatial rank `rank` (of a transposed convolution's kernel or not)."""
+    ok = [k for k in table if len(k) == rank + 2 and transposed in (None, k.startswith("IO"))]
+    if layout not in ok:
+        raise ShapeError(f"{what} layout {layout!r} is not supported (use one of {ok})")
+    return table[layout]
 
 
-def conv2d_rel(args: Sequence[Type], attrs: Attrs) -> Type:
+def _window_shape(data: TensorType, c_axis: int, spatial: Sequence[int], channels, sizes) -> tuple:
+    """`data`'s shape with the channel and spatial dimensions replaced."""
+    shape = list(data.shape)
+    shape[c_axis] = channels
+    for axis, size in zip(spatial, sizes):
+        shape[axis] = size
+    return tuple(shape)
+
+
+def _conv_operands(args: Sequence[Type], attrs: Attrs, rank: int, transposed: bool):
+    """Checks shared by convolution and transposed convolution; returns (data, dtype, data axes,
+    kernel sizes, in channels, out channels)."""
     data, weight = tensor(args[0], "data"), tensor(args[1], "weight")
-    if data.ndim != 4 or weight.ndim != 4:
-        raise ShapeError(f"needs 4-D data and weight, got data {data} and weight {weight}")
+    if data.ndim != rank + 2 or weight.ndim != rank + 2:
+        raise ShapeError(f"needs {rank + 2}-D data and weight, got data {data} and weight {weight}")
     dtype = same_dtype([data, weight], ["data", "weight"])
-    ca, ha, wa = _layout(attrs)
-    if attrs.kernel_layout not in KERNEL_LAYOUTS:
-        raise ShapeError(f"kernel layout {attrs.kernel_layout!r} is not supported")
-    o_ax, i_ax, kh_ax, kw_ax = KERNEL_LAYOUTS[attrs.kernel_layout]
-    out_c, in_per_group = weight.shape[o_ax], weight.shape[i_ax]
-    kh, kw = weight.shape[kh_ax], weight.shape[kw_ax]
+    c_axis, *spatial = _axes_of(LAYOUTS, attrs.data_layout, rank, "data")
+    o_ax, i_ax, *k_axes = _axes_of(KERNEL_LAYOUTS, attrs.kernel_layout, rank, "kernel", transposed)
     groups = attrs.groups
     if groups < 1:
         raise ShapeError(f"groups must be >= 1, got {groups}")
-    in_c = data.shape[ca]
-    if known(in_c) and known(in_per_group) and in_c != in_per_group * groups:
-        raise ShapeError(f"data has {in_c} channels but weight expects {in_per_group} x groups {groups}")
-    if known(out_c) and out_c % groups:
-        raise ShapeError(f"output channels {out_c} are not divisible by groups {groups}")
-    if attrs.channels is not None and not dims_match(attrs.channels, out_c):
-        raise ShapeError(f"channels={attrs.channels} but the weight has {out_c} output channels")
-    if attrs.kernel_size is not None and not (dims_match(attrs.kernel_size[0], kh) and dims_match(attrs.kernel_size[1], kw)):
-        raise ShapeError(f"kernel_size={list(attrs.kernel_size)} but the weight's kernel is ({kh}, {kw})")
-    if not (known(kh) and known(kw)):
+    kernel = [weight.shape[a] for a in k_axes]
+    if not all(known(k) for k in kernel):
         raise ShapeError(f"the kernel size must be static, got weight {weight}")
-    top, left, bottom, right = attrs.padding
-    oh = window_out_dim(data.shape[ha], kh, top, bottom, attrs.strides[0], attrs.dilation[0], what="height")
-    ow = window_out_dim(data.shape[wa], kw, left, right, attrs.strides[1], attrs.dilation[1], what="width")
-    out_dtype = attrs.out_dtype or dtype
-    return TensorType(_nchw_like(attrs.data_layout, data.shape[0], out_c, oh, ow), out_dtype)
+    if attrs.kernel_size is not None and (len(attrs.kernel_size) != rank or not all(
+            dims_match(a, k) for a, k in zip(attrs.kernel_size, kernel))):
+        raise ShapeError(f"kernel_size={list(attrs.kernel_size)} but the weight's kernel is {tuple(kernel)}")
+    in_c = data.shape[c_axis]
+    if transposed:  # weight [in, out / groups, k...]
+        if not dims_match(in_c, weight.shape[i_ax]):
+            raise ShapeError(f"data has {in_c} channels but the weight expects {weight.shape[i_ax]}")
+        if known(in_c) and in_c % groups:
+            raise ShapeError(f"input channels {in_c} are not divisible by groups {groups}")
+        out_c = weight.shape[o_ax] * groups if known(weight.shape[o_ax]) else Any
+    else:  # weight [out, in / groups, k...]
+        out_c, in_per_group = weight.shape[o_ax], weight.shape[i_ax]
+        if known(in_c) and known(in_per_group) and in_c != in_per_group * groups:
+            raise ShapeError(f"data has {in_c} channels but weight expects {in_per_group} x groups {groups}")
+        if known(out_c) and out_c % groups:
+            raise ShapeError(f"output channels {out_c} are not divisible by groups {groups}")
+    if attrs.channels is not None and not dims_match(attrs.channels, out_c):
+        raise ShapeError(f"channels={attrs.channels} but the weight gives {out_c} output channels")
+    return data, dtype, c_axis, spatial, kernel, out_c
 
 
-CONV_ATTRS = [
-    AttrField("strides", "int_or_ints", (1, 1), convert=pair),
-    AttrField("padding", "int_or_ints", (0, 0, 0, 0), convert=pad4),
-    AttrField("dilation", "int_or_ints", (1, 1), convert=pair),
-    AttrField("groups", "int", 1),
-    AttrField("channels", "int?", None),
-    AttrField("kernel_size", "ints?", None),
-    AttrField("data_layout", "str", "NCHW"),
-    AttrField("kernel_layout", "str", "OIHW"),
-    AttrField("out_layout", "str", ""),
-    AttrField("out_dtype", "str", ""),
-]
+def conv_rel(rank: int):
+    """The type relation of `nn.conv{rank}d`."""
+    def rel(args: Sequence[Type], attrs: Attrs) -> Type:
+        data, dtype, c_axis, spatial, kernel, out_c = _conv_operands(args, attrs, rank, transposed=False)
+        pad = attrs.padding
+        sizes = [window_out_dim(data.shape[a], k, pad[i], pad[rank + i], attrs.strides[i], attrs.dilation[i],
+                                what=f"spatial axis {a}") for i, (a, k) in enumerate(zip(spatial, kernel))]
+        return TensorType(_window_shape(data, c_axis, spatial, out_c, sizes), attrs.out_dtype or dtype)
+    return rel
+
+
+def conv_transpose_out_dim(size, kernel: int, pad_before: int, pad_after: int, stride: int, dilation: int,
+                           output_padding: int, what: str = "window"):
+    """Output length of a transposed convolution along one spatial axis."""
+    if stride < 1 or dilation < 1 or kernel < 1:
+        raise ShapeError(f"{what}: kernel, stride and dilation must be >= 1, got {kernel}, {stride}, {dilation}")
+    if pad_before < 0 or pad_after < 0 or output_padding < 0:
+        raise ShapeError(f"{what}: padding must not be negative, got {pad_before}, {pad_after}, {output_padding}")
+    if output_padding >= max(stride, dilation):
+        raise ShapeError(f"{what}: output_padding {output_padding} must be smaller than the stride {stride} "
+                         f"or the dilation {dilation}")
+    if not known(size):
+        return Any
+    out = (size - 1) * stride + dilation * (kernel - 1) + 1 + output_padding - pad_before - pad_after
+    if out < 1:
+        raise ShapeError(f"{what}: padding {pad_before} + {pad_after} leaves no output (length {out})")
+    return out
+
+
+def conv_transpose_rel(rank: int):
+    """The type relation of `nn.conv{rank}d_transpose` (weight [in, out / groups, k...])."""
+    def rel(args: Sequence[Type], attrs: Attrs) -> Type:
+        data, dtype, c_axis, spatial, kernel, out_c = _conv_operands(args, attrs, rank, transposed=True)
+        pad = attrs.padding
+        sizes = [conv_transpose_out_dim(data.shape[a], k, pad[i], pad[rank + i], attrs.strides[i],
+                                        attrs.dilation[i], attrs.output_padding[i], what=f"spatial axis {a}")
+                 for i, (a, k) in enumerate(zip(spatial, kernel))]
+        return TensorType(_window_shape(data, c_axis, spatial, out_c, sizes), attrs.out_dtype or dtype)
+    return rel
+
+
+conv2d_rel = conv_rel(2)
+
+
+def conv_attrs(rank: int, transposed: bool = False) -> list[AttrField]:
+    """The attributes of `nn.conv{rank}d` (TVM's), or of its transposed form."""
+    data_layout, kernel_layout, transposed_layout = DEFAULT_LAYOUTS[rank]
+    fields = [
+        AttrField("strides", "int_or_ints", (1,) * rank, convert=per_axis(rank)),
+        AttrField("padding", "int_or_ints", (0,) * 2 * rank, convert=padding_of(rank)),
+        AttrField("dilation", "int_or_ints", (1,) * rank, convert=per_axis(rank)),
+        AttrField("groups", "int", 1),
+        AttrField("channels", "int?", None),
+        AttrField("kernel_size", "ints?", None),
+        AttrField("data_layout", "str", data_layout),
+        AttrField("kernel_layout", "str", transposed_layout if transposed else kernel_layout),
+        AttrField("out_layout", "str", ""),
+        AttrField("out_dtype", "str", ""),
+    ]
+    if transposed:
+        fields.insert(3, AttrField("output_padding", "int_or_ints", (0,) * rank, convert=per_axis(rank)))
+    return fields
+
+
+CONV_ATTRS = conv_attrs(2)
 
 
 def dense_rel(args: Sequence[Type], attrs: Attrs) -> Type:
@@ -163,24 +248,27 @@ def softmax_rel(args: Sequence[Type], attrs: Attrs) -> Type:
     return data
 
 
-def pool2d_rel(args: Sequence[Type], attrs: Attrs) -> Type:
-    data = tensor(args[0], "data")
-    if data.ndim != 4:
-        raise ShapeError(f"needs 4-D data, got {data}")
-    ca, ha, wa = _layout(attrs, "layout")
-    (kh, kw), (sh, sw), (dh, dw) = attrs.pool_size, attrs.strides, attrs.dilation
-    top, left, bottom, right = attrs.padding
-    oh = window_out_dim(data.shape[ha], kh, top, bottom, sh, dh, attrs.ceil_mode, what="height")
-    ow = window_out_dim(data.shape[wa], kw, left, right, sw, dw, attrs.ceil_mode, what="width")
-    return TensorType(_nchw_like(attrs.layout, data.shape[0], data.shape[ca], oh, ow), data.dtype)
+def pool_rel(rank: int):
+    """The type relation of `nn.max_pool{rank}d` / `nn.avg_pool{rank}d`."""
+    def rel(args: Sequence[Type], attrs: Attrs) -> Type:
+        data = tensor(args[0], "data")
+        if data.ndim != rank + 2:
+            raise ShapeError(f"needs {rank + 2}-D data, got {data}")
+        c_axis, *spatial = _axes_of(LAYOUTS, attrs.layout, rank, "data")
+        pad = attrs.padding
+        sizes = [window_out_dim(data.shape[a], attrs.pool_size[i], pad[i], pad[rank + i], attrs.strides[i],
+                                attrs.dilation[i], attrs.ceil_mode, what=f"spatial axis {a}")
+                 for i, a in enumerate(spatial)]
+        return TensorType(_window_shape(data, c_axis, spatial, data.shape[c_axis], sizes), data.dtype)
+    return rel
 
 
 def global_pool2d_rel(args: Sequence[Type], attrs: Attrs) -> Type:
     data = tensor(args[0], "data")
     if data.ndim != 4:
         raise ShapeError(f"needs 4-D data, got {data}")
-    ca, _, _ = _layout(attrs, "layout")
-    return TensorType(_nchw_like(attrs.layout, data.shape[0], data.shape[ca], 1, 1), data.dtype)
+    c_axis, *spatial = _axes_of(LAYOUTS, attrs.layout, 2, "data")
+    return TensorType(_window_shape(data, c_axis, spatial, data.shape[c_axis], (1, 1)), data.dtype)
 
 
 def batch_flatten_rel(args: Sequence[Type], attrs: Attrs) -> Type:
@@ -215,8 +303,13 @@ def lrn_rel(args: Sequence[Type], attrs: Attrs) -> Type:
 
 
 OUT_EW = OpPattern.OUT_ELEMWISE_FUSABLE
-register_op("nn.conv2d", ["data", "weight"], conv2d_rel, OUT_EW, attrs=CONV_ATTRS,
-            doc="2-D convolution with strides, padding (top, left, bottom, right), dilation and groups.")
+for _rank in (1, 2, 3):
+    register_op(f"nn.conv{_rank}d", ["data", "weight"], conv_rel(_rank), OUT_EW, attrs=conv_attrs(_rank),
+                doc=f"{_rank}-D convolution with strides, padding (befores..., afters...), dilation and groups.")
+    register_op(f"nn.conv{_rank}d_transpose", ["data", "weight"], conv_transpose_rel(_rank), OUT_EW,
+                attrs=conv_attrs(_rank, transposed=True),
+                doc=f"{_rank}-D transposed convolution (the gradient of nn.conv{_rank}d with respect to its "
+                    "data), weight [in, out / groups, k...]; output_padding extends the end of each axis.")
 register_op("nn.dense", ["data", "weight"], dense_rel, OUT_EW,
             attrs=[AttrField("units", "int?", None), AttrField("out_dtype", "str", "")],
             doc="data @ weight.T, weight laid out as [units, in].")
@@ -240,18 +333,25 @@ register_op("nn.layer_norm", ["data", "gamma", "beta"], layer_norm_rel, OpPatter
                    AttrField("center", "bool", True), AttrField("scale", "bool", True)])
 for _name in ("nn.softmax", "nn.log_softmax"):
     register_op(_name, ["data"], softmax_rel, OpPattern.OPAQUE, attrs=[AttrField("axis", "int", -1)])
-_POOL_ATTRS = [
-    AttrField("pool_size", "int_or_ints", (1, 1), convert=pair),
-    AttrField("strides", "int_or_ints", (1, 1), convert=pair),
-    AttrField("dilation", "int_or_ints", (1, 1), convert=pair),
-    AttrField("padding", "int_or_ints", (0, 0, 0, 0), convert=pad4),
-    AttrField("layout", "str", "NCHW"),
-    AttrField("out_layout", "str", ""),
-    AttrField("ceil_mode", "bool", False),
-]
-register_op("nn.max_pool2d", ["data"], pool2d_rel, OUT_EW, attrs=_POOL_ATTRS)
-register_op("nn.avg_pool2d", ["data"], pool2d_rel, OUT_EW,
-            attrs=_POOL_ATTRS + [AttrField("count_include_pad", "bool", False)])
+
+
+def pool_attrs(rank: int) -> list[AttrField]:
+    """The attributes of `nn.max_pool{rank}d` (TVM's); average pooling adds count_include_pad."""
+    return [
+        AttrField("pool_size", "int_or_ints", (1,) * rank, convert=per_axis(rank)),
+        AttrField("strides", "int_or_ints", (1,) * rank, convert=per_axis(rank)),
+        AttrField("dilation", "int_or_ints", (1,) * rank, convert=per_axis(rank)),
+        AttrField("padding", "int_or_ints", (0,) * 2 * rank, convert=padding_of(rank)),
+        AttrField("layout", "str", DEFAULT_LAYOUTS[rank][0]),
+        AttrField("out_layout", "str", ""),
+        AttrField("ceil_mode", "bool", False),
+    ]
+
+
+for _rank in (1, 2, 3):
+    register_op(f"nn.max_pool{_rank}d", ["data"], pool_rel(_rank), OUT_EW, attrs=pool_attrs(_rank))
+    register_op(f"nn.avg_pool{_rank}d", ["data"], pool_rel(_rank), OUT_EW,
+                attrs=pool_attrs(_rank) + [AttrField("count_include_pad", "bool", False)])
 for _name in ("nn.global_avg_pool2d", "nn.global_max_pool2d"):
     register_op(_name, ["data"], global_pool2d_rel, OUT_EW,
                 attrs=[AttrField("layout", "str", "NCHW"), AttrField("out_layout", "str", "")])

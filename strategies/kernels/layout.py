@@ -1,4 +1,5 @@
-"""Layouts and window geometry shared by the convolution and pooling kernels (canonical form: NCHW / OIHW)."""
+"""Layouts and window geometry shared by the convolution and pooling kernels (canonical form: channels
+first, NCHW / OIHW and their 1-D and 3-D forms)."""
 
 from __future__ import annotations
 
@@ -6,31 +7,30 @@ import numpy as np
 
 __all__ = ["to_nchw", "from_nchw", "weight_to_oihw", "tap_slices", "inside_range", "pool_padding"]
 
-_DATA_TO_NCHW = {"NCHW": None, "NHWC": (0, 3, 1, 2)}
-_NCHW_TO_DATA = {"NCHW": None, "NHWC": (0, 2, 3, 1)}
-_WEIGHT_TO_OIHW = {"OIHW": None, "HWIO": (3, 2, 0, 1)}
+_SPATIAL = {3: "W", 4: "HW", 5: "DHW"}  # by rank
 
 
-def _permute(x: np.ndarray, table: dict, layout: str, what: str) -> np.ndarray:
-    if layout not in table:
-        raise ValueError(f"{what} layout {layout!r} is not supported (use one of {sorted(table)})")
-    axes = table[layout]
-    return x if axes is None else x.transpose(axes)
+def _permute(x: np.ndarray, layout: str, target: str) -> np.ndarray:
+    """A view of `x`, laid out as `layout`, in the axis order `target` (the same letters)."""
+    if len(layout) != x.ndim or sorted(layout) != sorted(target):
+        raise ValueError(f"layout {layout!r} does not fit a rank-{x.ndim} array laid out as {target!r}")
+    axes = tuple(layout.index(ch) for ch in target)
+    return x if axes == tuple(range(x.ndim)) else x.transpose(axes)
 
 
 def to_nchw(x: np.ndarray, layout: str) -> np.ndarray:
-    """A view of 4-D data in `layout` as NCHW."""
-    return _permute(x, _DATA_TO_NCHW, layout, "data")
+    """A view of 3-, 4- or 5-D data in `layout` (e.g. NHWC) as channels first (NCW, NCHW or NCDHW)."""
+    return _permute(x, layout, "NC" + _SPATIAL[x.ndim])
 
 
 def from_nchw(x: np.ndarray, layout: str) -> np.ndarray:
-    """A view of NCHW data in `layout`."""
-    return _permute(x, _NCHW_TO_DATA, layout, "data")
+    """A view of channels-first data in `layout`."""
+    return _permute(x, "NC" + _SPATIAL[x.ndim], layout)
 
 
 def weight_to_oihw(w: np.ndarray, kernel_layout: str) -> np.ndarray:
-    """A view of a convolution weight in `kernel_layout` as OIHW."""
-    return _permute(w, _WEIGHT_TO_OIHW, kernel_layout, "kernel")
+    """A view of a convolution weight in `kernel_layout` as O, I, spatial axes (OIW, OIHW or OIDHW)."""
+    return _permute(w, kernel_layout, "OI" + _SPATIAL[w.ndim])
 
 
 def tap_slices(p: int, q: int, strides: tuple[int, int], dilation: tuple[int, int],
@@ -50,14 +50,14 @@ def inside_range(out_size: int, in_size: int, before: int, offset: int, stride: 
     return lo, max(lo, hi), lo * stride + start
 
 
-def pool_padding(padding: tuple[int, int, int, int], pool_size: tuple[int, int], strides: tuple[int, int],
-                 dilation: tuple[int, int], in_hw: tuple[int, int],
-                 out_hw: tuple[int, int]) -> tuple[int, int, int, int]:
-    """(top, left, bottom, right) padding that gives every output window its full extent.
+def pool_padding(padding: tuple[int, ...], pool_size: tuple[int, ...], strides: tuple[int, ...],
+                 dilation: tuple[int, ...], in_sizes: tuple[int, ...], out_sizes: tuple[int, ...]) -> tuple[int, ...]:
+    """Padding (befores..., afters...) that gives every output window its full extent.
 
-    That is the explicit padding, plus whatever room ceil mode needs past it at the bottom and right.
+    That is the explicit padding, plus whatever room ceil mode needs past it at the end of each axis.
     """
-    top, left, bottom, right = padding
-    (kh, kw), (sh, sw), (dh, dw), (h, w), (oh, ow) = pool_size, strides, dilation, in_hw, out_hw
-    return (top, left, max(bottom, (oh - 1) * sh + dh * (kh - 1) + 1 - h - top),
-            max(right, (ow - 1) * sw + dw * (kw - 1) + 1 - w - left))
+    rank = len(pool_size)
+    befores, afters = padding[:rank], padding[rank:]
+    return tuple(befores) + tuple(max(after, (o - 1) * s + d * (k - 1) + 1 - size - before)
+                                  for before, after, k, s, d, size, o in
+                                  zip(befores, afters, pool_size, strides, dilation, in_sizes, out_sizes))

@@ -311,34 +311,80 @@ def _broadcast_to(attrs: Attrs, x: np.ndarray) -> np.ndarray:
 
 # -- neural-network ops -------------------------------------------------------------------------
 
-def _conv2d_nchw(attrs: Attrs, data: np.ndarray, weight: np.ndarray) -> np.ndarray:
+def _strided_windows(x: np.ndarray, kernel: Sequence[int], strides: Sequence[int],
+                     dilation: Sequence[int]) -> np.ndarray:
+    """Every window of channels-first `x` as [N, C, out..., k...] (the taps of each output position)."""
+    rank = len(kernel)
+    spans = [d * (k - 1) + 1 for k, d in zip(kernel, dilation)]
+    windows = sliding_window_view(x, spans, axis=tuple(range(2, 2 + rank)))
+    steps = tuple(slice(None, None, s) for s in strides) + tuple(slice(None, None, d) for d in dilation)
+    return windows[(slice(None), slice(None)) + steps]
+
+
+def _pad_spatial(x: np.ndarray, padding: Sequence[int], fill: float = 0) -> np.ndarray:
+    """Channels-first `x` padded by (befores..., afters...) along its spatial axes."""
+    rank = x.ndim - 2
+    if not any(padding):
+        return x
+    return np.pad(x, [(0, 0), (0, 0)] + list(zip(padding[:rank], padding[rank:])), constant_values=fill)
+
+
+_OUT, _TAP = "xyz", "ijk"  # einsum letters of output positions and kernel taps, per spatial axis
+
+
+def _conv_channels_first(attrs: Attrs, data: np.ndarray, weight: np.ndarray) -> np.ndarray:
     """Convolution as an explicit sum over every (channel, tap) of every sliding window."""
     x = to_nchw(data, attrs.data_layout)
     w = weight_to_oihw(weight, attrs.kernel_layout)
     if attrs.out_dtype:
         x, w = x.astype(attrs.out_dtype), w.astype(attrs.out_dtype)
-    top, left, bottom, right = attrs.padding
-    x = np.pad(x, ((0, 0), (0, 0), (top, bottom), (left, right)))
-    (sh, sw), (dh, dw), groups = attrs.strides, attrs.dilation, attrs.groups
-    out_c, in_per_group, kh, kw = w.shape
-    span_h, span_w = dh * (kh - 1) + 1, dw * (kw - 1) + 1
-    windows = sliding_window_view(x, (span_h, span_w), axis=(2, 3))[:, :, ::sh, ::sw, ::dh, ::dw]
-    n, _, oh, ow = windows.shape[:4]
-    windows = windows.reshape(n, groups, in_per_group, oh, ow, kh, kw)
-    w = w.reshape(groups, out_c // groups, in_per_group, kh, kw)
-    out = np.einsum("ngchwij,gocij->ngohw", windows, w)
-    return out.reshape(n, out_c, oh, ow)
+    out_c, in_per_group, *kernel = w.shape
+    rank, groups = len(kernel), attrs.groups
+    windows = _strided_windows(_pad_spatial(x, attrs.padding), kernel, attrs.strides, attrs.dilation)
+    n, out_sizes = windows.shape[0], windows.shape[2:2 + rank]
+    windows = windows.reshape(n, groups, in_per_group, *out_sizes, *kernel)
+    w = w.reshape(groups, out_c // groups, in_per_group, *kernel)
+    o, k = _OUT[:rank], _TAP[:rank]
+    out = np.einsum(f"ngc{o}{k},gfc{k}->ngf{o}", windows, w)
+    return out.reshape(n, out_c, *out_sizes)
 
 
-@_ref("nn.conv2d")
-def _conv2d(attrs: Attrs, data: np.ndarray, weight: np.ndarray) -> np.ndarray:
-    return from_nchw(_conv2d_nchw(attrs, data, weight), attrs.data_layout)
+@_ref("nn.conv1d", "nn.conv2d", "nn.conv3d")
+def _conv(attrs: Attrs, data: np.ndarray, weight: np.ndarray) -> np.ndarray:
+    return from_nchw(_conv_channels_first(attrs, data, weight), attrs.data_layout)
 
 
 @_ref("nn.conv2d_bias_act")
 def _conv2d_bias_act(attrs: Attrs, data: np.ndarray, weight: np.ndarray, bias: np.ndarray) -> np.ndarray:
-    out = _conv2d_nchw(attrs, data, weight) + bias.reshape(1, -1, 1, 1)
+    out = _conv_channels_first(attrs, data, weight) + bias.reshape(1, -1, 1, 1)
     return from_nchw(apply_activation(out, attrs.activation, attrs.alpha), attrs.data_layout)
+
+
+@_ref("nn.conv1d_transpose", "nn.conv2d_transpose", "nn.conv3d_transpose")
+def _conv_transpose(attrs: Attrs, data: np.ndarray, weight: np.ndarray) -> np.ndarray:
+    """Each input position scatters its channels, times each kernel tap, to
+    `position * stride + tap * dilation - pad_before` (per spatial axis) of the output."""
+    x = to_nchw(data, attrs.data_layout)
+    w = weight_to_oihw(weight, attrs.kernel_layout)  # [out / groups, in, k...]
+    if attrs.out_dtype:
+        x, w = x.astype(attrs.out_dtype), w.astype(attrs.out_dtype)
+    n, in_c, *in_sizes = x.shape
+    out_per_group, _, *kernel = w.shape
+    rank, groups = len(kernel), attrs.groups
+    pad, strides, dilation = attrs.padding, attrs.strides, attrs.dilation
+    full = [(size - 1) * s + d * (k - 1) + 1 + extra
+            for size, s, d, k, extra in zip(in_sizes, strides, dilation, kernel, attrs.output_padding)]
+    out = np.zeros((n, groups, out_per_group, *full), dtype=np.result_type(x, w))
+    xg = x.reshape(n, groups, in_c // groups, *in_sizes)
+    wg = w.reshape(out_per_group, groups, in_c // groups, *kernel)
+    for tap in np.ndindex(*kernel):
+        where = tuple(slice(t * d, t * d + s * (size - 1) + 1, s)
+                      for t, d, s, size in zip(tap, dilation, strides, in_sizes))
+        out[(slice(None),) * 3 + where] += np.einsum(f"ngc{_OUT[:rank]},fgc->ngf{_OUT[:rank]}", xg,
+                                                     wg[(Ellipsis,) + tap])
+    crop = tuple(slice(pad[i], full[i] - pad[rank + i]) for i in range(rank))
+    out = out.reshape(n, groups * out_per_group, *full)[(slice(None), slice(None)) + crop]
+    return from_nchw(np.ascontiguousarray(out), attrs.data_layout)
 
 
 def _dense(attrs: Attrs, data: np.ndarray, weight: np.ndarray) -> np.ndarray:
@@ -447,49 +493,51 @@ def _log_softmax(attrs: Attrs, x: np.ndarray) -> np.ndarray:
     return shifted - np.log(np.exp(shifted).sum(axis=attrs.axis, keepdims=True))
 
 
-def pool_windows(attrs: Attrs, x: np.ndarray, fill: float, out_hw: tuple[int, int]) -> np.ndarray:
-    """Every pooling window of NCHW `x` as [N, C, OH, OW, KH, KW], padded with `fill`.
+def pool_windows(attrs: Attrs, x: np.ndarray, fill: float, out_sizes: Sequence[int]) -> np.ndarray:
+    """Every pooling window of channels-first `x` as [N, C, out..., k...], padded with `fill`.
 
     The padding is the explicit one plus, in ceil mode, whatever the last window needs past it.
     """
-    (kh, kw), (sh, sw), (dh, dw), (oh, ow) = attrs.pool_size, attrs.strides, attrs.dilation, out_hw
-    top, left, bottom, right = pool_padding(attrs.padding, attrs.pool_size, attrs.strides, attrs.dilation,
-                                            x.shape[2:], out_hw)
-    padded = np.pad(x, ((0, 0), (0, 0), (top, bottom), (left, right)), constant_values=fill)
-    windows = sliding_window_view(padded, (dh * (kh - 1) + 1, dw * (kw - 1) + 1), axis=(2, 3))
-    return windows[:, :, ::sh, ::sw, ::dh, ::dw][:, :, :oh, :ow]
+    padding = pool_padding(attrs.padding, attrs.pool_size, attrs.strides, attrs.dilation, x.shape[2:], out_sizes)
+    windows = _strided_windows(_pad_spatial(x, padding, fill), attrs.pool_size, attrs.strides, attrs.dilation)
+    return windows[(slice(None), slice(None)) + tuple(slice(o) for o in out_sizes)]
 
 
-def _pool_out_hw(op_name: str, attrs: Attrs, x: np.ndarray) -> tuple[int, int]:
+def _pool_out_sizes(op_name: str, attrs: Attrs, x: np.ndarray) -> tuple[int, ...]:
     shape = _relation_shape(op_name, attrs, x)
-    _, h_axis, w_axis = LAYOUTS[attrs.layout]
-    return shape[h_axis], shape[w_axis]
+    return tuple(shape[a] for a in LAYOUTS[attrs.layout][1:])
 
 
-@_ref("nn.max_pool2d")
-def _max_pool2d(attrs: Attrs, data: np.ndarray) -> np.ndarray:
-    x = to_nchw(data, attrs.layout)
-    low = -np.inf if x.dtype.kind == "f" else np.iinfo(x.dtype).min
-    windows = pool_windows(attrs, x, low, _pool_out_hw("nn.max_pool2d", attrs, data))
-    return from_nchw(windows.max(axis=(4, 5)), attrs.layout)
+def _max_pool(op_name: str) -> Kernel:
+    def kernel(attrs: Attrs, data: np.ndarray) -> np.ndarray:
+        x = to_nchw(data, attrs.layout)
+        low = -np.inf if x.dtype.kind == "f" else np.iinfo(x.dtype).min
+        windows = pool_windows(attrs, x, low, _pool_out_sizes(op_name, attrs, data))
+        return from_nchw(windows.max(axis=tuple(range(-x.ndim + 2, 0))), attrs.layout)
+    return kernel
 
 
-@_ref("nn.avg_pool2d")
-def _avg_pool2d(attrs: Attrs, data: np.ndarray) -> np.ndarray:
-    x = to_nchw(data, attrs.layout)
-    out_hw = _pool_out_hw("nn.avg_pool2d", attrs, data)
-    total = pool_windows(attrs, x, 0, out_hw).sum(axis=(4, 5))
-    # the divisor counts the window positions inside the input, plus the explicit padding when
-    # count_include_pad (never the extra room that ceil mode adds)
-    top, left, bottom, right = attrs.padding
-    inside = np.zeros((1, 1) + x.shape[2:], dtype=x.dtype) + 1
-    if attrs.count_include_pad:
-        inside = np.pad(inside, ((0, 0), (0, 0), (top, bottom), (left, right)), constant_values=1)
-        count_attrs = attrs.with_(padding=(0, 0, 0, 0))
-    else:
+def _avg_pool(op_name: str) -> Kernel:
+    def kernel(attrs: Attrs, data: np.ndarray) -> np.ndarray:
+        x = to_nchw(data, attrs.layout)
+        out_sizes = _pool_out_sizes(op_name, attrs, data)
+        taps = tuple(range(-x.ndim + 2, 0))
+        total = pool_windows(attrs, x, 0, out_sizes).sum(axis=taps)
+        # the divisor counts the window positions inside the input, plus the explicit padding when
+        # count_include_pad (never the extra room that ceil mode adds)
+        inside = np.ones((1, 1) + x.shape[2:], dtype=x.dtype)
         count_attrs = attrs
-    count = pool_windows(count_attrs, inside, 0, out_hw).sum(axis=(4, 5))
-    return from_nchw(total / np.maximum(count, 1), attrs.layout)
+        if attrs.count_include_pad:
+            inside = _pad_spatial(inside, attrs.padding, fill=1)
+            count_attrs = attrs.with_(padding=(0,) * len(attrs.padding))
+        count = pool_windows(count_attrs, inside, 0, out_sizes).sum(axis=taps)
+        return from_nchw(total / np.maximum(count, 1), attrs.layout)
+    return kernel
+
+
+for _rank in (1, 2, 3):
+    _ref(f"nn.max_pool{_rank}d")(_max_pool(f"nn.max_pool{_rank}d"))
+    _ref(f"nn.avg_pool{_rank}d")(_avg_pool(f"nn.avg_pool{_rank}d"))
 
 
 @_ref("nn.global_avg_pool2d")

@@ -26,7 +26,7 @@ from ..kernels import conv2d as kernels
 from ..roofline import Work
 from ..strategy import ConfigSpace, OpStrategy
 from ..target import Target
-from ..work import conv2d_macs, dim_size, numel, op_work
+from ..work import conv_macs, dim_size, numel, op_work
 from .generic import no_knobs
 
 __all__ = ["conv2d_strategy_cpu", "kernel_hw"]
@@ -67,7 +67,7 @@ def _estimate(algorithm: str):
             return base.scaled(efficiency=0.6) + Work(0.0, 2.0 * columns, launches=2 * kh * kw)
         tiles = (dim_size(out_type.shape[0]) * math.ceil(dim_size(out_type.shape[h_axis]) / 2)
                  * math.ceil(dim_size(out_type.shape[w_axis]) / 2))
-        macs = conv2d_macs(attrs, in_types, out_type) * 16 / 36    # 4x4 products per 2x2 outputs, not 4 x 9
+        macs = conv_macs(attrs, in_types, out_type) * 16 / 36    # 4x4 products per 2x2 outputs, not 4 x 9
         transform_flops = tiles * (32 * in_c + 24 * out_c) + 28 * in_c * out_c
         transformed = 16 * (tiles * (in_c + out_c) + in_c * out_c) * itemsize
         return Work(2.0 * macs + transform_flops, base.bytes + 2.0 * transformed, launches=40, efficiency=0.7)

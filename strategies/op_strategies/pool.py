@@ -1,4 +1,4 @@
-"""cpu strategies for max and average pooling: kernel taps (10) against whole windows (5).
+"""cpu strategies for max and average pooling (1-D, 2-D, 3-D): kernel taps (10) against whole windows (5).
 
 Folding one strided slice per kernel position keeps every numpy call over the whole output and
 never materialises the windows, which the reference kernel does.
@@ -21,17 +21,17 @@ from .generic import host_reference, no_knobs
 
 __all__ = ["pool_strategy_cpu"]
 
-_TAPS = {"nn.max_pool2d": kernels.max_pool2d_taps, "nn.avg_pool2d": kernels.avg_pool2d_taps}
+_TAPS = {f"nn.{kind}_pool{rank}d": taps for rank in (1, 2, 3)
+         for kind, taps in (("max", kernels.max_pool_taps), ("avg", kernels.avg_pool_taps))}
 
 
 def pool_strategy_cpu(op_name: str):
-    """The cpu strategy of `nn.max_pool2d` or `nn.avg_pool2d`."""
+    """The cpu strategy of `nn.max_pool{1,2,3}d` or `nn.avg_pool{1,2,3}d`."""
     taps = _TAPS[op_name]
     prefix = op_name.split(".")[1]
 
     def taps_of(attrs: Attrs, inputs, out_type, config):
-        _, h_axis, w_axis = LAYOUTS[attrs.layout]
-        return taps(attrs, inputs[0], (out_type.shape[h_axis], out_type.shape[w_axis]))
+        return taps(attrs, inputs[0], tuple(out_type.shape[a] for a in LAYOUTS[attrs.layout][1:]))
     compute_taps = PreparedCompute.of(taps_of, f"{prefix}_taps")
 
     def strategy(attrs: Attrs, in_types: Sequence[Type], out_type: Type, target: Target) -> OpStrategy:

@@ -88,6 +88,22 @@ GOOD = {
     "nn.bias_gelu": (lambda: relay.nn.bias_gelu(v(F), v((3,), name="b")), "Tensor[(2, 3), float32]"),
     "nn.skip_layer_norm": (lambda: relay.nn.skip_layer_norm(v(F), v(F, name="s"), v((3,), name="g"),
                                                             v((3,), name="b")), "Tensor[(2, 3), float32]"),
+    "nn.conv1d": (lambda: relay.nn.conv1d(v((1, 4, 9)), v((6, 2, 3), name="w"), strides=2, padding=1, groups=2),
+                  "Tensor[(1, 6, 5), float32]"),
+    "nn.conv3d": (lambda: relay.nn.conv3d(v((1, 5, 6, 7, 4)), v((2, 3, 3, 4, 2), name="w"), padding=(1, 0, 1),
+                                          data_layout="NDHWC", kernel_layout="DHWIO"), "Tensor[(1, 6, 4, 7, 2), float32]"),
+    "nn.conv1d_transpose": (lambda: relay.nn.conv1d_transpose(v((1, 4, 5)), v((4, 3, 3), name="w"), strides=2,
+                                                              padding=1, output_padding=1), "Tensor[(1, 3, 10), float32]"),
+    "nn.conv2d_transpose": (lambda: relay.nn.conv2d_transpose(v((1, 4, 5, 5)), v((4, 1, 3, 3), name="w"), strides=2,
+                                                              padding=1, groups=2), "Tensor[(1, 2, 9, 9), float32]"),
+    "nn.conv3d_transpose": (lambda: relay.nn.conv3d_transpose(v((1, 2, 3, 3, 3)), v((2, 4, 2, 2, 2), name="w"),
+                                                              dilation=2), "Tensor[(1, 4, 5, 5, 5), float32]"),
+    "nn.max_pool1d": (lambda: relay.nn.max_pool1d(v((1, 2, 9)), 3, 2, ceil_mode=True), "Tensor[(1, 2, 4), float32]"),
+    "nn.avg_pool1d": (lambda: relay.nn.avg_pool1d(v((1, 2, 9)), 2, 2, padding=1), "Tensor[(1, 2, 5), float32]"),
+    "nn.max_pool3d": (lambda: relay.nn.max_pool3d(v((1, 2, 5, 4, 6)), 2, 2, ceil_mode=True),
+                      "Tensor[(1, 2, 3, 2, 3), float32]"),
+    "nn.avg_pool3d": (lambda: relay.nn.avg_pool3d(v((1, 2, 5, 4, 6)), (3, 1, 2), padding=(1, 0, 0)),
+                      "Tensor[(1, 2, 5, 4, 5), float32]"),
 }
 
 # op name -> builder of an ill-typed call, and a fragment the error must contain
@@ -112,6 +128,9 @@ BAD = {
     "nn.rms_norm": (lambda: relay.nn.rms_norm(v(F), v((2,), name="g")), "gamma"),
     "nn.rms_norm-dtype": (lambda: relay.nn.rms_norm(v(F, "int32"), v((3,), "int32", "g")), "floating-point"),
     "nn.max_pool2d": (lambda: relay.nn.max_pool2d(v(F)), "4-D"),
+    "nn.conv3d": (lambda: relay.nn.conv3d(v((1, 3, 4, 4, 4)), v((2, 4, 1, 1, 1), name="w")), "3 channels"),
+    "nn.conv2d_transpose": (lambda: relay.nn.conv2d_transpose(v((1, 3, 4, 4)), v((4, 2, 3, 3), name="w")),
+                            "expects 4"),
     "sum": (lambda: relay.sum(v(F), axis=(0, 0)), "repeat"),
     "nn.matmul": (lambda: relay.nn.matmul(v((2, 5, 7)), v((3, 7, 2), name="w")), "broadcast"),
 }

@@ -14,6 +14,7 @@ from scipy.special import erf
 
 from ir import relay
 from tests.ir.frontend import numpy_refs as R
+from tests.strategies import naive_windows as W
 
 F32 = "float32"
 
@@ -210,6 +211,39 @@ CASES += [
     Case("nn.avg_pool2d-include-pad", {"x": fx(1, 2, 7, 7)},
          lambda x: relay.nn.avg_pool2d(x, pool_size=3, strides=2, padding=1, count_include_pad=True),
          lambda x: R.pool2d(x, "avg", (3, 3), (2, 2), (1, 1, 1, 1), count_include_pad=True)),
+    Case("nn.max_pool1d", {"x": fx(1, 2, 9)},
+         lambda x: relay.nn.max_pool1d(x, pool_size=3, strides=2, padding=1, ceil_mode=True),
+         lambda x: W.pool_loop(x, "max", (3,), (2,), (1, 1), (1,), True)),
+    Case("nn.avg_pool1d", {"x": fx(2, 3, 8)},
+         lambda x: relay.nn.avg_pool1d(x, pool_size=3, strides=2, padding=(1, 2), count_include_pad=True),
+         lambda x: W.pool_loop(x, "avg", (3,), (2,), (1, 2), (1,), False, True)),
+    Case("nn.max_pool3d-ndhwc", {"x": fx(1, 5, 4, 6, 2)},
+         lambda x: relay.nn.max_pool3d(x, pool_size=2, strides=2, dilation=(1, 2, 1), layout="NDHWC"),
+         lambda x: W.pool_loop(x.transpose(0, 4, 1, 2, 3), "max", (2,) * 3, (2,) * 3, (0,) * 6, (1, 2, 1),
+                               False).transpose(0, 2, 3, 4, 1)),
+    Case("nn.avg_pool3d", {"x": fx(1, 2, 4, 5, 4)},
+         lambda x: relay.nn.avg_pool3d(x, pool_size=(2, 3, 2), padding=(1, 0, 1), ceil_mode=True, strides=2),
+         lambda x: W.pool_loop(x, "avg", (2, 3, 2), (2,) * 3, (1, 0, 1) * 2, (1,) * 3, True)),
+    Case("nn.conv1d", {"x": fx(2, 4, 9), "w": fx(6, 2, 3)},
+         lambda x, w: relay.nn.conv1d(x, w, strides=2, padding=(1, 2), groups=2),
+         lambda x, w: W.conv_loop(x, w, (2,), (1, 2), (1,), 2)),
+    Case("nn.conv1d-nwc", {"x": fx(1, 8, 3), "w": fx(2, 3, 4)},
+         lambda x, w: relay.nn.conv1d(x, w, dilation=2, data_layout="NWC", kernel_layout="WIO"),
+         lambda x, w: W.conv_loop(x.transpose(0, 2, 1), w.transpose(2, 1, 0), (1,), (0, 0), (2,), 1
+                                  ).transpose(0, 2, 1)),
+    Case("nn.conv3d", {"x": fx(1, 2, 4, 5, 4), "w": fx(3, 2, 2, 3, 2)},
+         lambda x, w: relay.nn.conv3d(x, w, padding=1, strides=(1, 2, 1)),
+         lambda x, w: W.conv_loop(x, w, (1, 2, 1), (1,) * 6, (1,) * 3, 1)),
+    Case("nn.conv1d_transpose", {"x": fx(1, 4, 5), "w": fx(4, 3, 3)},
+         lambda x, w: relay.nn.conv1d_transpose(x, w, strides=2, padding=1, output_padding=1),
+         lambda x, w: W.conv_transpose_loop(x, w, (2,), (1, 1), (1,), 1, (1,))),
+    Case("nn.conv2d_transpose", {"x": fx(1, 4, 4, 5), "w": fx(4, 1, 3, 2)},
+         lambda x, w: relay.nn.conv2d_transpose(x, w, strides=(2, 1), padding=(1, 0, 0, 1), dilation=(1, 2),
+                                                output_padding=(1, 0), groups=2),
+         lambda x, w: W.conv_transpose_loop(x, w, (2, 1), (1, 0, 0, 1), (1, 2), 2, (1, 0))),
+    Case("nn.conv3d_transpose", {"x": fx(1, 2, 3, 2, 3), "w": fx(2, 2, 2, 2, 2)},
+         lambda x, w: relay.nn.conv3d_transpose(x, w, strides=2, padding=(1, 0, 0)),
+         lambda x, w: W.conv_transpose_loop(x, w, (2,) * 3, (1, 0, 0) * 2, (1,) * 3, 1, (0,) * 3)),
     Case("nn.global_avg_pool2d", {"x": fx(2, 3, 4, 5)}, relay.nn.global_avg_pool2d,
          lambda x: x.mean(axis=(2, 3), keepdims=True)),
     Case("nn.global_max_pool2d", {"x": fx(2, 3, 4, 5)}, relay.nn.global_max_pool2d,

@@ -120,11 +120,11 @@ def test_unsupported_attribute_value(node, opset, culprit):
         from_onnx(model)
 
 
-def test_only_2d_convolution():
-    weight = onnx.numpy_helper.from_array(np.zeros((4, 3, 3), np.float32), "w")
-    model = model_of([helper.make_node("Conv", ["x", "w"], ["y"], name="conv1d")], [("x", F, [1, 3, 8])],
+def test_only_1d_to_3d_convolution():
+    weight = onnx.numpy_helper.from_array(np.zeros((4, 3, 1, 1, 1, 1), np.float32), "w")
+    model = model_of([helper.make_node("Conv", ["x", "w"], ["y"], name="conv4d")], [("x", F, [1, 3, 2, 2, 2, 2])],
                      [("y", F, None)], [weight])
-    with pytest.raises(FrontendError, match=r"node 'conv1d'.*only 2-D Conv.*\(1, 3, 8\)"):
+    with pytest.raises(FrontendError, match=r"node 'conv4d'.*1-D, 2-D and 3-D windows.*\(1, 3, 2, 2, 2, 2\)"):
         from_onnx(model)
 
 
