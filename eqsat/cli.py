@@ -38,6 +38,7 @@ from .candidates import candidate_workloads
 from .cli_errors import EXIT_BROKEN_PIPE, UsageError, failure
 from .compare import compare
 from .errors import EqsatError, RuleError
+from .explain import provenance_records
 from .extract import EXTRACTORS, IlpExtractor, get_extractor, node_costs
 from .limits import Limits
 from .optimize import DEFAULT_TRIALS, cost_model, optimize, saturate_program
@@ -209,7 +210,7 @@ def _cmd_optimize(args: argparse.Namespace) -> int:
     if args.explain:
         print(res.explain())
     if args.print:
-        print(res.mod.astext())
+        print(res.astext(show_provenance=True))
     outputs: dict[str, bytes] = {}
     if args.json:
         data = {"model": args.model, "target": res.target, "extractor": res.extractor,
@@ -217,7 +218,7 @@ def _cmd_optimize(args: argparse.Namespace) -> int:
                 "extract_seconds": res.extract_seconds,
                 "extractor_info": {k: v if isinstance(v, (int, float, str, bool, type(None))) else str(v)
                                    for k, v in res.info.items()},
-                "report": res.report.to_dict()}
+                "report": res.report.to_dict(), "program": provenance_records(res.mod, res.provenance)}
         outputs[args.json] = (json.dumps(data, indent=2, default=str) + "\n").encode()
     if args.onnx:
         outputs[args.onnx] = ir.frontend.to_onnx(res.mod, res.params, contrib=args.onnx_contrib).SerializeToString()
@@ -403,7 +404,8 @@ def build_parser() -> argparse.ArgumentParser:
                        help="run the result against the input on N seeded input sets (typical, edge values, inf/NaN, small, large: in that order)")
     check.add_argument("--no-verify", dest="verify", action="store_const", const=0, default=argparse.SUPPRESS,
                        help="skip that check")
-    opt.add_argument("--print", action="store_true", help="print the optimized program")
+    opt.add_argument("--print", action="store_true",
+                     help="print the optimized program, each rule-made node with the rules that made it")
     opt.set_defaults(run=_cmd_optimize)
 
     cmp_ = command("compare", "programs for several targets and extractors side by side")

@@ -3,8 +3,9 @@
 One saturation, then one extraction per (target, extractor): the cost models of different
 targets price (and allow) ops differently, so they may pick different programs from the same
 e-graph. The table labels every distinct program with a letter, so equal letters mean equal
-programs; `differences()` lists, per pair of distinct programs, the ops whose counts differ, and
-`diff(a, b)` gives the text diff of two candidates' programs (`program_diff`).
+programs; `differences()` lists, per pair of distinct programs, the ops whose counts differ and
+the rules that made nodes of one program but not of the other (from each program's provenance),
+and `diff(a, b)` gives the text diff of two candidates' programs (`program_diff`).
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from __future__ import annotations
 import difflib
 import re
 import string
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
@@ -49,10 +50,17 @@ class Candidate:
     program: str
     """a letter naming the program: candidates with equal letters extracted equal programs."""
     changes: tuple[Change, ...] = ()
+    provenance: Mapping[ir.Expr, tuple[str, ...]] = field(default_factory=dict)
+    """each rule-made node of `mod` -> its rule chain (see `Optimized.provenance`)."""
 
     @property
     def key(self) -> str:
         return f"{self.target}/{self.extractor}"
+
+    @property
+    def rules_used(self) -> frozenset[str]:
+        """Every rule in the chain of some node of the program."""
+        return frozenset(r for chain in self.provenance.values() for r in chain)
 
 
 _LOCAL = re.compile(r"%\d+\b")
@@ -113,7 +121,8 @@ class Comparison:
         return "\n".join(lines)
 
     def differences(self) -> str:
-        """For each pair of distinct programs (first candidate of each letter), the op counts that differ."""
+        """For each pair of distinct programs (first candidate of each letter), the op counts that differ
+        and the rules only one of them used."""
         firsts: dict[str, Candidate] = {}
         for c in self.candidates:
             firsts.setdefault(c.program, c)
@@ -123,6 +132,10 @@ class Comparison:
             for b in reps[i + 1:]:
                 delta = _op_delta(a.op_counts, b.op_counts) or "same op counts, different structure"
                 lines.append(f"program {a.program} ({a.key}) vs {b.program} ({b.key}): {delta}")
+                for x, y in ((a, b), (b, a)):
+                    only = sorted(x.rules_used - y.rules_used)
+                    if only:
+                        lines.append(f"  rules only in {x.program} ({x.key}): {', '.join(only)}")
         return "\n".join(lines) if lines else "every candidate extracted the same program"
 
     def diff(self, first: str | int, second: str | int, context: int = 1) -> str:
@@ -161,5 +174,5 @@ def compare(mod: IRModule, params: Mapping[str, Any] | None = None, *,
             candidates.append(Candidate(target_name(target), str(getattr(extractor, "name", extractor)), out.mod,
                                         out.params, out.cost_before, out.cost_after, cost_unit(target), out.seconds,
                                         dict(sorted(op_counts(out.mod).items())), diff, dict(out.choice.info),
-                                        letter, out.changes))
+                                        letter, out.changes, out.provenance))
     return Comparison(sat.report, dict(sorted(op_counts(input_mod).items())), tuple(candidates))

@@ -8,21 +8,26 @@ it replaced: the class's input node and those below it, through input nodes, tha
 program no longer computes. A node reached from two changes is counted once, in the first (in
 program order). For `strategies` cost models each change also names the implementation the
 cost model assumed for the node and why (tuned record, highest plevel, or generic fallback).
+
+*Provenance* goes further back: every node of the program carries the chain of rules that made
+it (`eqsat.provenance`), e.g. `bias-add-as-add > dense-bias` for a fused dense; `format_provenance`
+counts nodes per chain and `provenance_records` lists them node by node (the CLI's JSON report).
 """
 
 from __future__ import annotations
 
-from collections import defaultdict
+from collections import Counter, defaultdict
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
 
-from ir import get_op
+from ir import Call, Expr, IRModule, Op, get_op, post_order
+from ir.printer import node_names
 
 from .egraph.terms import Kind
 from .egraph.view import ClassId, EGraphView, NodeId
 from .extract import Choice
 
-__all__ = ["Change", "find_changes", "format_changes"]
+__all__ = ["Change", "find_changes", "format_changes", "format_provenance", "provenance_records"]
 
 
 @dataclass(frozen=True)
@@ -123,3 +128,36 @@ def format_changes(changes: Sequence[Change], unit: str, limit: int = 20) -> str
     if len(rows) > limit:
         lines.append(f"... and {len(rows) - limit} more")
     return "\n".join(lines) if lines else "no rule-made node was extracted"
+
+
+def _label(node: Expr) -> str:
+    if isinstance(node, Call):
+        return node.op.name if isinstance(node.op, Op) else "call"
+    return type(node).__name__.lower()
+
+
+def _program_nodes(mod: IRModule) -> list[Expr]:
+    return [n for n in post_order(mod["main"].body) if not isinstance(n, Op)]
+
+
+def format_provenance(mod: IRModule, provenance: Mapping[Expr, Sequence[str]], limit: int = 20) -> str:
+    """How many nodes of `mod` came from the input, and per (op, rule chain) how many rules made."""
+    nodes = _program_nodes(mod)
+    chains = Counter((_label(n), tuple(chain)) for n in nodes if (chain := provenance.get(n)))
+    made = sum(chains.values())
+    lines = [f"provenance: {len(nodes) - made} of {len(nodes)} node(s) from the input, {made} made by rules"]
+    for (op, chain), count in sorted(chains.items(), key=lambda kv: (-kv[1], kv[0]))[:limit]:
+        lines.append(f"  {count} x {op}: {' > '.join(chain)}")
+    if len(chains) > limit:
+        lines.append(f"  ... and {len(chains) - limit} more chains")
+    return "\n".join(lines)
+
+
+def provenance_records(mod: IRModule, provenance: Mapping[Expr, Sequence[str]]) -> list[dict[str, Any]]:
+    """One record per node of `mod`'s main, in program order: its printed name (`%3`, `%x`; "result"
+    for the returned value, "const" for unnamed constants), its op or kind, and its rule chain
+    (empty for a node of the input)."""
+    names = node_names(mod)
+    body = mod["main"].body
+    return [{"node": names.get(n, "result" if n is body else "const"), "op": _label(n),
+             "rules": list(provenance.get(n, ()))} for n in _program_nodes(mod)]

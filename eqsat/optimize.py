@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 from collections import Counter
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import TYPE_CHECKING, Any, Callable, Mapping
 
 import numpy as np
@@ -14,9 +15,10 @@ from ir import IRModule
 
 from .egraph.lower import Lowered, lift_params, lower
 from .egraph.view import EGraphView
-from .explain import Change, find_changes, format_changes
+from .explain import Change, find_changes, format_changes, format_provenance
 from .extract import Choice, CostModel, Extractor, OpCount, get_extractor, node_costs
 from .limits import Limits
+from .provenance import Provenance
 from .report import IterationRow, Report
 from .rules.library import resolve_rules
 from .runner import saturate
@@ -82,6 +84,11 @@ class Saturated:
     view: EGraphView
     """the e-graph after saturation."""
 
+    @cached_property
+    def provenance(self) -> Provenance:
+        """The rule chain of every e-node of `view`."""
+        return Provenance(self.lowered.egraph, self.view)
+
     def input_choice(self) -> Choice:
         return Choice(self.before.roots, {c: ns[0] for c, ns in self.before.classes.items()})
 
@@ -111,6 +118,8 @@ class Extracted:
     cost_after: float
     seconds: float
     changes: tuple[Change, ...]
+    provenance: Mapping[ir.Expr, tuple[str, ...]] = field(default_factory=dict)
+    """each node of `mod` that rules made -> its rule chain (see `eqsat.provenance`)."""
 
 
 def extract_program(sat: Saturated, model: CostModel, extractor: str | Extractor) -> Extracted:
@@ -130,8 +139,12 @@ def extract_program(sat: Saturated, model: CostModel, extractor: str | Extractor
         mod, params = sat.input_module()
         kept = Choice(before_choice.roots, before_choice.node_of, {**choice.info, "kept_input": True})
         return Extracted(mod, params, kept, before, before, seconds, ())
-    mod, params = lift_params(sat.lowered, sat.view, choice.node_of)
-    return Extracted(mod, params, choice, before, after, seconds, tuple(find_changes(sat.view, choice, costs, model)))
+    built: dict[int, object] = {}
+    mod, params = lift_params(sat.lowered, sat.view, choice.node_of, built)
+    chains = {node: chain for c, node in built.items()
+              if isinstance(node, ir.Expr) and (chain := sat.provenance.chain(choice.node_of[c]))}
+    return Extracted(mod, params, choice, before, after, seconds, tuple(find_changes(sat.view, choice, costs, model)),
+                     chains)
 
 
 @dataclass(frozen=True)
@@ -159,6 +172,11 @@ class Optimized:
     """regions of the result that rules made (see `explain`)."""
     verification: Verification | None = None
     """None when `optimize` ran with `verify=False`."""
+    provenance: Mapping[ir.Expr, tuple[str, ...]] = field(default_factory=dict, kw_only=True)
+    """each node of `mod` that rules made -> its rule chain, in the order the rules applied; a node
+    not in it came from the input (see `rules_of`, `eqsat.provenance`)."""
+    saturated: Saturated | None = field(default=None, kw_only=True, repr=False)
+    """the saturated e-graph the program was extracted from (for `eqsat.why_not`)."""
     coverage: "Coverage | None" = None
     """with a tuning log: how many of the result's workloads were measured or estimated (`strategies.cost.Coverage`)."""
 
@@ -181,11 +199,20 @@ class Optimized:
             check,
         ])
 
+    def rules_of(self, node: ir.Expr) -> tuple[str, ...]:
+        """The rule chain that made `node` of `mod` (empty for a node of the input)."""
+        return self.provenance.get(node, ())
+
+    def astext(self, show_provenance: bool = True) -> str:
+        """The program's text; with `show_provenance`, each rule-made node names its rule chain."""
+        return ir.astext(self.mod, provenance=self.provenance if show_provenance else None)
+
     def explain(self, limit: int = 20) -> str:
         """Per rule and fused op: how many nodes it put in the program, their cost before -> after (see
         `explain.Change`), and on strategies targets the implementation the cost model assumed and
-        why; largest saving first."""
-        return format_changes(self.changes, self.unit, limit)
+        why; largest saving first. Then the rule chains behind the program's nodes (`provenance`)."""
+        return "\n".join([format_changes(self.changes, self.unit, limit),
+                          format_provenance(self.mod, self.provenance, limit)])
 
 
 def optimize(mod: IRModule, params: Mapping[str, Any] | None = None, *, target: str | CostModel = "cpu",
@@ -214,7 +241,8 @@ def optimize(mod: IRModule, params: Mapping[str, Any] | None = None, *, target: 
     return Optimized(out.mod, out.params, sat.report, out.cost_before, out.cost_after, target_name(target),
                      str(getattr(extractor, "name", extractor)), out.choice, out.seconds, dict(out.choice.info),
                      cost_unit(target), dict(sorted(op_counts(sat.input_module()[0]).items())),
-                     dict(sorted(op_counts(out.mod).items())), out.changes, checked, coverage)
+                     dict(sorted(op_counts(out.mod).items())), out.changes, checked, coverage,
+                     provenance=out.provenance, saturated=sat)
 
 
 def _coverage(model: Any, out: Extracted) -> "Coverage":

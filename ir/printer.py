@@ -160,6 +160,7 @@ class _Printer:
         sig = f"{head}({joined})" + (f" -> {ret}" if ret is not None else "")
         scope = dict(outer)
         scope.update({p: self.var_name(p) for p in f.params})
+        self.names.update((p, scope[p]) for p in f.params)
         body = self.block(f.body, scope, indent + "  ")
         return sig + " {\n" + "\n".join(body) + "\n" + indent + "}"
 

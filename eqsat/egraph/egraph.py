@@ -9,13 +9,16 @@ Between two refreshes the e-graph is a fixed *snapshot* (`generation` counts the
 tables Python answers, per snapshot and without reading egglog, which e-nodes each class holds
 (`class_nodes`) and which of them came from the programs lowered as input (`input_enodes`);
 dominator regions, callback leaves and `rewrite_once` are decided on them. It also remembers
-which rule made each e-node (`add_expr(origin=...)`), which the view reports as `origins`.
+which rule made each e-node (`add_expr(origin=...)`, one `Application` per rule result), which
+the view reports as `origins`, with each e-node's creation order as `births`.
 """
 
 from __future__ import annotations
 
+import bisect
 import enum
 import hashlib
+from dataclasses import dataclass
 from typing import Callable, Iterable, Mapping
 
 from ir import Attrs, Call, Constant, Expr, Function, If, Let, Tuple, TupleGetItem, Var, get_op
@@ -30,7 +33,7 @@ from .backend import Backend, Frozen, is_row_safe
 from .terms import MAX_CALL_ARITY, Handle, Kind, Term
 from .view import EGraphView, Exclusion
 
-__all__ = ["EGraph", "Merge", "constant_key", "attrs_key", "build_node"]
+__all__ = ["EGraph", "Merge", "Application", "constant_key", "attrs_key", "build_node"]
 
 
 class Merge(enum.Enum):
@@ -39,6 +42,17 @@ class Merge(enum.Enum):
     MERGED = "merged"                  # queued: the classes were different
     ALREADY_EQUAL = "already_equal"    # same class as of the last refresh; nothing to do
     TYPE_MISMATCH = "type_mismatch"    # refused: the classes have different types
+
+
+@dataclass(frozen=True)
+class Application:
+    """One rule result lowered into the e-graph: the rule, the handles `first` (inclusive) to `end`
+    (exclusive) of the e-nodes it made, and the handle of the result's root."""
+
+    rule: str
+    first: Handle
+    end: Handle
+    root: Handle
 
 
 def constant_key(c: Constant) -> str:
@@ -73,7 +87,10 @@ class EGraph:
         self.functions: dict[str, Function] = {}
         self.attrs: dict[str, Attrs] = {}
         self._exclusions: list[tuple[Term, frozenset[Handle]]] = []
-        self._origins: dict[Handle, str] = {}
+        self.applications: list[Application] = []
+        """every rule result that made e-nodes, in the order they were added."""
+        self._snapshot_sizes: list[int] = [0]
+        """how many e-nodes egglog held at each refresh (increasing): what each search could see."""
         self._rules: dict[int, tuple[object, str, list[tuple[str, object]]]] = {}
         self._flushed_terms = 0        # terms egglog holds as of the last refresh
         self._stale = False            # a flush happened after the last refresh
@@ -154,9 +171,23 @@ class EGraph:
         first_new = len(self._terms)
         for node in _post_order(expr, leaves):
             done[id(node)] = self._lower_node(node, done)
-        if origin is not None:
-            self._origins.update((h, origin) for h in range(first_new, len(self._terms)))
+        if origin is not None and len(self._terms) > first_new:
+            self.applications.append(Application(origin, first_new, len(self._terms), done[id(expr)]))
         return done[id(expr)]
+
+    def visible_before(self, handle: Handle) -> Handle:
+        """The e-nodes (handles below the answer) of the last snapshot taken before `handle` was made:
+        what the search that led to it could see."""
+        return self._snapshot_sizes[bisect.bisect_right(self._snapshot_sizes, handle) - 1]
+
+    def registered_rules(self) -> dict[str, object]:
+        """Rule name -> rule, for every rule registered with `register_rule`."""
+        return {rule.name: rule for rule, _, _ in self._rules.values()}
+
+    def application_of(self, handle: Handle) -> int | None:
+        """The index in `applications` of the rule result that made `handle` (None: lowered from the input)."""
+        i = bisect.bisect_right(self.applications, handle, key=lambda a: a.first) - 1
+        return i if i >= 0 and handle < self.applications[i].end else None
 
     def _lower_node(self, node: Expr, done: Mapping[int, Handle]) -> Handle:
         if not node.type_inferred:
@@ -259,6 +290,8 @@ class EGraph:
         frozen = self._backend.freeze(read_terms, queries, stop)
         self._canon = dict(frozen.handles)
         self._flushed_terms = len(self._terms) - len(self._pending_terms)
+        if self._flushed_terms > self._snapshot_sizes[-1]:
+            self._snapshot_sizes.append(self._flushed_terms)
         self._stale = False
         self.snapshot_cache.clear()
         self.generation += 1
@@ -347,11 +380,14 @@ class EGraph:
             nodes.append((term.kind, payload, term.children, cls))
         types = {cls: self._types[cls] for cls in set(frozen.term_class)}
         origins: list[str | None] = []
-        if self._origins:  # the rule that made each e-node: the one of its earliest handle
+        births: list[Handle] = []
+        if self.applications:  # the rule that made each e-node: the one of its earliest handle
             first: dict[Term, Handle] = {}
             for h in range(len(self._terms)):
                 first.setdefault(self._canonical_term(self._terms[h]), h)
-            origins = [self._origins.get(first.get(t, -1)) for t in frozen.terms]
+            births = [first.get(t, -1) for t in frozen.terms]
+            made = [self.application_of(h) for h in births]
+            origins = [None if a is None else self.applications[a].rule for a in made]
         exclusions = []
         if self._exclusions:
             index = {(t.kind, t.payload, t.children): i for i, t in enumerate(frozen.terms)}
@@ -359,7 +395,7 @@ class EGraph:
                 key = (term.kind, term.payload, tuple(canon.get(c, c) for c in term.children))
                 if key in index:
                     exclusions.append(Exclusion(index[key], frozenset(canon.get(c, c) for c in interior)))
-        return EGraphView.build(nodes, types, [canon.get(r, r) for r in roots], exclusions, origins,
+        return EGraphView.build(nodes, types, [canon.get(r, r) for r in roots], exclusions, origins, births,
                                 variables=self.variables, constants=self.constants, functions=self.functions)
 
 

@@ -86,11 +86,12 @@ def lower(program: IRModule | Expr, params: Mapping[str, object] | None = None,
 
 
 def lift_expr(view: EGraphView, node_of: Mapping[ClassId, NodeId], root: ClassId,
-              constants: Mapping[str, Expr] | None = None) -> Expr:
+              constants: Mapping[str, Expr] | None = None, built: dict[ClassId, object] | None = None) -> Expr:
     """The IR expression of `root` under a choice of one node per class (one IR node per class);
-    constant nodes whose key is in `constants` become that expression instead."""
+    constant nodes whose key is in `constants` become that expression instead. `built`, when
+    given, receives every class lifted -> its IR node (argument lists: Python tuples)."""
     constants = constants or {}
-    built: dict[ClassId, object] = {}
+    built = {} if built is None else built
     stack: list[tuple[ClassId, bool]] = [(root, False)]
     while stack:
         cls, expanded = stack.pop()
@@ -115,16 +116,16 @@ def lift(lowered: Lowered, view: EGraphView, node_of: Mapping[ClassId, NodeId]) 
     return IRModule({"main": main, **lowered.other_functions})
 
 
-def lift_params(lowered: Lowered, view: EGraphView,
-                node_of: Mapping[ClassId, NodeId]) -> tuple[IRModule, dict[str, np.ndarray]]:
+def lift_params(lowered: Lowered, view: EGraphView, node_of: Mapping[ClassId, NodeId],
+                built: dict[ClassId, object] | None = None) -> tuple[IRModule, dict[str, np.ndarray]]:
     """Like `lift`, but every constant that is a bound parameter's value becomes that parameter again.
 
     Returns the module and the values of the parameters it still uses, so that it runs and exports
     like the input (`strategies.build(mod, params=...)`, `to_onnx(mod, params)`). Constants that
-    rules computed (e.g. folded weights) stay inline.
+    rules computed (e.g. folded weights) stay inline. `built` receives class -> IR node (`lift_expr`).
     """
     as_params = {key: var for key, (var, _) in lowered.bound.items()}
-    body = lift_expr(view, node_of, view.roots[0], as_params)
+    body = lift_expr(view, node_of, view.roots[0], as_params, built)
     used = set(free_vars(body)) & set(as_params.values())
     params = [p for p in lowered.input_params if p in lowered.params or p in used]
     main = Function(params, body, lowered.ret_type, lowered.attrs)

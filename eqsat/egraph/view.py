@@ -86,15 +86,18 @@ class EGraphView:
     functions: Mapping[str, Function] = field(default_factory=dict)
     origins: tuple[str | None, ...] = ()
     """per node, the rule that made it (None: lowered from the input); empty when no rule made any."""
+    births: tuple[int, ...] = ()
+    """per node, the e-graph handle it was first added under, so creation order (`EGraph.application_of`
+    tells which rule result made it); empty when no rule made any node."""
 
     @staticmethod
     def build(nodes: Iterable[tuple[Kind, tuple, Sequence[ClassId], ClassId]],
               types: Mapping[ClassId, Type | None], roots: Sequence[ClassId],
               exclusions: Iterable[Exclusion] = (), origins: Sequence[str | None] = (),
-              **tables: Any) -> "EGraphView":
+              births: Sequence[int] = (), **tables: Any) -> "EGraphView":
         """A view from `(kind, payload, children, class)` tuples; nodes are put in canonical order.
 
-        `exclusions` and `origins` (one per node, or none) refer to positions in the given `nodes`.
+        `exclusions`, `origins` and `births` (one per node, or none) refer to positions in the given `nodes`.
         """
         given = [(k, tuple(p), tuple(c), e) for k, p, c, e in nodes]
         keys = _sort_keys(given)
@@ -110,9 +113,10 @@ class EGraphView:
             raise ValueError(f"e-graph view refers to classes without nodes: {missing[:10]}")
         excl = tuple(Exclusion(position[x.node], x.classes) for x in exclusions)
         ordered_origins = tuple(origins[i] for i in order) if origins else ()
+        ordered_births = tuple(births[i] for i in order) if births else ()
         return EGraphView(enodes, {c: tuple(ns) for c, ns in sorted(classes.items())},
                           {c: types.get(c) for c in classes}, tuple(roots), excl, origins=ordered_origins,
-                          **tables)
+                          births=ordered_births, **tables)
 
     @cached_property
     def parents(self) -> Mapping[ClassId, tuple[NodeId, ...]]:

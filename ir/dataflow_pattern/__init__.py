@@ -34,8 +34,8 @@ from .builders import (
     is_var,
     wildcard,
 )
-from .explain import CAUSES, MatchExplanation, Miss, explain_match
 from .errors import InvalidPatternError, PatternError, RewriteDivergenceError, RewriteError
+from .explain import CAUSES, MatchExplanation, Miss, explain_match
 from .kinds import (
     K_BROADCAST,
     K_COMM_REDUCE,

@@ -26,6 +26,7 @@ from ..op.registry import Op
 from ..printer import node_names
 from ..types import TensorType, Type
 from ..visitor import post_order
+from .errors import InvalidPatternError
 from .indexed_graph import IndexedGraph
 from .match import DFPatternMatcher, _attr_value_equal
 from .nodes import (
@@ -48,7 +49,7 @@ from .nodes import (
     WildcardPattern,
 )
 
-__all__ = ["CAUSES", "Miss", "MatchExplanation", "Graph", "ExprGraph", "Explainer", "explain_match"]
+__all__ = ["CAUSES", "Miss", "MatchExplanation", "Graph", "ExprGraph", "Explainer", "explain", "explain_match"]
 
 CAUSES: dict[str, str] = {
     "kind": "another kind of expression (e.g. a tuple where a call was expected)",
@@ -181,6 +182,9 @@ class Explainer:
     def __init__(self, graph: Graph):
         self.graph = graph
         self.memo: dict[DFPattern, Any] = {}
+        """sub-pattern -> the value it is bound to in the match so far."""
+        self.forms: dict[DFPattern, Expr] = {}
+        """sub-pattern -> the form of its value it matched (with `memo`)."""
         self._bound: list[DFPattern] = []
         self._memoize = True
         self.matched: list[tuple[DFPattern, Any]] = []
@@ -216,6 +220,7 @@ class Explainer:
         if miss is None:
             if self._memoize:
                 self.memo[p] = value
+                self.forms[p] = form
                 self._bound.append(p)
             self.matched.append((p, value))
         else:
@@ -239,6 +244,7 @@ class Explainer:
     def _unwind(self, mark: int) -> None:
         for q in self._bound[mark:]:
             self.memo.pop(q, None)
+            self.forms.pop(q, None)
         del self._bound[mark:]
 
     # -- leaves --------------------------------------------------------------------------------
@@ -564,7 +570,6 @@ def explain_match(pattern: DFPattern, expr: Expr, graph: Expr | None = None,
     which dominator checks and node names (`%3`, as `print(graph)` shows them) refer to; `check`
     is a predicate on the match, as `partition` takes one."""
     if not isinstance(pattern, DFPattern):
-        from .errors import InvalidPatternError
         raise InvalidPatternError(f"explain_match expects a pattern, got {type(pattern).__name__} {pattern!r}")
     if not isinstance(expr, Expr):
         raise TypeError(f"explain_match expects an IR expression, got {type(expr).__name__} {expr!r}")

@@ -92,8 +92,11 @@ def test_optimize_log_explain_and_verify_flags(tmp_path, capsys):
     assert tuned["target"] == estimated["target"] == "cpu"  # the target's name, not "CostModel"
     assert tuned["cost_before"] != estimated["cost_before"]  # measured latencies replace the estimates
     assert "cost on cpu with greedy" in out and "verified on 2 input sets (normal, edge)" in out
-    # the explanation follows the summary; which fused forms win depends on the measured latencies
-    explanation = out.split("verified on 2")[1].splitlines()[1:]
+    # the explanation follows the summary, then the provenance; which fused forms win depends on the
+    # measured latencies
+    explanation, provenance = out.split("verified on 2")[1].split("\nprovenance: ")
+    explanation = explanation.splitlines()[1:]
+    assert re.match(r"\d+ of \d+ node\(s\) from the input", provenance)
     assert explanation == ["no rule-made node was extracted"] or (explanation and all(
         re.match(r"[\w-]+: \d+ x [\w.]+, \S+ -> \S+ µs \[", line) for line in explanation))
     assert main(["optimize", "vgg19", "--small", "--quiet", "--no-verify"]) == 0
