@@ -5,7 +5,11 @@ others to it: division by a constant is multiplication by its inverse, `pow(x, 2
 `rsqrt` / `pow(x, -0.5)` / `1 / sqrt(x)` are one thing, `a + (-b)` is `a - b`, `max(x, 0)` is
 `relu(x)`, min/max with constants are `clip`, and a scalar constant factor may float to the top
 of a product, out of a transpose or a matmul operand (where attention exporters put the scale),
-and two such factors fold into one. Commutativity of add and multiply lives in `ac.py` (`COMMUTE`, bounded: one
+and two such factors fold into one; `a * (1 / b)` is `a / b`, `a / (1 + exp(-x))` is
+`a * sigmoid(x)`, and a common factor comes out of a difference (`a*s - b*s = (a - b)*s`, after
+`a + (b - x)` is regrouped as `(a - x) + b`), with constant factors grouped last; a constant
+scale distributes over a constant shift (`(a + c1) * c2 = a * c2 + c1 * c2`) and constant
+addends fold, so a scale reaches the op before a bias. Commutativity of add and multiply lives in `ac.py` (`COMMUTE`, bounded: one
 swapped twin per node).
 
 Each rule states its dtypes and value preconditions. Rules that change float rounding (but never
@@ -131,6 +135,34 @@ def _scalar_product(m: Match) -> Expr | None:
     return make_call("multiply", [m.expr("x"), const(np.asarray(product, m.dtype("x")))])
 
 
+def _constant_sum(m: Match) -> Expr:
+    """`(a + c1) + c2` as `a + (c1 + c2)`, the constant sum computed at build time."""
+    c1, c2 = m.const("c1"), m.const("c2")
+    return make_call("add", [m.expr("a"), const((c1 + c2).astype(np.result_type(c1, c2)))])
+
+
+def _expanded_constant(m: Match) -> Expr:
+    """`expand_dims` of a constant, done at build time."""
+    return const(m.const("c").reshape(m.root_type().concrete_shape))
+
+
+def _distributed(m: Match) -> Expr:
+    """`(a + c1) * c2` as `a * c2 + (c1 * c2)`, the constant product computed at build time."""
+    c1, c2 = m.const("c1"), m.const("c2")
+    scaled = make_call("multiply", [m.expr("a"), m.expr("c2")])
+    return make_call("add", [scaled, const((c1 * c2).astype(np.result_type(c1, c2)))])
+
+
+def _logistic(x: Expr, one: float) -> Expr:
+    """x / (one + exp(-x)): x * sigmoid(x) written with exp when `one` is 1."""
+    return relay.divide(x, relay.add(relay.exp(relay.negative(x)), _c(one)))
+
+
+def _difference_of_products(s: Expr, t: Expr | None = None) -> Expr:
+    """a * s - b * t, with a common factor when `t` is `s`."""
+    return relay.subtract(relay.multiply(_v(2, 3, name="a"), s), relay.multiply(_v(2, 1, name="b"), s if t is None else t))
+
+
 ALGEBRA = ruleset("algebra", [
     # -- division, powers and roots ------------------------------------------------------------
     rule("divide-by-constant",   call("divide", x, const_pat("c")),                _inverse,
@@ -159,6 +191,38 @@ ALGEBRA = ruleset("algebra", [
          dtypes="float", exact=False,
          example=lambda: relay.multiply(_v(2, 3, name="a"), relay.rsqrt(relay.exp(_v(2, 3, name="b")))),
          near_miss=lambda: relay.multiply(_v(2, 3, name="a"), relay.sqrt(_v(2, 3, name="b")))),
+    rule("times-reciprocal",     call("multiply", a, call("divide", const_pat("c"), b)), call("divide", a, b),
+         when=lambda m: m.scalar("c") == 1 and m.const("c").ndim <= m.ndim("b"), dtypes="float", exact=False,
+         example=lambda: relay.multiply(_v(2, 3, name="a"), relay.divide(_c(1.0), relay.exp(_v(2, 3, name="b")))),
+         near_miss=lambda: relay.multiply(_v(2, 3, name="a"), relay.divide(_c(2.0), relay.exp(_v(2, 3, name="b"))))),
+    rule("sigmoid-from-exp",     call("divide", a, call("add", call("exp", call("negative", x)), const_pat("c"))),
+         call("multiply", a, call("sigmoid", x)),
+         when=lambda m: m.scalar("c") == 1 and m.const("c").ndim <= m.ndim("x"), dtypes="float", exact=False,
+         example=lambda: _logistic(_v(2, 3), 1.0), near_miss=lambda: _logistic(_v(2, 3), 2.0)),
+    # -- distributing a common factor ------------------------------------------------------------
+    rule("regroup-difference",   call("add", a, call("subtract", b, x)), call("add", call("subtract", a, x), b),
+         dtypes="float", exact=False,
+         example=lambda: relay.add(_v(2, 3, name="a"), relay.subtract(_v(3, name="b"), _v(2, 3))),
+         near_miss=lambda: relay.add(_v(2, 3, name="a"), relay.add(_v(3, name="b"), _v(2, 3)))),
+    rule("factor-difference",    call("subtract", call("multiply", a, x), call("multiply", b, x)),
+         call("multiply", call("subtract", a, b), x), dtypes="float", exact=False,
+         example=lambda: _difference_of_products(_v(3)),
+         near_miss=lambda: _difference_of_products(_v(3), _v(3, name="y"))),
+    rule("group-constant-factor", call("multiply", a, call("multiply", b, const_pat("w"))),
+         call("multiply", call("multiply", a, b), const_pat("w")), dtypes="float", exact=False,
+         example=lambda: relay.multiply(_v(2, 3, name="a"), relay.multiply(_v(2, 3, name="b"), _c([0.5, 1.0, 2.0]))),
+         near_miss=lambda: relay.multiply(_v(2, 3, name="a"), relay.add(_v(2, 3, name="b"), _c([0.5, 1.0, 2.0])))),
+    rule("expand-constant",      call("expand_dims", const_pat("c")), _expanded_constant,
+         example=lambda: relay.add(_v(2, 3, 4), relay.expand_dims(_c([1.0, 2.0, 3.0]), 1, 1)),
+         near_miss=lambda: relay.add(_v(2, 3, 4), relay.expand_dims(_v(3, name="b"), 1, 1))),
+    rule("distribute-constant-scale", call("multiply", call("add", a, const_pat("c1")), const_pat("c2")),
+         _distributed, dtypes="float", exact=False,
+         example=lambda: relay.multiply(relay.add(_v(2, 3, 4), _c(np.ones((3, 1)))), _c(np.full((3, 1), 0.5))),
+         near_miss=lambda: relay.multiply(relay.add(_v(2, 3, 4), _v(3, 1, name="b")), _c(np.full((3, 1), 0.5)))),
+    rule("fold-constant-addends", call("add", call("add", a, const_pat("c1")), const_pat("c2")),
+         _constant_sum, dtypes="float", exact=False,
+         example=lambda: relay.add(relay.add(_v(2, 3, 4), _c(np.ones((3, 1)))), _c(np.full((3, 1), 0.5))),
+         near_miss=lambda: relay.add(relay.add(_v(2, 3, 4), _v(3, 1, name="b")), _c(np.full((3, 1), 0.5)))),
     # -- signs ---------------------------------------------------------------------------------
     rule("add-negative",         call("add", a, call("negative", b)),              call("subtract", a, b),
          example=lambda: relay.add(_v(2, 3, name="a"), relay.negative(_v(3, name="b"))),
