@@ -1,4 +1,9 @@
-"""Types: tensors with static or symbolic dimensions, tuples and functions."""
+"""Types: tensors with static or symbolic dimensions, tuples and functions.
+
+A symbolic dimension is a `SizeVar` (a named size), or arithmetic on them: `SizeVar("N") * 2048`
+is a `DimExpr` (a polynomial with integer coefficients), `SizeVar("N") // 2` a `FloorDiv`. Results
+are simplified, so `N * 2048 // 2048` is `N` again and `N - N` the int 0.
+"""
 
 from __future__ import annotations
 
@@ -8,19 +13,9 @@ from typing import Union
 import numpy as np
 
 __all__ = [
-    "Type", "TensorType", "TupleType", "FuncType", "SizeVar", "AnyDim", "Any", "Dim",
-    "normalize_dtype", "normalize_shape", "is_static", "dim_str",
+    "Type", "TensorType", "TupleType", "FuncType", "SizeVar", "DimExpr", "FloorDiv", "SymbolicDim", "AnyDim", "Any",
+    "Dim", "floor_divide", "normalize_dtype", "normalize_shape", "is_static", "dim_str",
 ]
-
-
-@dataclass(frozen=True)
-class SizeVar:
-    """A named symbolic dimension: every occurrence of the same name is the same size."""
-
-    name: str
-
-    def __str__(self) -> str:
-        return self.name
 
 
 @dataclass(frozen=True)
@@ -31,17 +26,187 @@ class AnyDim:
         return "?"
 
 
+class _DimArithmetic:
+    """Integer arithmetic on symbolic dimensions: `+ - * //` (and `/`, which is `//` since sizes are
+    non-negative integers) give a `Dim`, simplified to an int or a `SizeVar` where possible."""
+
+    def __add__(self, other):
+        return _combine(self, other, _add)
+
+    __radd__ = __add__
+
+    def __sub__(self, other):
+        return _combine(self, other, lambda a, b: _add(a, _scale(b, -1)))
+
+    def __rsub__(self, other):
+        return _combine(other, self, lambda a, b: _add(a, _scale(b, -1)))
+
+    def __mul__(self, other):
+        return _combine(self, other, _multiply)
+
+    __rmul__ = __mul__
+
+    def __neg__(self):
+        return _from_poly(_scale(_poly(self), -1))
+
+    def __floordiv__(self, other):
+        return floor_divide(self, other)
+
+    def __rfloordiv__(self, other):
+        return floor_divide(other, self)
+
+    __truediv__ = __floordiv__
+    __rtruediv__ = __rfloordiv__
+
+
+@dataclass(frozen=True)
+class SizeVar(_DimArithmetic):
+    """A named symbolic dimension: every occurrence of the same name is the same size (at least 1)."""
+
+    name: str
+
+    def __str__(self) -> str:
+        return self.name
+
+
+@dataclass(frozen=True)
+class FloorDiv(_DimArithmetic):
+    """`numerator // denominator` where the division is not exact (e.g. `N // 2`)."""
+
+    numerator: "Dim"
+    denominator: "Dim"
+
+    def __str__(self) -> str:
+        return f"{_atom_str(self.numerator)} // {_atom_str(self.denominator)}"
+
+
+_Atom = Union[SizeVar, FloorDiv]
+_Monomial = tuple  # sorted tuple of atoms (a repeated atom is a power)
+_Poly = dict  # monomial -> non-zero integer coefficient; the empty monomial is the constant term
+
+
+@dataclass(frozen=True)
+class DimExpr(_DimArithmetic):
+    """A polynomial over symbolic dimensions with integer coefficients, e.g. `N*2048` or `N*S + 1`;
+    built by arithmetic on `SizeVar`s, never holding a plain int or a lone atom."""
+
+    terms: tuple[tuple[_Monomial, int], ...]
+
+    def __str__(self) -> str:
+        text = ""
+        for monomial, coefficient in self.terms:
+            factors = [_atom_str(a) for a in monomial]
+            if abs(coefficient) != 1 or not factors:
+                factors.append(str(abs(coefficient)))
+            sign = ("-" if coefficient < 0 else "") if not text else (" - " if coefficient < 0 else " + ")
+            text += sign + "*".join(factors)
+        return text
+
+
+def _atom_str(d) -> str:
+    return f"({d})" if isinstance(d, (DimExpr, FloorDiv)) else str(d)
+
+
+def _atom_key(atom) -> str:
+    return str(atom)
+
+
+def _poly(d) -> _Poly:
+    if isinstance(d, DimExpr):
+        return dict(d.terms)
+    if isinstance(d, (SizeVar, FloorDiv)):
+        return {(d,): 1}
+    return {(): int(d)} if d else {}
+
+
+def _from_poly(poly: _Poly):
+    poly = {m: c for m, c in poly.items() if c}
+    if not poly:
+        return 0
+    if list(poly) == [()]:
+        return poly[()]
+    if len(poly) == 1:
+        ((monomial, coefficient),) = poly.items()
+        if coefficient == 1 and len(monomial) == 1:
+            return monomial[0]
+    return DimExpr(tuple(sorted(poly.items(), key=lambda t: (-len(t[0]), [_atom_key(a) for a in t[0]]))))
+
+
+def _add(a: _Poly, b: _Poly) -> _Poly:
+    out = dict(a)
+    for m, c in b.items():
+        out[m] = out.get(m, 0) + c
+    return out
+
+
+def _scale(a: _Poly, k: int) -> _Poly:
+    return {m: c * k for m, c in a.items()}
+
+
+def _multiply(a: _Poly, b: _Poly) -> _Poly:
+    out: _Poly = {}
+    for ma, ca in a.items():
+        for mb, cb in b.items():
+            m = tuple(sorted(ma + mb, key=_atom_key))
+            out[m] = out.get(m, 0) + ca * cb
+    return out
+
+
+def _is_int(x) -> bool:
+    return isinstance(x, (int, np.integer)) and not isinstance(x, (bool, np.bool_))
+
+
+def _combine(a, b, fn):
+    if not (_is_int(a) or isinstance(a, _DimArithmetic)) or not (_is_int(b) or isinstance(b, _DimArithmetic)):
+        return NotImplemented
+    return _from_poly(fn(_poly(a), _poly(b)))
+
+
+def _divide_monomial(m: _Monomial, by: _Monomial) -> _Monomial | None:
+    rest = list(m)
+    for atom in by:
+        if atom not in rest:
+            return None
+        rest.remove(atom)
+    return tuple(rest)
+
+
+def floor_divide(a, b):
+    """`a // b` for dimensions: exact when `b` divides every term of `a`, else a `FloorDiv`."""
+    if _is_int(a) and _is_int(b):
+        return int(a) // int(b)
+    if not (_is_int(a) or isinstance(a, _DimArithmetic)) or not (_is_int(b) or isinstance(b, _DimArithmetic)):
+        return NotImplemented
+    if _is_int(b) and b == 0:
+        raise ZeroDivisionError(f"dimension {a} divided by 0")
+    if a == b:
+        return 1
+    num, den = _poly(a), _poly(b)
+    if len(den) == 1:
+        ((by, k),) = den.items()
+        quotient = {}
+        for m, c in num.items():
+            rest = _divide_monomial(m, by)
+            if rest is None or c % k:
+                break
+            quotient[rest] = c // k
+        else:
+            return _from_poly(quotient)
+    return FloorDiv(a, b)
+
+
 Any = AnyDim()
-Dim = Union[int, SizeVar, AnyDim]
+Dim = Union[int, SizeVar, DimExpr, FloorDiv, AnyDim]
+SymbolicDim = (SizeVar, DimExpr, FloorDiv)
 
 
 def normalize_dim(d) -> Dim:
-    if isinstance(d, (SizeVar, AnyDim)):
+    if isinstance(d, (SizeVar, DimExpr, FloorDiv, AnyDim)):
         return d
     if isinstance(d, str):
         return Any if d in ("?", "Any") else SizeVar(d)
     if isinstance(d, (bool, np.bool_)) or not isinstance(d, (int, np.integer)):
-        raise TypeError(f"a dimension must be an int, a SizeVar or Any, got {d!r}")
+        raise TypeError(f"a dimension must be an int, a symbolic dimension or Any, got {d!r}")
     if d < 0:
         raise ValueError(f"a dimension must not be negative, got {d}")
     return int(d)

@@ -6,7 +6,9 @@ through `ctx.call` is typed at once, so a shape error surfaces while the culprit
 
 Tensor data is read by a `TensorReader`, which checks a tensor's declared dims against the data it
 holds before allocating, and reads external data only from files inside the model's folder.
-Constants folded at import are capped at `MAX_FOLDED_BYTES` (see `NodeContext.check_fold`).
+Constants folded at import are capped at `MAX_FOLDED_BYTES` (see `NodeContext.check_fold`). A call
+whose inputs are all known folds as it is built (`import_fold`); a folded value holding symbolic
+dimensions (a shape over a symbolic batch) becomes a placeholder variable that only folding reads.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from ..op.registry import Op, make_call
 from ..type_infer import infer_type
 from ..types import TensorType, TupleType, Type, is_static
 from .errors import FrontendError
+from .import_fold import MAX_FOLDED_ELEMENTS, fold_call, is_symbolic, symbolic_names
 from .onnx_types import array_of, dtype_of_elem
 
 if TYPE_CHECKING:
@@ -262,17 +265,34 @@ class NodeContext:
         self.graph.types.type_of(expr)
         return expr
 
-    def call(self, op: str, *args: Any, **attrs: Any) -> Call:
-        """A typed call of IR op `op` (positional values past the inputs fill attributes)."""
-        return self.typed(make_call(op, args, attrs))
+    def call(self, op: str, *args: Any, **attrs: Any) -> Expr:
+        """A typed call of IR op `op` (positional values past the inputs fill attributes), folded to a
+        constant when its inputs are known at import and its result is small."""
+        call = self.typed(make_call(op, args, attrs))
+        values = [self.constant_value(arg) for arg in call.args]
+        ty = self.graph.types.type_of(call)
+        if any(v is None for v in values) or not isinstance(ty, TensorType):
+            return call
+        size = ty.num_elements()
+        if size is None or size > MAX_FOLDED_ELEMENTS:
+            return call
+        value = fold_call(call.op.name, values, call.attrs, ty.dtype)
+        return call if value is None else self.const(value)
 
     def item(self, value: Expr, index: int) -> Expr:
         return self.typed(TupleGetItem(value, index))
 
-    def const(self, value: Any, dtype: str | None = None) -> Constant:
+    def const(self, value: Any, dtype: str | None = None) -> Expr:
         """A constant that keeps numpy's dtype unless `dtype` is given; one over the fold cap is refused
-        (see `check_fold`) before it is copied."""
+        (see `check_fold`) before it is copied. A symbolic shape value becomes a placeholder variable
+        of an integer type, which folding reads and which must not reach the imported program."""
         arr = np.asarray(value)
+        if arr.dtype == object:
+            if not is_symbolic(arr):
+                return self.const(np.array(arr.tolist()), dtype)
+            if dtype is not None and np.dtype(dtype).kind not in "iu":
+                raise FrontendError(f"cannot convert symbolic dimensions ({symbolic_names(arr)}) to {dtype}")
+            return self.graph.symbolic_value(arr, dtype or "int64", self.describe())
         self.check_fold(arr.shape, arr.dtype if dtype is None else np.dtype(dtype))
         return Constant(arr if dtype is None else arr.astype(dtype))
 

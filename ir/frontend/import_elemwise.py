@@ -11,7 +11,7 @@ from typing import Callable
 
 import numpy as np
 
-from ..expr import Expr
+from ..expr import Call, Expr
 from .errors import FrontendError
 from .import_context import NodeContext, converter
 from .onnx_types import dtype_of_elem
@@ -53,9 +53,9 @@ def convert_unary(ctx: NodeContext) -> Expr:
 def convert_binary(ctx: NodeContext) -> Expr:
     lhs, rhs = ctx.input(0), ctx.input(1)
     op, fold = _BINARY[ctx.op_type]
-    call = ctx.call(op, lhs, rhs)  # typing it checks that the shapes broadcast
+    call = ctx.call(op, lhs, rhs)  # typing it checks that the shapes broadcast; a small one folds
     a, b = ctx.constant_value(lhs), ctx.constant_value(rhs)
-    if a is not None and b is not None:
+    if isinstance(call, Call) and a is not None and b is not None:
         ctx.check_fold(ctx.type_of(call).concrete_shape, ctx.type_of(call).dtype)
         return ctx.const(fold(a, b))
     return call
@@ -121,7 +121,7 @@ def convert_cast(ctx: NodeContext) -> Expr:
     else:
         dtype = ctx.type_of(ctx.input(1)).dtype
     if (value := ctx.constant_value(data)) is not None:
-        return ctx.const(value.astype(dtype))
+        return ctx.const(value, dtype)
     if ctx.type_of(data).dtype == dtype:
         return data
     return ctx.call("cast", data, dtype=dtype)

@@ -2,8 +2,11 @@
 
 The ops that shape computations are made of (`Shape`, `ConstantOfShape`, `Reshape`, `Concat`,
 `Gather`, `Slice`, `Squeeze`/`Unsqueeze`, `Expand`, ...) fold to constants when their data inputs
-are constant; `Shape` and `Size` fold whenever the input's shape is static. A fold that would allocate
-more than the import's cap is refused before it allocates (`NodeContext.check_fold`).
+are constant; `Shape` and `Size` fold whenever the input's shape has no `Any` dimension, to a
+symbolic shape value where it has symbolic ones (see `import_fold`). `Reshape`, `Expand` and `Slice`
+accept symbolic shape arguments that the IR can express: `Shape -> Gather(0) -> Concat([N, -1]) ->
+Reshape` becomes `reshape(newshape=[0, -1])`. A fold that would allocate more than the import's cap
+is refused before it allocates (`NodeContext.check_fold`).
 """
 
 from __future__ import annotations
@@ -15,16 +18,31 @@ import numpy as np
 
 from ..errors import ShapeError
 from ..expr import Expr
-from ..op.shapes import broadcast_shapes, known, normalize_axes, normalize_axis
+from ..op.shapes import broadcast_shapes, known, normalize_axes, normalize_axis, product, symbolic
+from ..types import Dim, SizeVar, SymbolicDim
 from .errors import FrontendError
 from .import_context import NodeContext, converter
+from .import_fold import is_symbolic, symbolic_names
 
 
-def _ints(values) -> list[int]:
+def _ints(values, what: str = "the value") -> list[int]:
+    """Integers known at import; symbolic dimensions are refused with an error naming `what`."""
     array = np.asarray(values)
-    if array.size and array.dtype.kind not in "biu":
+    if is_symbolic(array):
+        raise FrontendError(f"{what} [{', '.join(map(str, array.reshape(-1)))}] depends on symbolic dimensions "
+                            f"({symbolic_names(array)}); it must be static (give static shapes with "
+                            f"from_onnx(shape=...))")
+    if array.size and array.dtype.kind not in "biuO":
         raise FrontendError(f"expected integers, got {array.dtype.name} values {array.reshape(-1)[:8].tolist()}")
     return [int(v) for v in array.reshape(-1)]
+
+
+def _dims(values) -> list[Dim]:
+    """Integers or symbolic dimensions known at import (a shape argument)."""
+    array = np.asarray(values)
+    if not is_symbolic(array):
+        return _ints(array)
+    return [v if isinstance(v, SymbolicDim) else int(v) for v in array.reshape(-1)]
 
 
 def _axes_operand(ctx: NodeContext, input_since: int, index: int = 1) -> list[int] | None:
@@ -76,7 +94,7 @@ def convert_constant(ctx: NodeContext) -> Expr:
 
 @converter("ConstantOfShape")
 def convert_constant_of_shape(ctx: NodeContext) -> Expr:
-    shape = _ints(ctx.static_input(0, "output shape"))
+    shape = _ints(ctx.static_input(0, "output shape"), "the output shape")
     fill = ctx.attr("value", np.zeros(1, "float32"))
     if fill.size != 1:
         raise FrontendError(f"the fill value must hold one element, got shape {list(fill.shape)}")
@@ -84,22 +102,32 @@ def convert_constant_of_shape(ctx: NodeContext) -> Expr:
     return ctx.const(np.broadcast_to(fill.reshape(-1)[0], shape))  # the constant copies it once
 
 
+def _folded_shape(ctx: NodeContext) -> list[Dim]:
+    """The input's shape, static or symbolic; an `Any` dimension cannot be folded."""
+    ty = ctx.type_of(ctx.input(0))
+    if not all(symbolic(d) for d in ty.shape):
+        raise FrontendError(f"{ctx.op_type} is folded at import, but the input has shape {ty.shape_str()} with an "
+                            f"unknown dimension; name it (dim_param) or give static shapes with from_onnx(shape=...)")
+    return list(ty.shape)
+
+
 @converter("Shape")
 def convert_shape(ctx: NodeContext) -> Expr:
-    shape = ctx.static_shape(ctx.input(0), "Shape (folded at import)")
+    shape = _folded_shape(ctx)
     start, end = ctx.attr("start", 0), ctx.attr("end", None)  # opset 15 slices the shape
-    return ctx.const(np.array(shape[slice(start, end)], dtype="int64"))
+    return ctx.const(np.array(shape[slice(start, end)], dtype=object), "int64")
 
 
 @converter("Size")
 def convert_size(ctx: NodeContext) -> Expr:
-    shape = ctx.static_shape(ctx.input(0), "Size (folded at import)")
-    return ctx.const(np.array(math.prod(shape), dtype="int64"))
+    return ctx.const(np.array(product(_folded_shape(ctx)), dtype=object), "int64")
 
 
 @converter("Range")
 def convert_range(ctx: NodeContext) -> Expr:
     start, limit, delta = (ctx.static_input(i, what) for i, what in enumerate(("start", "limit", "delta")))
+    for what, value in zip(("start", "limit", "delta"), (start, limit, delta)):
+        _ints(value, f"the {what}")  # a symbolic bound would give an output whose length is a run-time value
     if any(v.size != 1 for v in (start, limit, delta)):
         raise FrontendError(f"start, limit and delta must be scalars, got shapes "
                             f"{[list(v.shape) for v in (start, limit, delta)]}")
@@ -113,10 +141,30 @@ def convert_range(ctx: NodeContext) -> Expr:
 
 # -- layout -------------------------------------------------------------------------------------------
 
+def _reshape_target(ctx: NodeContext, target: list[Dim], shape: Sequence[Dim]) -> list[int]:
+    """A Reshape target with symbolic entries as `reshape` attributes: an entry equal to the input's
+    dimension at its position copies it (0), and one other symbolic entry is inferred (-1)."""
+    out: list[int | None] = []
+    for i, d in enumerate(target):
+        if isinstance(d, SymbolicDim):
+            out.append(0 if i < len(shape) and shape[i] == d else None)
+        else:
+            out.append(d)
+    left = [i for i, d in enumerate(out) if d is None]
+    if not left:
+        return out  # type: ignore[return-value]
+    if len(left) > 1 or -1 in out:
+        raise FrontendError(f"target shape [{', '.join(map(str, target))}] has symbolic entries that are neither "
+                            f"the input's dimension at their position nor the single inferred one (input shape "
+                            f"({', '.join(map(str, shape))}))")
+    out[left[0]] = -1
+    return out  # type: ignore[return-value]
+
+
 @converter("Reshape")
 def convert_reshape(ctx: NodeContext) -> Expr:
     data = ctx.input(0)
-    newshape = _ints(ctx.static_input(1, "target shape"))
+    newshape = _reshape_target(ctx, _dims(ctx.static_input(1, "target shape")), ctx.type_of(data).shape)
     if ctx.attr("allowzero", 0) and 0 in newshape:
         raise ctx.unsupported("allowzero", 1, "a 0 in the target shape must copy the input dimension")
     call = ctx.call("reshape", data, newshape=newshape)  # typing it checks the target against the input
@@ -197,6 +245,22 @@ def _onnx_slice_start(start: int, step: int, dim) -> int:
     return start
 
 
+#: an end that selects to the end of any dimension
+_TO_THE_END = 2**63 - 1
+
+
+def _slice_bound(bound: Dim, size: Dim, what: str) -> int:
+    """A slice bound as an int: a symbolic one must be the dimension's size plus a constant, which
+    counts from the end (a negative offset) or is past it."""
+    if known(bound):
+        return bound
+    offset = bound - size
+    if not known(offset):
+        raise FrontendError(f"slice {what} {bound} on a dimension of size {size} depends on the sizes the model "
+                            f"runs at; only the size plus a constant can be expressed")
+    return offset if offset < 0 else _TO_THE_END
+
+
 @converter("Slice")
 def convert_slice(ctx: NodeContext) -> Expr:
     data = ctx.input(0)
@@ -206,11 +270,13 @@ def convert_slice(ctx: NodeContext) -> Expr:
     else:
         starts, ends = ctx.static_input(1, "starts"), ctx.static_input(2, "ends")
         axes, steps = ctx.optional_static(3, "axes"), ctx.optional_static(4, "steps")
-    starts, ends = _ints(starts), _ints(ends)
-    axes = _normalized(range(len(starts)) if axes is None else _ints(axes), len(shape))
-    steps = [1] * len(starts) if steps is None else _ints(steps)
+    starts, ends = _dims(starts), _dims(ends)
+    axes = _normalized(range(len(starts)) if axes is None else _ints(axes, "axes"), len(shape))
+    steps = [1] * len(starts) if steps is None else _ints(steps, "steps")
     if not len(starts) == len(ends) == len(axes) == len(steps):
         raise FrontendError(f"starts {starts}, ends {ends}, axes {axes} and steps {steps} differ in length")
+    starts = [_slice_bound(b, shape[a], "start") for a, b in zip(axes, starts)]
+    ends = [_slice_bound(e, shape[a], "end") for a, e in zip(axes, ends)]
     starts = [_onnx_slice_start(b, s, shape[a]) for a, b, s in zip(axes, starts, steps)]
     call = ctx.call("strided_slice", data, begin=starts, end=ends, strides=steps, axes=axes)  # checks the steps
     if (value := ctx.constant_value(data)) is not None:
@@ -257,20 +323,54 @@ def convert_unsqueeze(ctx: NodeContext) -> Expr:
 @converter("Expand")
 def convert_expand(ctx: NodeContext) -> Expr:
     data = ctx.input(0)
-    target = _ints(ctx.static_input(1, "target shape"))
+    target = _dims(ctx.static_input(1, "target shape"))
     shape = ctx.type_of(data).shape
     try:
         out = broadcast_shapes(shape, target)
     except ShapeError as err:
         raise FrontendError(f"cannot expand shape {ctx.type_of(data).shape_str()} to {target}: {err}") from None
-    if not all(known(d) for d in out):
+    if not all(symbolic(d) for d in out):
         raise FrontendError(f"expanding shape {ctx.type_of(data).shape_str()} to {target} gives a dynamic shape")
+    if tuple(out) == tuple(shape):
+        return data
+    if not all(known(d) for d in out):
+        return _expand_symbolic(ctx, data, out)
     if (value := ctx.constant_value(data)) is not None:
         ctx.check_fold(out, value.dtype)
         return ctx.const(np.broadcast_to(value, out))
-    if tuple(out) == tuple(shape):
-        return data
     return ctx.call("broadcast_to", data, shape=list(out))
+
+
+def _expand_symbolic(ctx: NodeContext, data: Expr, out: Sequence[Dim]) -> Expr:
+    """`data` broadcast to `out`, which has symbolic dimensions (`broadcast_to` takes only static
+    shapes): `where(True, data, carrier)` against a carrier of each dimension `data` lacks, zeros for a
+    static one and a one-element-wide slice of the graph input that has it for a size variable."""
+    ty = ctx.type_of(data)
+    padded = (1,) * (len(out) - ty.ndim) + tuple(ty.shape)
+    static = [d if known(d) and d != have else 1 for d, have in zip(out, padded)]
+    carriers = [ctx.const(np.zeros(static, ty.dtype))] if any(d != 1 for d in static) else []
+    for axis, (d, have) in enumerate(zip(out, padded)):
+        if not known(d) and d != have:
+            carriers.append(_dimension_carrier(ctx, d, axis, len(out), ty.dtype))
+    for carrier in carriers:
+        data = ctx.call("where", ctx.const(np.array(True)), data, carrier)
+    return data
+
+
+def _dimension_carrier(ctx: NodeContext, dim: Dim, axis: int, ndim: int, dtype: str) -> Expr:
+    """A rank-`ndim` tensor of `dtype` whose only dimension other than 1 is `dim`, at `axis`: the first
+    element of every other axis of the graph input that declares `dim`."""
+    source = ctx.graph.dimension_source(dim) if isinstance(dim, SizeVar) else None
+    if source is None:
+        raise FrontendError(f"cannot broadcast to dimension {dim}: no graph input declares it, and the IR "
+                            f"broadcasts only to static shapes or to tensors that have the dimension")
+    var, source_axis = source
+    others = [a for a in range(ctx.type_of(var).ndim) if a != source_axis]
+    carrier = var
+    if others:
+        carrier = ctx.call("strided_slice", var, begin=[0] * len(others), end=[1] * len(others), axes=others)
+    carrier = ctx.call("reshape", carrier, newshape=[-1 if a == axis else 1 for a in range(ndim)])
+    return carrier if ctx.type_of(carrier).dtype == dtype else ctx.call("cast", carrier, dtype=dtype)
 
 
 @converter("Pad")
@@ -283,7 +383,7 @@ def convert_pad(ctx: NodeContext) -> Expr:
     if ctx.opset < 11:
         pads, value, axes = _ints(ctx.attr("pads")), float(ctx.attr("value", 0.0)), None
     else:
-        pads = _ints(ctx.static_input(1, "pads"))
+        pads = _ints(ctx.static_input(1, "pads"), "pads")
         fill = ctx.optional_static(2, "constant_value")
         value = 0.0 if fill is None or fill.size == 0 else float(fill.reshape(-1)[0])
         axes = ctx.optional_static(3, "axes") if ctx.opset >= 18 else None

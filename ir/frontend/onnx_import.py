@@ -29,14 +29,15 @@ import onnx
 from onnx import version_converter
 
 from ..errors import IRError, TypeInferenceError
-from ..expr import Constant, Expr, Function, Tuple, Var
+from ..expr import Call, Constant, Expr, Function, Tuple, Var
 from ..module import IRModule
 from ..type_infer import infer_type
-from ..types import TensorType
-from ..visitor import free_vars
+from ..types import SizeVar, TensorType
+from ..visitor import free_vars, post_order
 from . import import_control, import_elemwise, import_nn, import_tensor  # noqa: F401  (register converters)
 from .errors import FrontendError
 from .import_context import CONVERTERS, MAX_FOLDED_BYTES, NodeContext, TensorReader, TypeCache, node_label
+from .import_fold import symbolic_names
 from .onnx_types import tensor_type_of
 
 __all__ = ["from_onnx", "load_model", "upgrade", "GraphImporter", "OLDEST_OPSET"]
@@ -257,6 +258,15 @@ def _ordered(nodes: Sequence[onnx.NodeProto]) -> list[onnx.NodeProto]:
     raise FrontendError(f"the graph has a cycle: {', '.join(steps)}")
 
 
+def _operands(node: Expr) -> list[Expr]:
+    """The values `node` reads directly (the fields of a tuple argument count as arguments)."""
+    if isinstance(node, Call):
+        return [f for a in node.args for f in (a.fields if isinstance(a, Tuple) else (a,))]
+    if isinstance(node, Tuple):
+        return list(node.fields)
+    return []
+
+
 class _Unavailable:
     """An ONNX output the converter does not produce (e.g. a training-only statistic)."""
 
@@ -277,6 +287,9 @@ class GraphImporter:
         self.max_folded_bytes = max_folded_bytes
         self.parent = parent
         self.values: dict[str, Expr | _Unavailable] = {}
+        self.inputs: list[Var] = []  # the graph inputs (of the outermost graph)
+        #: placeholder -> (symbolic shape value, the node that computed it); shared with subgraphs
+        self.symbolic_values: dict[Var, tuple[np.ndarray, str]] = parent.symbolic_values if parent else {}
 
     def defines(self, name: str) -> bool:
         """Whether this graph or an enclosing one has defined `name` so far."""
@@ -300,20 +313,54 @@ class GraphImporter:
         raise FrontendError(f"value {name!r} is used but never defined")
 
     def static_value(self, expr: Expr) -> np.ndarray | None:
-        """The value of a constant or of an unfrozen initializer, else None."""
+        """The value of a constant, of an unfrozen initializer or of a symbolic shape value, else None."""
         if isinstance(expr, Constant):
             return np.asarray(expr.data)
         if isinstance(expr, Var):
+            if expr in self.symbolic_values:
+                return self.symbolic_values[expr][0]
             return self.param_values.get(expr)
         return None
 
     def foldable_value(self, expr: Expr) -> np.ndarray | None:
-        """The value constant folding may use: a constant's, or an unfrozen integer initializer's
-        (those feed shape computations; floating-point weights stay parameters)."""
+        """The value constant folding may use: a constant's, a symbolic shape value, or an unfrozen
+        integer initializer's (those feed shape computations; floating-point weights stay parameters)."""
         value = self.static_value(expr)
-        if value is None or isinstance(expr, Constant) or value.dtype.kind in "biu":
+        if value is None or isinstance(expr, Constant) or value.dtype.kind in "biuO":
             return value
         return None
+
+    def dimension_source(self, dim: SizeVar) -> tuple[Var, int] | None:
+        """The graph input, and its axis, that first declares size variable `dim`."""
+        root = self
+        while root.parent is not None:
+            root = root.parent
+        for var in root.inputs:
+            for axis, d in enumerate(var.type_annotation.shape):
+                if d == dim:
+                    return var, axis
+        return None
+
+    def symbolic_value(self, value: np.ndarray, dtype: str, origin: str) -> Var:
+        """A placeholder of integer `dtype` standing for symbolic shape value `value`, which `origin`
+        (a node) computed."""
+        placeholder = Var(f"shape_value{len(self.symbolic_values)}", TensorType(value.shape, dtype))
+        self.symbolic_values[placeholder] = (value, origin)
+        return placeholder
+
+    def check_no_symbolic_values(self, body: Expr) -> None:
+        """Refuse a program that uses a symbolic shape value at run time: it would need the sizes of
+        its dimensions as data, which the IR does not compute."""
+        for node in post_order(body):
+            used = [a for a in _operands(node) if isinstance(a, Var) and a in self.symbolic_values]
+            if used or (node is body and isinstance(body, Var) and body in self.symbolic_values):
+                value, origin = self.symbolic_values[used[0] if used else body]
+                user = f"IR op {node.op.name}" if isinstance(node, Call) else "a graph output"
+                shown = "[" + ", ".join(map(str, value.reshape(-1))) + "]"
+                raise FrontendError(f"the shape value {shown} computed by {origin} holds symbolic "
+                                    f"dimensions ({symbolic_names(value)}) and is used as run-time data by {user}; "
+                                    f"only shape arguments (Reshape, Expand, Slice, ...) may depend on them, or give "
+                                    f"static shapes with from_onnx(shape=...)")
 
     def add_initializers(self, graph: onnx.GraphProto, freeze: bool) -> dict[str, Var]:
         """Initializers as constants, or (`freeze=False`) as parameters; returns those parameters."""
@@ -407,12 +454,13 @@ def from_onnx(model: onnx.ModelProto | str | os.PathLike | bytes, shape: Mapping
     if base_dir is None and isinstance(model, (str, os.PathLike)):
         base_dir = Path(model).parent
     importer = GraphImporter(_default_opset(proto), TypeCache(), {}, TensorReader(base_dir), max_folded_bytes)
-    inputs = _input_vars(proto.graph, shape)
+    inputs = importer.inputs = _input_vars(proto.graph, shape)
     for var in inputs:
         importer.values[var.name_hint] = var
     weights = importer.add_initializers(proto.graph, freeze_params)
     outputs = importer.convert_nodes(proto.graph)
     body = outputs[0] if len(outputs) == 1 else Tuple(outputs)
+    importer.check_no_symbolic_values(body)
     used = {id(v) for v in free_vars(body)}
     weight_params = [v for v in weights.values() if id(v) in used]
     func = Function(inputs + weight_params, body)

@@ -5,16 +5,32 @@ from __future__ import annotations
 from typing import Sequence
 
 from ..errors import ShapeError
-from ..types import Any, Dim, TensorType, Type
+from ..types import Any, AnyDim, Dim, TensorType, Type
 
 __all__ = [
     "tensor", "same_dtype", "broadcast_shapes", "dims_match", "normalize_axis", "normalize_axes",
-    "window_out_dim", "known",
+    "window_out_dim", "known", "symbolic", "product",
 ]
 
 
 def known(d: Dim) -> bool:
+    """Whether `d` is a static size."""
     return isinstance(d, int)
+
+
+def symbolic(d: Dim) -> bool:
+    """Whether `d` is a static size or an expression over size variables (not `Any`)."""
+    return not isinstance(d, AnyDim)
+
+
+def product(dims: Sequence[Dim]) -> Dim:
+    """The number of elements of a shape: an int, a product of size variables, or `Any`."""
+    out: Dim = 1
+    for d in dims:
+        if not symbolic(d):
+            return Any
+        out = out * d
+    return out
 
 
 def tensor(t: Type, what: str) -> TensorType:

@@ -6,24 +6,17 @@ from typing import Sequence
 
 from ..attrs import Attrs
 from ..errors import ShapeError
-from ..types import Any, Dim, TensorType, TupleType, Type
+from ..types import Any, Dim, FloorDiv, TensorType, TupleType, Type
 from .registry import AttrField, OpPattern, register_op
-from .shapes import broadcast_shapes, dims_match, known, normalize_axis, same_dtype, tensor
+from .shapes import broadcast_shapes, dims_match, known, normalize_axis, product, same_dtype, symbolic, tensor
 
 INJ = OpPattern.INJECTIVE
 
 
-def _product(dims: Sequence[Dim]) -> Dim:
-    out = 1
-    for d in dims:
-        if not known(d):
-            return Any
-        out *= d
-    return out
-
-
 def reshape_rel(args: Sequence[Type], attrs: Attrs) -> Type:
-    """`newshape` entries: n >= 1 a size, 0 copies the input's dim, -1 is inferred (at most once)."""
+    """`newshape` entries: n >= 1 a size, 0 copies the input's dim, -1 is inferred (at most once);
+    with symbolic input dims the inferred one is their quotient, e.g. `(N, 8, 4, 4)` to `[0, -1]`
+    gives `(N, 128)`."""
     data = tensor(args[0], "data")
     out: list[Dim] = []
     infer_at = None
@@ -41,14 +34,17 @@ def reshape_rel(args: Sequence[Type], attrs: Attrs) -> Type:
             out.append(n)
         else:
             raise ShapeError(f"newshape {list(attrs.newshape)}: {n} is not a size, 0 or -1")
-    total = _product(data.shape)
+    total = product(data.shape)
     if infer_at is not None:
-        rest = _product(out[:infer_at] + out[infer_at + 1:])
+        rest = product(out[:infer_at] + out[infer_at + 1:])
         if known(total) and known(rest):
             if rest == 0 or total % rest:
                 raise ShapeError(f"cannot reshape {data} to {list(attrs.newshape)}")
             out[infer_at] = total // rest
-    elif known(total) and known(_product(out)) and total != _product(out):
+        elif symbolic(total) and symbolic(rest) and not (known(rest) and rest == 0):
+            quotient = total // rest
+            out[infer_at] = Any if isinstance(quotient, FloorDiv) else quotient
+    elif known(total) and known(product(out)) and total != product(out):
         raise ShapeError(f"cannot reshape {data} ({total} elements) to {list(attrs.newshape)}")
     return TensorType(out, data.dtype)
 
@@ -80,7 +76,7 @@ def concatenate_rel(args: Sequence[Type], attrs: Attrs) -> Type:
             if i != axis and not known(out[i]):
                 out[i] = d
     sizes = [f.shape[axis] for f in fields]
-    out[axis] = sum(sizes) if all(known(s) for s in sizes) else Any
+    out[axis] = sum(sizes) if all(symbolic(s) for s in sizes) else Any
     return TensorType(out, dtype)
 
 
@@ -147,8 +143,22 @@ def strided_slice_rel(args: Sequence[Type], attrs: Attrs) -> Type:
             raise ShapeError("a stride of 0 is not allowed")
         if attrs.slice_mode == "size" and known(data.shape[ax]):  # a negative begin counts from the end
             e = data.shape[ax] if e < 0 else (max(b + data.shape[ax], 0) if b < 0 else b) + e
-        out[ax] = len(slice_bounds(data.shape[ax], b, e, s)) if known(data.shape[ax]) else Any
+        out[ax] = len(slice_bounds(data.shape[ax], b, e, s)) if known(data.shape[ax]) else _sliced(data.shape[ax], b, e, s)
     return TensorType(out, data.dtype)
+
+
+#: an end at least this large selects to the end of any dimension (ONNX exporters write INT64_MAX or INT32_MAX)
+_TO_THE_END = 2**31 - 1
+
+
+def _sliced(size: Dim, begin: int, end: int, stride: int) -> Dim:
+    """How many elements a unit-stride slice from a non-negative `begin` to the end selects from a
+    symbolic dimension (assumed at least `begin` long), or its first element; `Any` for other slices."""
+    if stride == 1 and symbolic(size) and begin >= 0 and end >= _TO_THE_END:
+        return size - begin
+    if stride == 1 and symbolic(size) and (begin, end) == (0, 1):  # a size variable is at least 1
+        return 1
+    return Any
 
 
 def take_rel(args: Sequence[Type], attrs: Attrs) -> Type:

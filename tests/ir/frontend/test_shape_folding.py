@@ -1,0 +1,214 @@
+"""Shape computations fold at import: whatever ops lie between `Shape` and the op that reads a
+shape argument, the imported program computes no integer tensors. With static shapes everything
+folds to constants; with a symbolic batch `N` the shape arguments fold to dimension expressions
+(`N`, `N*2`, ...) wherever the IR can express them. Each case runs like ONNX Runtime runs it."""
+
+from __future__ import annotations
+
+from typing import Callable
+
+import numpy as np
+import onnx
+import pytest
+from onnx import helper
+
+import ir
+import strategies
+from ir.frontend import FrontendError, from_onnx
+from tests.ir.frontend.ort_helpers import assert_outputs_close, flat_outputs, run_ort
+
+F, I64 = onnx.TensorProto.FLOAT, onnx.TensorProto.INT64
+
+
+def ints(*values: int) -> np.ndarray:
+    return np.array(values, np.int64)
+
+
+def node(op_type: str, inputs: list[str], output: str, **attrs) -> onnx.NodeProto:
+    return helper.make_node(op_type, inputs, [output], name=output, **attrs)
+
+
+def model(nodes, x_shape, consts: dict[str, np.ndarray], opset: int = 17) -> onnx.ModelProto:
+    graph = helper.make_graph(nodes, "shapes", [helper.make_tensor_value_info("x", F, x_shape)],
+                              [helper.make_tensor_value_info("y", F, None)],
+                              [onnx.numpy_helper.from_array(v, n) for n, v in consts.items()])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+
+
+# Each case: the graph on an input of shape (B, 4, 6), B static or symbolic.
+CASES: dict[str, Callable[[], tuple[list[onnx.NodeProto], dict[str, np.ndarray]]]] = {}
+
+
+def case(fn):
+    CASES[fn.__name__] = fn
+    return fn
+
+
+@case
+def flatten_gather_unsqueeze_concat():
+    """PyTorch's `x.view(x.size(0), -1)`."""
+    return [node("Shape", ["x"], "s"), node("Gather", ["s", "zero"], "n", axis=0),
+            node("Unsqueeze", ["n", "axes0"], "nu"), node("Concat", ["nu", "minus1"], "t", axis=0),
+            node("Reshape", ["x", "t"], "y")], {"zero": ints(0)[0], "axes0": ints(0), "minus1": ints(-1)}
+
+
+@case
+def slice_arithmetic():
+    """`x.view(b, c // 2, 2 * w)` with c and w read by Slice and Gather, through Div and Mul."""
+    return [node("Shape", ["x"], "s"), node("Slice", ["s", "zero1", "one1"], "b"),
+            node("Gather", ["s", "one1"], "c"), node("Div", ["c", "two1"], "half"),
+            node("Gather", ["s", "two1"], "w"), node("Mul", ["w", "two1"], "dw"),
+            node("Concat", ["b", "half", "dw"], "t", axis=0), node("Reshape", ["x", "t"], "y")], \
+        {"zero1": ints(0), "one1": ints(1), "two1": ints(2)}
+
+
+@case
+def batch_times_channels():
+    """`x.reshape(b * c, w)`: a product of a symbolic and a static dimension, through Cast."""
+    return [node("Shape", ["x"], "s"), node("Cast", ["s"], "sc", to=I64),
+            node("Gather", ["sc", "zero1"], "b"), node("Gather", ["sc", "one1"], "c"),
+            node("Mul", ["b", "c"], "bc"), node("Gather", ["sc", "two1"], "w"),
+            node("Concat", ["bc", "w"], "t", axis=0), node("Reshape", ["x", "t"], "y")], \
+        {"zero1": ints(0), "one1": ints(1), "two1": ints(2)}
+
+
+@case
+def add_sub_slice_bounds():
+    """`x[:, :, 1:w - 1]` with the end computed from the shape, and `x[:, 1:]` to the computed end."""
+    return [node("Shape", ["x"], "s"), node("Gather", ["s", "two1"], "w"), node("Sub", ["w", "one1"], "end"),
+            node("Slice", ["x", "one1", "end", "two1"], "inner"), node("Gather", ["s", "one1"], "c"),
+            node("Add", ["c", "zero1"], "cend"), node("Slice", ["inner", "one1", "cend", "one1"], "y")], \
+        {"zero1": ints(0), "one1": ints(1), "two1": ints(2)}
+
+
+@case
+def expand_to_computed_shape():
+    """A bias expanded to `x`'s shape, read with Shape."""
+    return [node("Shape", ["x"], "s"), node("Expand", ["bias", "s"], "e"), node("Add", ["x", "e"], "y")], \
+        {"bias": np.arange(6, dtype=np.float32)}
+
+
+@case
+def where_equal_on_shapes():
+    """`Where(Equal(target, 0), shape, target)` (ONNX's copy-this-dimension spelled out) with
+    `Equal(shape, -1)` deciding nothing for a symbolic size, as a reshape target, then Unsqueeze."""
+    return [node("Shape", ["x"], "s"), node("Equal", ["target", "zero"], "copy"), node("Where", ["copy", "s", "target"], "t"),
+            node("Equal", ["s", "minus1"], "never"), node("Where", ["never", "one", "t"], "u"),
+            node("Reshape", ["x", "u"], "r"), node("Unsqueeze", ["r", "axes0"], "y")], \
+        {"target": ints(0, 4, -1), "zero": ints(0), "minus1": ints(-1), "one": ints(1), "axes0": ints(0)}
+
+
+@case
+def reduce_prod_flatten():
+    """`x.flatten(1)` spelled `Reshape(x, Concat(Shape[:1], ReduceProd(Shape[1:])))`."""
+    return [node("Shape", ["x"], "s"), node("Slice", ["s", "zero1", "one1"], "b"),
+            node("Slice", ["s", "one1", "big"], "rest"), node("ReduceProd", ["rest"], "prod", keepdims=1),
+            node("Concat", ["b", "prod"], "t", axis=0), node("Reshape", ["x", "t"], "y")], \
+        {"zero1": ints(0), "one1": ints(1), "big": ints(2**62)}
+
+
+# cases that need the batch as data (a fill, a range, pads): they fold only with static shapes
+STATIC_ONLY: dict[str, Callable] = {}
+
+
+def static_case(fn):
+    STATIC_ONLY[fn.__name__] = fn
+    return fn
+
+
+@static_case
+def constant_of_shape_and_range():
+    """A ConstantOfShape of the shape, plus a Range up to the last dimension through Cast/Floor."""
+    fill = onnx.numpy_helper.from_array(np.array([0.5], np.float32))
+    return [node("Shape", ["x"], "s"), node("ConstantOfShape", ["s"], "c", value=fill),
+            node("Gather", ["s", "two"], "w"), node("Cast", ["w"], "wf", to=F), node("Mul", ["wf", "half"], "hf"),
+            node("Floor", ["hf"], "fl"), node("Cast", ["fl"], "lim", to=I64), node("Range", ["zero", "lim", "one"], "r"),
+            node("Cast", ["r"], "rf", to=F), node("Pad", ["rf", "pads"], "rp"), node("Add", ["c", "rp"], "y")], \
+        {"two": ints(2)[0], "half": np.array(0.5, np.float32), "zero": ints(0)[0], "one": ints(1)[0],
+         "pads": ints(0, 3)}
+
+
+@static_case
+def pads_from_shape():
+    """Pad the last axis up to 8: pads = Concat(zeros, 8 - w)."""
+    return [node("Shape", ["x"], "s"), node("Gather", ["s", "two1"], "w"), node("Sub", ["eight", "w"], "d"),
+            node("Concat", ["zeros", "d"], "p", axis=0), node("Pad", ["x", "p"], "y")], \
+        {"two1": ints(2), "eight": ints(8), "zeros": ints(0, 0, 0, 0, 0)}
+
+
+def integer_calls(mod: ir.IRModule) -> list[str]:
+    """Ops of the program that compute integer tensors (a shape computation left to run time)."""
+    return [n.op.name for n in ir.post_order(mod["main"].body)
+            if isinstance(n, ir.Call) and n.checked_type.dtype.startswith(("int", "uint"))]
+
+
+def check_runs_like_onnxruntime(proto: onnx.ModelProto, batches: tuple[int, ...]) -> ir.IRModule:
+    mod, params = from_onnx(proto)
+    assert integer_calls(mod) == []
+    executable = strategies.build(mod, "cpu", params)
+    for batch in batches:
+        x = np.random.default_rng(batch).standard_normal((batch, 4, 6)).astype(np.float32)
+        assert_outputs_close(run_ort(proto, {"x": x}), flat_outputs(executable.run(x=x)))
+    return mod
+
+
+@pytest.mark.parametrize("name", sorted(CASES) + sorted(STATIC_ONLY))
+def test_static_shapes_fold_to_constants(name):
+    nodes, consts = {**CASES, **STATIC_ONLY}[name]()
+    mod = check_runs_like_onnxruntime(model(nodes, [3, 4, 6], consts), (3,))
+    assert not any(isinstance(n, ir.Call) and n.op.name in ("take", "concatenate") for n in ir.post_order(mod["main"]))
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_symbolic_batch_folds_to_dimension_expressions(name):
+    nodes, consts = CASES[name]()
+    mod = check_runs_like_onnxruntime(model(nodes, ["N", 4, 6], consts), (1, 4))
+    assert ir.SizeVar("N") in mod["main"].params[0].checked_type.shape
+
+
+def test_flatten_of_symbolic_batch_is_symbolic():
+    nodes, consts = CASES["batch_times_channels"]()
+    mod, _ = from_onnx(model(nodes, ["N", 4, 6], consts))
+    assert mod["main"].checked_type.ret_type == ir.TensorType((ir.SizeVar("N") * 4, 6))
+
+
+@pytest.mark.parametrize("name, culprit", [
+    ("constant_of_shape_and_range", r"node 'c' \(ConstantOfShape.*output shape \[N, 4, 6\] depends on symbolic "
+                                    r"dimensions \(N\)"),
+    ("pads_from_shape", None),
+])
+def test_symbolic_value_as_data_is_refused_by_name(name, culprit):
+    nodes, consts = STATIC_ONLY[name]()
+    proto = model(nodes, ["N", 4, 6], consts)
+    if culprit is None:  # the padded axis is static: only the batch is symbolic, so this folds
+        check_runs_like_onnxruntime(proto, (1, 2))
+        return
+    with pytest.raises(FrontendError, match=culprit):
+        from_onnx(proto)
+
+
+def test_symbolic_range_limit_is_refused_by_name():
+    nodes = [node("Shape", ["x"], "s"), node("Gather", ["s", "zero"], "n"), node("Range", ["zero", "n", "one"], "r"),
+             node("Cast", ["r"], "rf", to=F), node("Unsqueeze", ["rf", "axes"], "ru"), node("Add", ["x", "ru"], "y")]
+    proto = model(nodes, ["N", 4, 6], {"zero": ints(0)[0], "one": ints(1)[0], "axes": ints(1, 2)})
+    with pytest.raises(FrontendError, match=r"node 'r' \(Range.*the limit \[N\] depends on symbolic dimensions"):
+        from_onnx(proto)
+
+
+def test_symbolic_shape_as_run_time_data_is_refused_by_name():
+    nodes = [node("Shape", ["x"], "s"), node("Cast", ["s"], "sf", to=F), node("ReduceSum", ["x"], "r", keepdims=0),
+             node("Add", ["r", "sf"], "y")]
+    with pytest.raises(FrontendError, match=r"node 'sf' \(Cast.*cannot convert symbolic dimensions \(N\) to float32"):
+        from_onnx(model(nodes, ["N", 4, 6], {}))
+
+
+def test_unknown_dimension_cannot_be_folded():
+    nodes, consts = CASES["flatten_gather_unsqueeze_concat"]()
+    with pytest.raises(FrontendError, match=r"node 's' \(Shape.*shape \(\?, 4, 6\) with an unknown dimension"):
+        from_onnx(model(nodes, [None, 4, 6], consts))
+
+
+def test_value_dependent_shape_names_the_op():
+    nodes = [node("NonZero", ["x"], "nz"), node("Cast", ["nz"], "y", to=F)]
+    with pytest.raises(FrontendError, match=r"NonZero"):
+        from_onnx(model(nodes, [2, 4, 6], {}))
