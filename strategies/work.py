@@ -13,6 +13,7 @@ from typing import Sequence
 import numpy as np
 
 from ir.attrs import Attrs
+from ir.op.shapes import normalize_axis
 from ir.types import TensorType, TupleType, Type
 
 from .roofline import Work
@@ -27,11 +28,12 @@ _VIEWS = {"reshape", "squeeze", "expand_dims", "nn.batch_flatten", "split"}
 #: element-wise ops that cost a transcendental evaluation per element (counted as this many FLOPs); the
 #: piecewise-linear activations (nn.hard_sigmoid, nn.hard_swish) count one FLOP per element like arithmetic
 _TRANSCENDENTAL = {"exp": 8, "log": 8, "tanh": 8, "sigmoid": 8, "erf": 8, "nn.gelu": 12, "nn.bias_gelu": 12,
-                   "power": 8, "sqrt": 4, "rsqrt": 4, "nn.silu": 9, "nn.quick_gelu": 10}
+                   "power": 8, "sqrt": 4, "rsqrt": 4, "nn.silu": 9, "nn.quick_gelu": 10, "nn.elu": 9, "nn.selu": 10,
+                   "nn.celu": 10}
 _CONVOLUTIONS = {"nn.conv2d_bias_act", *(f"nn.conv{r}d{t}" for r in (1, 2, 3) for t in ("", "_transpose"))}
 _POOLS = {f"nn.{kind}_pool{r}d" for r in (1, 2, 3) for kind in ("max", "avg")}
 _NORMALIZATION = {"nn.softmax": 5, "nn.log_softmax": 5, "nn.layer_norm": 8, "nn.skip_layer_norm": 9,
-                  "nn.batch_norm": 4, "nn.rms_norm": 5}
+                  "nn.batch_norm": 4, "nn.rms_norm": 5, "nn.instance_norm": 8}
 
 
 def numel(ty: Type, assumed_dim: int = ASSUMED_DIM) -> int:
@@ -95,6 +97,10 @@ def op_work(op_name: str, attrs: Attrs, in_types: Sequence[Type], out_type: Type
         return Work(float(_NORMALIZATION[op_name] * numel(in_types[0], assumed_dim)), moved)
     if op_name == "nn.lrn":
         return Work(float(2 * attrs.size * out_elems), moved)
+    if op_name == "topk":  # a sort of every row along the axis: n log2 n comparisons each
+        data: TensorType = in_types[0]  # type: ignore[assignment]
+        row = dim_size(data.shape[normalize_axis(attrs.axis, data.ndim)], assumed_dim)
+        return Work(float(numel(data, assumed_dim) * max(math.log2(row), 1.0)), moved)
     if op_name in _TRANSCENDENTAL:
         return Work(float(_TRANSCENDENTAL[op_name] * out_elems), moved)
     in_elems = sum(numel(t, assumed_dim) for t in in_types)

@@ -13,6 +13,8 @@ from .export_context import EmitContext, Value, emits
 
 #: the first opset with a `Gelu` op (with the `approximate` attribute)
 GELU_OPSET = 20
+#: the first opset whose `Mod` takes floats with fmod=0 (the floored remainder)
+FLOAT_FLOOR_MOD_OPSET = 28
 #: the dtypes ONNX Runtime runs `HardSigmoid` (so `HardSwish`) and `Gelu` in: it has no float64 HardSigmoid
 #: and evaluates a float64 Gelu with float32 constants
 _ORT_ACTIVATION_DTYPES = ("float32", "float16")
@@ -47,6 +49,21 @@ def emit_not_equal(ctx: EmitContext, call: Call, args: Sequence[Value]) -> Value
 @emits("mod")
 def emit_mod(ctx: EmitContext, call: Call, args: Sequence[Value]) -> Value:
     return ctx.node("Mod", args, fmod=1)  # truncated remainder: the sign of the dividend
+
+
+@emits("floor_mod")
+def emit_floor_mod(ctx: EmitContext, call: Call, args: Sequence[Value]) -> Value:
+    """Mod with fmod=0 for integers (and floats since opset 28); before, the truncated remainder moved
+    by the divisor where its sign differs from the divisor's, as numpy's floored remainder is exact."""
+    dtype = ctx.type_of(call).dtype
+    if np.issubdtype(np.dtype(dtype), np.integer) or ctx.opset >= FLOAT_FLOOR_MOD_OPSET:
+        return ctx.node("Mod", args, fmod=0)
+    lhs, rhs = args
+    rem = ctx.node("Mod", args, fmod=1)
+    zero = ctx.const(0.0, dtype)
+    signs_differ = ctx.node("Xor", [ctx.node("Less", [rem, zero]), ctx.node("Less", [rhs, zero])])
+    moves = ctx.node("And", [signs_differ, ctx.node("Not", [ctx.node("Equal", [rem, zero])])])
+    return ctx.node("Where", [moves, ctx.node("Add", [rem, rhs]), rem])
 
 
 @emits("floor_divide")

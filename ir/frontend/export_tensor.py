@@ -171,13 +171,14 @@ def emit_arg_reduce(ctx: EmitContext, call: Call, args: Sequence[Value]) -> Valu
     op_type = "ArgMax" if call.op.name == "argmax" else "ArgMin"
     ndim = ctx.type_of(call.args[0]).ndim
     axes, keepdims = reduced_axes(call), call.attrs.keepdims
+    last = 1 if call.attrs.select_last_index else None
     if len(axes) == 1:
-        index = ctx.node(op_type, args, axis=axes[0], keepdims=int(keepdims))
+        index = ctx.node(op_type, args, axis=axes[0], keepdims=int(keepdims), select_last_index=last)
     else:
         kept = [a for a in range(ndim) if a not in axes]
         moved = ctx.node("Transpose", args, perm=kept + list(axes))
         merged = ctx.node("Reshape", [moved, ctx.ints([0] * len(kept) + [-1])])
-        index = ctx.node(op_type, [merged], axis=len(kept), keepdims=0)
+        index = ctx.node(op_type, [merged], axis=len(kept), keepdims=0, select_last_index=last)
         if keepdims:
             index = unsqueeze(ctx, index, axes)
     return ctx.node("Cast", [index], to=ctx.elem("int32"))

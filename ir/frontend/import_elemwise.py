@@ -12,7 +12,10 @@ from typing import Callable
 import numpy as np
 
 from ..expr import Call, Expr
+from ..op.shapes import dims_match, known
+from ..op.tensor import FLOAT_DTYPES
 from .errors import FrontendError
+from .export_elemwise import FLOAT_FLOOR_MOD_OPSET
 from .import_context import NodeContext, converter
 from .onnx_types import dtype_of_elem
 
@@ -88,11 +91,21 @@ def convert_pow(ctx: NodeContext) -> Expr:
 
 @converter("Mod")
 def convert_mod(ctx: NodeContext) -> Expr:
+    """fmod=1: `mod`, the remainder with the dividend's sign (C fmod); fmod=0: `floor_mod`, with the
+    divisor's sign, for integers (and, since opset 28, floats)."""
     lhs, rhs = ctx.input(0), ctx.input(1)
-    if ctx.attr("fmod", 0):
-        return ctx.call("mod", lhs, rhs)  # the remainder takes the dividend's sign, like C fmod
-    # integer mod: the remainder takes the divisor's sign, lhs - floor(lhs / rhs) * rhs
-    return ctx.call("subtract", lhs, ctx.call("multiply", ctx.call("floor_divide", lhs, rhs), rhs))
+    fmod = ctx.attr("fmod", 0)
+    if fmod not in (0, 1):
+        raise ctx.unsupported("fmod", fmod, "use 0 or 1")
+    dtype = ctx.type_of(lhs).dtype
+    if not fmod and ctx.opset < FLOAT_FLOOR_MOD_OPSET and not np.issubdtype(np.dtype(dtype), np.integer):
+        raise ctx.unsupported("fmod", fmod, f"{dtype} inputs need fmod=1 before opset {FLOAT_FLOOR_MOD_OPSET}")
+    call = ctx.call("mod" if fmod else "floor_mod", lhs, rhs)
+    a, b = ctx.constant_value(lhs), ctx.constant_value(rhs)
+    if a is not None and b is not None and np.all(b != 0):
+        ctx.check_fold(ctx.type_of(call).concrete_shape, dtype)
+        return ctx.const((np.fmod if fmod else np.mod)(a, b))
+    return call
 
 
 _VARIADIC = {"Sum": "add", "Max": "maximum", "Min": "minimum", "Mean": "add"}
@@ -170,8 +183,23 @@ def convert_leaky_relu(ctx: NodeContext) -> Expr:
 
 @converter("PRelu")
 def convert_prelu(ctx: NodeContext) -> Expr:
+    """`nn.prelu` when the slope varies along one axis of a float input; x < 0 ? slope * x : x otherwise.
+
+    The slope broadcasts to the input unidirectionally: aligned from the right, each of its
+    dimensions is 1 or the input's, and it has no more axes than the input.
+    """
     data, slope = ctx.input(0), ctx.input(1)
-    zero = ctx.const(0, ctx.type_of(data).dtype)
+    x, s = ctx.type_of(data), ctx.type_of(slope)
+    aligned = (1,) * (x.ndim - s.ndim) + s.shape
+    if s.ndim > x.ndim or not all(d == 1 or dims_match(d, n) for d, n in zip(aligned, x.shape)):
+        raise FrontendError(f"slope of shape {s.shape_str()} does not broadcast to the input's {x.shape_str()} "
+                            f"(PRelu broadcasts the slope to the input, never the input to the slope)")
+    varying = [axis for axis, d in enumerate(aligned) if d != 1]
+    if len(varying) == 1 and known(aligned[varying[0]]) and x.dtype in FLOAT_DTYPES:
+        value = ctx.constant_value(slope)
+        alpha = ctx.call("reshape", slope, newshape=[-1]) if value is None else ctx.const(value.reshape(-1))
+        return ctx.call("nn.prelu", data, alpha, axis=varying[0])
+    zero = ctx.const(0, x.dtype)
     return ctx.call("where", ctx.call("less", data, zero), ctx.call("multiply", data, slope), data)
 
 

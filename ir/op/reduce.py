@@ -34,4 +34,7 @@ REDUCE_ATTRS = [AttrField("axis", "axes", None), AttrField("keepdims", "bool", F
 for _name in ("sum", "mean", "max", "min", "prod"):
     register_op(_name, ["data"], reduce_rel, OpPattern.COMM_REDUCE, attrs=REDUCE_ATTRS)
 for _name in ("argmax", "argmin"):
-    register_op(_name, ["data"], arg_reduce_rel, OpPattern.COMM_REDUCE, attrs=REDUCE_ATTRS)
+    register_op(_name, ["data"], arg_reduce_rel, OpPattern.COMM_REDUCE,
+                attrs=[*REDUCE_ATTRS, AttrField("select_last_index", "bool", False)],
+                doc="The index of the first (select_last_index: last) extreme value over the reduced axes, "
+                    "counted in row-major order over them.")

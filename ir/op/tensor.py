@@ -70,7 +70,8 @@ register_op("clip", ["data"], unary_rel, E, attrs=[AttrField("a_min", "float"), 
 register_op("cast", ["data"], cast_rel, E, attrs=[AttrField("dtype", "dtype")])
 
 B = OpPattern.BROADCAST
-for _name in ("add", "subtract", "multiply", "divide", "power", "maximum", "minimum", "floor_divide", "mod"):
+for _name in ("add", "subtract", "multiply", "divide", "power", "maximum", "minimum", "floor_divide", "mod",
+              "floor_mod"):
     register_op(_name, ["lhs", "rhs"], broadcast_rel, B)
 for _name in ("less", "greater", "less_equal", "greater_equal", "equal", "not_equal"):
     register_op(_name, ["lhs", "rhs"], compare_rel, B)

@@ -140,4 +140,12 @@ EXAMPLES: list[Example] = [
     ex("nn.pad", normal(2, 3), pad_width=((0, 0), (2, 1)), pad_mode="reflect"),
     ex("nn.lrn", normal(1, 6, 2, 2), size=3), ex("nn.lrn", normal(1, 2, 2, 6), size=4, axis=-1),
     ex("nn.bias_gelu", normal(2, 6), normal(6)),
-]
+    # ONNX conformance ops
+    ex("nn.elu", normal(3, 4) * 3, alpha=0.5), ex("nn.selu", normal(3, 4) * 3),
+    ex("nn.celu", normal(3, 4, dtype="float64") * 3, alpha=2.0),
+    ex("nn.shrink", normal(3, 4), lambd=0.3, bias=0.1),
+    ex("nn.shrink", RNG.integers(-5, 5, size=(6,)).astype("int32"), lambd=1.0, bias=2.0),
+    ex("nn.prelu", normal(2, 3, 4), normal(3)), ex("nn.prelu", normal(2, 3, 4), normal(4), axis=-1),
+    ex("nn.instance_norm", normal(2, 3, 4, 4), normal(3), normal(3)),
+    ex("nn.instance_norm", normal(2, 4, 3), normal(3), normal(3), axis=2, scale=False),
+    ex("floor_mod", np.array([7, -7, 7, -7]

@@ -253,3 +253,47 @@ CASES += [
     Case("nn.lrn-last-axis", {"x": fx(1, 3, 3, 6)}, lambda x: relay.nn.lrn(x, size=5, axis=3, alpha=0.1),
          lambda x: R.lrn(x, 5, axis=3, alpha=0.1)),
 ]
+
+# -- ONNX conformance ops: activations, indexing, scans (the interpreter's reference kernels are the check) ----
+_SCATTER_AT = np.array([[0, 2, 2], [1, 0, 0]], "int64")  # the index tuple first, [M=2, Y=3]; (2, 0) twice
+CASES += [
+    *(Case(f"{name}{suffix}", {"x": (shape, dtype, "normal")}, getattr(relay.nn, name.split(".")[1]))
+      for name in ("nn.elu", "nn.selu", "nn.celu")
+      for suffix, shape, dtype in (("", (2, 3, 4), "float32"), ("-float64", (2, 5), "float64"))),
+    Case("nn.celu-alpha", {"x": fx(2, 5)}, lambda x: relay.nn.celu(x * relay.const(3.0), alpha=2.0)),
+    Case("nn.shrink", {"x": fx(2, 3, 4)}, lambda x: relay.nn.shrink(x, lambd=0.4, bias=0.1)),
+    Case("nn.shrink-int", {"x": ix(3, 4)}, lambda x: relay.nn.shrink(x, lambd=2.0, bias=1.0)),
+    Case("nn.prelu", {"x": fx(2, 3, 2, 2), "a": fx(3)}, relay.nn.prelu),
+    Case("nn.prelu-last-axis", {"x": fx(2, 3, 4), "a": fx(4)}, lambda x, a: relay.nn.prelu(x, a, axis=-1)),
+    Case("nn.instance_norm", {"x": fx(2, 3, 4, 5), "g": fx(3), "b": fx(3)}, relay.nn.instance_norm),
+    Case("nn.instance_norm-channels-last", {"x": fx(2, 4, 5, 3), "g": fx(3), "b": fx(3)},
+         lambda x, g, b: relay.nn.instance_norm(x, g, b, axis=-1, epsilon=1e-3, center=False)),
+    Case("floor_mod", {"x": fx(2, 3, 4), "y": fx(4)}, relay.floor_mod, np.mod),
+    Case("floor_mod-int", {"x": ix(2, 5, dtype="int64"), "y": ix(5, dtype="int64")}, relay.floor_mod, np.mod),
+    Case("gather", {"x": fx(4, 5), "i": ((3, 5), "int64", "index")}, relay.gather),
+    Case("gather-axis1-int32", {"x": fx(3, 4), "i": ((2, 6), "int32", "index")}, lambda x, i: relay.gather(x, i, 1)),
+    Case("scatter_nd", {"x": fx(3, 4, 2), "u": fx(3, 2)},
+         lambda x, u: relay.scatter_nd(x, relay.const(np.array([[0, 1, 2], [3, 0, 1]], "int64")), u)),
+    Case("scatter_nd-add", {"x": fx(3, 4, 2), "u": fx(3, 2)},
+         lambda x, u: relay.scatter_nd(x, relay.const(_SCATTER_AT), u, mode="add")),
+    Case("one_hot", {"i": ((2, 3), "int64", "index")},
+         lambda i: relay.one_hot(i, relay.const(5.0), relay.const(-1.0), depth=4)),
+    Case("one_hot-axis0-int32", {"i": ((3,), "int32", "index")},
+         lambda i: relay.one_hot(i, relay.const(np.int64(1)), relay.const(np.int64(0)), 3, 0, "int64")),
+    Case("one_hot-float64-middle-axis", {"i": ((2, 3), "int64", "index")},
+         lambda i: relay.one_hot(i, relay.const(2.0, "float64"), relay.const(0.5, "float64"), 3, 1, "float64")),
+    Case("cumsum", {"x": fx(2, 3, 4)}, lambda x: relay.cumsum(x, axis=1, exclusive=True)),
+    Case("cumsum-flat-int", {"x": ix(2, 3)}, relay.cumsum),
+    Case("reverse", {"x": fx(2, 3, 4)}, lambda x: relay.reverse(x, axis=-2), lambda x: x[:, ::-1]),
+    Case("topk", {"x": fx(2, 5, 3)}, lambda x: relay.topk(x, 3, axis=1).astuple()),
+    Case("topk-ascending-ties", {"x": ix(3, 6, dtype="int64")},
+         lambda x: relay.topk(x, 4, is_ascend=True, dtype="int64").astuple()),
+    Case("topk-all-values", {"x": fx(4, 3)}, lambda x: relay.topk(x, 0, axis=0, ret_type="values")),
+    Case("tile", {"x": fx(2, 3)}, lambda x: relay.tile(x, (2, 1, 3)), lambda x: np.tile(x, (2, 1, 3))),
+    Case("tile-short-reps", {"x": ix(2, 1, 3)}, lambda x: relay.tile(x, (2,)), lambda x: np.tile(x, 2)),
+    Case("trilu", {"x": fx(2, 4, 5)}, lambda x: relay.trilu(x, k=1), lambda x: np.triu(x, 1)),
+    Case("trilu-lower", {"x": ix(5, 3)}, lambda x: relay.trilu(x, k=-1, upper=False), lambda x: np.tril(x, -1)),
+    Case("arange", {"x": ix(3, dtype="int64")},  # summed, as its length is known only at run time
+         lambda x: relay.sum(relay.arange(*(relay.const(np.int64(v)) for v in (2, 11, 3)), dtype="int64")) + x,
+         lambda x: 2 + 5 + 8 + x),
+]
