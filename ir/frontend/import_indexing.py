@@ -21,7 +21,8 @@ from .import_context import NodeContext, converter
 def _scalar_int(value: np.ndarray, what: str) -> int:
     """The one integer in `value` (a scalar or a 1-element tensor)."""
     if value.size != 1 or value.dtype.kind not in "iu":
-        raise FrontendError(f"{what} must be one integer, got {value.dtype.name} values {value.reshape(-1)[:8].tolist()}")
+        raise FrontendError(f"{what} must be one integer, got {value.dtype.name} values "
+                            f"{value.reshape(-1)[:8].tolist()}")
     return int(value.reshape(-1)[0])
 
 

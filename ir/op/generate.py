@@ -23,7 +23,8 @@ def tile_rel(args: Sequence[Type], attrs: Attrs) -> Type:
     rank = max(data.ndim, len(attrs.reps))
     shape = (1,) * (rank - data.ndim) + data.shape
     reps = (1,) * (rank - len(attrs.reps)) + attrs.reps
-    return TensorType([d * r if known(d) or r == 0 else (d if r == 1 else Any) for d, r in zip(shape, reps)], data.dtype)
+    dims = [d * r if known(d) or r == 0 else (d if r == 1 else Any) for d, r in zip(shape, reps)]
+    return TensorType(dims, data.dtype)
 
 
 def trilu_rel(args: Sequence[Type], attrs: Attrs) -> Type:

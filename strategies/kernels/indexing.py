@@ -98,8 +98,12 @@ def _arange(attrs: Attrs, start: np.ndarray, stop: np.ndarray, step: np.ndarray)
     """ONNX Range: max(ceil((stop - start) / step), 0) values from start, each the previous plus step."""
     start, stop, step = start.item(), stop.item(), step.item()
     if step == 0 or not all(map(math.isfinite, (start, stop, step))):
-        raise KernelError(f"arange: start, stop and step must be finite and step non-zero, got {start}, {stop}, {step}")
-    count = max(-((start - stop) // step) if isinstance(start + stop + step, int) else math.ceil((stop - start) / step), 0)
-    steps = np.full(count, step, dtype=attrs.dtype)
+        raise KernelError(f"arange: start, stop and step must be finite and step non-zero, got "
+                          f"{start}, {stop}, {step}")
+    if all(isinstance(v, int) for v in (start, stop, step)):
+        count = -((start - stop) // step)  # the ceiling of (stop - start) / step, exact for integers
+    else:
+        count = math.ceil((stop - start) / step)
+    steps = np.full(max(count, 0), step, dtype=attrs.dtype)
     steps[:1] = start
     return np.cumsum(steps, dtype=attrs.dtype)  # each value adds step to the one before, in the dtype

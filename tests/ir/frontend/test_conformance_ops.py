@@ -204,6 +204,12 @@ def test_top_k_values_and_indices():
     assert "topk" in ops_in(check(proto, {"x": x}))
 
 
+def test_top_k_before_opset_10_takes_k_as_an_attribute():
+    x = normal(3, 5)
+    proto = model([node("TopK", ["x"], ["v", "i"], k=2)], {"x": x}, {"v": "float32", "i": "int64"}, opset=9)
+    check(proto, {"x": x})
+
+
 @pytest.mark.parametrize("exclusive, reverse", [(0, 0), (1, 0), (0, 1), (1, 1)])
 @pytest.mark.parametrize("dtype", ["float32", "int32"])
 def test_cumsum(exclusive, reverse, dtype):
