@@ -9,10 +9,15 @@ ONNX Runtime's optimizer off) and a fixed intra-op thread count.
 
 Timing: every session is warmed up, then each of `rounds` rounds runs every workload once (a batch
 of runs at least `MIN_BATCH_US` long, averaged), so a change of load on the machine hits all
-workloads alike. The fixed cost of a session run (a one-element `Identity`, timed in the same
-rounds) is subtracted from each sample. One record per workload holds the samples; its median is
-the workload's latency. The record names the implementation `ORT_IMPLEMENTATION`, and its config
-says how it was measured (thread count, optimization level, ONNX Runtime version, overhead).
+workloads alike. With one intra-op thread ONNX Runtime computes on the calling thread, so the
+clock is that thread's CPU time (`timing_clock`): the latency on an idle machine, which foreign
+load on a shared one barely moves; with more threads it is wall-clock time. The fixed cost of a
+session run (a one-element `Identity`, timed in the same rounds, less the cost of one node in a
+graph: the slope of a chain of them) is subtracted from each sample, so a workload keeps the
+dispatch cost of its nodes, as it has in a whole model. One record per workload holds the
+samples; its median is the workload's latency. The record names the implementation
+`ORT_IMPLEMENTATION`, and its config says how it was measured (thread count, optimization level,
+clock, ONNX Runtime version, the overhead subtracted).
 """
 
 from __future__ import annotations
@@ -22,7 +27,7 @@ import math
 import os
 import statistics
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
 import numpy as np
@@ -35,7 +40,7 @@ from .records import ErrorCode, TuningRecord
 from .workload import Workload
 
 __all__ = ["ORT_IMPLEMENTATION", "GRAPH_OPTIMIZATION", "MIN_BATCH_US", "ort_session", "default_threads",
-           "workload_program", "time_workloads"]
+           "workload_program", "bound_run", "timing_clock", "time_workloads"]
 
 logger = logging.getLogger("strategies")
 
@@ -47,11 +52,18 @@ GRAPH_OPTIMIZATION = "disabled"
 MIN_BATCH_US = 500.0
 _MAX_BATCH = 1000
 _WARMUP_RUNS = 3
+_CHAIN = 33  # nodes of the chain whose slope is the cost of one node in a graph
 
 
 def default_threads() -> int:
     """The CPUs this process may run on: the intra-op thread count when none is given."""
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+
+
+def timing_clock(threads: int) -> tuple[str, Callable[[], float]]:
+    """The clock that times ONNX Runtime with `threads` intra-op threads, and its name: the calling
+    thread's CPU time for one thread (all work runs on it), else wall-clock time."""
+    return ("thread_cpu", time.thread_time) if threads == 1 else ("wall", time.perf_counter)
 
 
 def ort_session(model: Any, threads: int, optimization: str = GRAPH_OPTIMIZATION) -> Any:
@@ -76,16 +88,6 @@ def ort_session(model: Any, threads: int, optimization: str = GRAPH_OPTIMIZATION
     return ort.InferenceSession(data, options, providers=["CPUExecutionProvider"])
 
 
-def _random(ty: TensorType, rng: np.random.Generator) -> np.ndarray:
-    """Normal floats, small non-negative integers (valid indices), random bools."""
-    shape = ty.concrete_shape
-    if ty.dtype == "bool":
-        return rng.random(shape) < 0.5
-    if np.dtype(ty.dtype).kind in "iu":
-        return rng.integers(0, 2, size=shape).astype(ty.dtype)
-    return rng.standard_normal(shape).astype(ty.dtype)
-
-
 def workload_program(workload: Workload, constant: frozenset[int],
                      rng: np.random.Generator) -> tuple[Function, dict[str, np.ndarray]]:
     """A one-call function of `workload` and random values for its parameters.
@@ -93,6 +95,7 @@ def workload_program(workload: Workload, constant: frozenset[int],
     Inputs at the positions in `constant` are random constants; a tuple-typed input is a tuple of
     parameters (or constants), one per field.
     """
+    from .tuning import random_value  # tuning runs this module's timing: imported here, not at the top
     params: list[Var] = []
     feeds: dict[str, np.ndarray] = {}
 
@@ -100,7 +103,7 @@ def workload_program(workload: Workload, constant: frozenset[int],
         if isinstance(ty, TupleType):
             return Tuple([leaf(f"{name}_{i}", f, is_constant) for i, f in enumerate(ty.fields)])
         assert isinstance(ty, TensorType)
-        value = _random(ty, rng)
+        value = random_value(ty, rng)
         if is_constant:
             return Constant(value)
         params.append(Var(name, ty))
@@ -116,8 +119,9 @@ class _Timed:
     """One session under timing: a run of it, how many runs a batch makes, the per-run samples."""
 
     run: Callable[[], Any]
+    clock: Callable[[], float]
     batch: int = 1
-    samples: list[float] | None = None
+    samples: list[float] = field(default_factory=list)
 
     def calibrate(self) -> None:
         for _ in range(_WARMUP_RUNS):
@@ -126,16 +130,15 @@ class _Timed:
         self.run()
         once_us = (time.perf_counter() - start) * 1e6
         self.batch = max(1, min(_MAX_BATCH, math.ceil(MIN_BATCH_US / max(once_us, 1e-3))))
-        self.samples = []
 
     def sample(self) -> None:
-        start = time.perf_counter()
+        start = self.clock()
         for _ in range(self.batch):
             self.run()
-        self.samples.append((time.perf_counter() - start) * 1e6 / self.batch)
+        self.samples.append((self.clock() - start) * 1e6 / self.batch)
 
 
-def _bound_run(session: Any, feeds: dict[str, np.ndarray]) -> Callable[[], Any]:
+def bound_run(session: Any, feeds: dict[str, np.ndarray]) -> Callable[[], Any]:
     """A run of `session` on `feeds` bound once: no per-run conversion of inputs."""
     binding = session.io_binding()
     for name, value in feeds.items():
@@ -145,16 +148,16 @@ def _bound_run(session: Any, feeds: dict[str, np.ndarray]) -> Callable[[], Any]:
     return lambda: session.run_with_iobinding(binding)
 
 
-def _overhead_session(threads: int, optimization: str) -> _Timed:
-    """The fixed cost of a session run: a one-element `Identity`."""
-    import onnx
+def _identity_chain(nodes: int, threads: int, optimization: str, clock: Callable[[], float]) -> _Timed:
+    """A chain of `nodes` one-element `Identity` nodes: what running a session and its nodes costs."""
     from onnx import TensorProto, helper
-    info = [helper.make_tensor_value_info(n, TensorProto.FLOAT, [1]) for n in ("x", "y")]
-    graph = helper.make_graph([helper.make_node("Identity", ["x"], ["y"])], "overhead", info[:1], info[1:])
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)],
-                              ir_version=onnx.helper.find_min_ir_version_for([helper.make_opsetid("", 17)]))
-    session = ort_session(model, threads, optimization)
-    return _Timed(_bound_run(session, {"x": np.zeros(1, "float32")}))
+    names = ["x"] + [f"t{i}" for i in range(1, nodes + 1)]
+    info = [helper.make_tensor_value_info(n, TensorProto.FLOAT, [1]) for n in (names[0], names[-1])]
+    graph = helper.make_graph([helper.make_node("Identity", [a], [b]) for a, b in zip(names, names[1:])],
+                              "overhead", info[:1], info[1:])
+    opsets = [helper.make_opsetid("", 17)]
+    model = helper.make_model(graph, opset_imports=opsets, ir_version=helper.find_min_ir_version_for(opsets))
+    return _Timed(bound_run(ort_session(model, threads, optimization), {"x": np.zeros(1, "float32")}), clock)
 
 
 def time_workloads(items: Sequence[tuple[Workload, frozenset[int]]], target: str = "ort", rounds: int = 5,
@@ -173,29 +176,30 @@ def time_workloads(items: Sequence[tuple[Workload, frozenset[int]]], target: str
     threads = default_threads() if threads is None else threads
     if threads < 1:
         raise ValueError(f"threads must be >= 1, got {threads}")
+    clock_name, clock = timing_clock(threads)
     rng = np.random.default_rng(seed)
     timed: dict[int, _Timed] = {}
     failed: dict[int, str] = {}
     for i, (workload, constant) in enumerate(items):
         try:
             func, feeds = workload_program(workload, constant, rng)
-            with np.errstate(all="ignore"):
-                session = ort_session(to_onnx(func, contrib=True), threads, optimization)
-            timed[i] = _Timed(_bound_run(session, feeds))
+            session = ort_session(to_onnx(func, contrib=True), threads, optimization)
+            timed[i] = _Timed(bound_run(session, feeds), clock)
             timed[i].calibrate()
         except Exception as err:  # a workload ONNX Runtime cannot run is a measurement result, not a crash
             timed.pop(i, None)
             failed[i] = f"{type(err).__name__}: {err}"
             logger.info("tune: %s failed in ONNX Runtime: %s", workload.describe(), failed[i])
-    overhead = _overhead_session(threads, optimization)
-    overhead.calibrate()
+    one, chain = (_identity_chain(n, threads, optimization, clock) for n in (1, _CHAIN))
+    for entry in (one, chain):
+        entry.calibrate()
     for _ in range(rounds):
-        overhead.sample()
-        for entry in timed.values():
+        for entry in (one, chain, *timed.values()):
             entry.sample()
-    overhead_us = statistics.median(overhead.samples)
-    config = {"graph_optimization": optimization, "intra_op_threads": threads, "onnxruntime": ort.__version__,
-              "session_overhead_us": round(overhead_us, 3)}
+    one_us, chain_us = statistics.median(one.samples), statistics.median(chain.samples)
+    overhead_us = max(0.0, one_us - max(0.0, chain_us - one_us) / (_CHAIN - 1))
+    config = {"graph_optimization": optimization, "intra_op_threads": threads, "clock": clock_name,
+              "onnxruntime": ort.__version__, "session_overhead_us": round(overhead_us, 3)}
     now = time.time()
     records = []
     for i, (workload, _) in enumerate(items):

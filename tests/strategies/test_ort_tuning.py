@@ -46,7 +46,7 @@ def test_tuning_writes_one_valid_ort_record_per_workload(tmp_path):
     for record in records:
         assert record.target == "ort" and record.implementation == ORT_IMPLEMENTATION and record.ok
         assert len(record.costs_us) == 2 and all(c >= 0 for c in record.costs_us)
-        assert record.config["intra_op_threads"] == 1
+        assert record.config["intra_op_threads"] == 1 and record.config["clock"] == "thread_cpu"
         assert record.config["graph_optimization"] == GRAPH_OPTIMIZATION
         assert record.config["session_overhead_us"] >= 0 and record.config["onnxruntime"]
 
