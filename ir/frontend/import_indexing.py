@@ -68,8 +68,8 @@ def convert_scatter_nd(ctx: NodeContext) -> Expr:
 def convert_one_hot(ctx: NodeContext) -> Expr:
     indices, values = ctx.input(0), ctx.input(2)
     depth_value = ctx.static_input(1, "depth")
-    if depth_value.size != 1:
-        raise FrontendError(f"depth must be one number, got shape {list(depth_value.shape)}")
+    if depth_value.size != 1 or not np.isfinite(depth_value).all():
+        raise FrontendError(f"depth must be one finite number, got {depth_value.reshape(-1)[:8].tolist()}")
     depth = int(depth_value.reshape(-1)[0])
     value_type = ctx.type_of(values)
     if value_type.shape != (2,):

@@ -44,7 +44,7 @@ def arange_rel(args: Sequence[Type], attrs: Attrs) -> Type:
     return TensorType([Any], attrs.dtype)
 
 
-register_op("tile", ["data"], tile_rel, OpPattern.INJECTIVE,
+register_op("tile", ["data"], tile_rel, OpPattern.BROADCAST,
             attrs=[AttrField("reps", "ints", convert=_non_negative)],
             doc="data repeated reps[i] times along each axis (numpy's tile; ONNX Tile).")
 register_op("trilu", ["data"], trilu_rel, OpPattern.INJECTIVE,

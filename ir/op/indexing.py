@@ -1,4 +1,4 @@
-"""Ops that read or write a tensor at computed positions: gather, scatter_nd, one_hot.
+"""Ops that read or write a tensor at computed positions: gather, scatter_nd, one_hot (TVM's fusion kinds).
 
 They keep TVM's forms: `gather` is ONNX GatherElements (TVM's argument order aside: data, indices,
 then `axis`); `scatter_nd` takes its indices index-tuple first, [M, Y...] (ONNX puts the tuple
@@ -68,15 +68,14 @@ def one_hot_rel(args: Sequence[Type], attrs: Attrs) -> Type:
     return TensorType(indices.shape[:axis] + (attrs.depth,) + indices.shape[axis:], attrs.dtype)
 
 
-INJ = OpPattern.INJECTIVE
-register_op("gather", ["data", "indices"], gather_rel, INJ, attrs=[AttrField("axis", "int", 0)],
+register_op("gather", ["data", "indices"], gather_rel, OpPattern.INJECTIVE, attrs=[AttrField("axis", "int", 0)],
             doc="out[i..] = data[i.. with i[axis] replaced by indices[i..]]; a negative index counts from "
                 "the end (ONNX GatherElements).")
-register_op("scatter_nd", ["data", "indices", "updates"], scatter_nd_rel, INJ,
+register_op("scatter_nd", ["data", "indices", "updates"], scatter_nd_rel, OpPattern.OPAQUE,
             attrs=[AttrField("mode", "str", "update", choices=("update", "add"))],
             doc="data with data[indices[:, y..]] set to (or, mode 'add', increased by) updates[y..]; "
                 "indices [M, Y...] address the first M axes (ONNX ScatterND with indices moved last to first).")
-register_op("one_hot", ["indices", "on_value", "off_value"], one_hot_rel, INJ,
+register_op("one_hot", ["indices", "on_value", "off_value"], one_hot_rel, OpPattern.OUT_ELEMWISE_FUSABLE,
             attrs=[AttrField("depth", "int", convert=_positive), AttrField("axis", "int", -1),
                    AttrField("dtype", "dtype", "float32")],
             doc="on_value where the new `axis` position equals the index, off_value elsewhere (also for an "

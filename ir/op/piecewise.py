@@ -42,6 +42,8 @@ def numeric_unary_rel(args: Sequence[Type], attrs: Attrs) -> Type:
 
 def channel_vector(data: TensorType, vector: Type, axis: int, what: str) -> None:
     """Check that `vector` is 1-D along `axis` of `data`, in its dtype."""
+    if data.ndim == 0:
+        raise ShapeError(f"{what} runs along an axis of data, but data is a scalar")
     ax = normalize_axis(axis, data.ndim)
     vector = tensor(vector, what)
     if vector.ndim != 1 or not dims_match(vector.shape[0], data.shape[ax]):

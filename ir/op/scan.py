@@ -12,6 +12,12 @@ from .registry import AttrField, OpPattern, register_op
 from .shapes import known, normalize_axis, tensor
 
 
+def _axis_of(data: TensorType, axis: int) -> int:
+    if data.ndim == 0:
+        raise ShapeError(f"axis {axis} of a scalar: needs at least one axis")
+    return normalize_axis(axis, data.ndim)
+
+
 def _numeric(t: Type) -> TensorType:
     data = tensor(t, "data")
     if data.dtype == "bool":
@@ -24,21 +30,19 @@ def cumsum_rel(args: Sequence[Type], attrs: Attrs) -> Type:
     if attrs.axis is None:
         size = data.num_elements()
         return TensorType([Any if size is None else size], data.dtype)
-    normalize_axis(attrs.axis, data.ndim)
+    _axis_of(data, attrs.axis)
     return data
 
 
 def reverse_rel(args: Sequence[Type], attrs: Attrs) -> Type:
     data = tensor(args[0], "data")
-    normalize_axis(attrs.axis, data.ndim)
+    _axis_of(data, attrs.axis)
     return data
 
 
 def topk_rel(args: Sequence[Type], attrs: Attrs) -> Type:
     data = _numeric(args[0])
-    if data.ndim == 0:
-        raise ShapeError("needs at least one axis, got a scalar")
-    axis = normalize_axis(attrs.axis, data.ndim)
+    axis = _axis_of(data, attrs.axis)
     if attrs.dtype not in INDEX_DTYPES:
         raise ShapeError(f"the indices' dtype must be int32 or int64, got {attrs.dtype}")
     size = data.shape[axis]
