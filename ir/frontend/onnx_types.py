@@ -8,7 +8,7 @@ import numpy as np
 import onnx
 from onnx import TensorProto
 
-from ..types import Any, AnyDim, SizeVar, TensorType
+from ..types import Any, AnyDim, SizeVar, SymbolicDim, TensorType
 from .errors import FrontendError
 
 __all__ = ["dtype_of_elem", "elem_of_dtype", "tensor_type_of", "value_info", "array_of"]
@@ -67,8 +67,9 @@ def tensor_type_of(value: onnx.ValueInfoProto, shape: Sequence | None = None) ->
 
 
 def value_info(name: str, ty: TensorType) -> onnx.ValueInfoProto:
-    """An ONNX value info for a tensor type: `SizeVar` dims become `dim_param`, `Any` dims stay unset."""
-    dims = [d.name if isinstance(d, SizeVar) else (None if isinstance(d, AnyDim) else d) for d in ty.shape]
+    """An ONNX value info for a tensor type: a symbolic dim becomes a `dim_param` (its text, e.g.
+    `N` or `N*2048`), an `Any` dim stays unset."""
+    dims = [str(d) if isinstance(d, SymbolicDim) else (None if isinstance(d, AnyDim) else d) for d in ty.shape]
     return onnx.helper.make_tensor_value_info(name, elem_of_dtype(ty.dtype, name), dims)
 
 

@@ -107,9 +107,9 @@ def window_out_dim(size: Dim, kernel: int, pad_before: int, pad_after: int, stri
         raise ShapeError(f"{what}: kernel, stride and dilation must be >= 1, got {kernel}, {stride}, {dilation}")
     if pad_before < 0 or pad_after < 0:
         raise ShapeError(f"{what}: padding must not be negative, got {pad_before}, {pad_after}")
-    if not known(size):
-        return Any
     span = dilation * (kernel - 1) + 1
+    if not known(size):  # a symbolic size, assumed to fit the window, gives an expression in it
+        return (size + pad_before + pad_after - span) // stride + 1 if symbolic(size) and not ceil_mode else Any
     room = size + pad_before + pad_after - span
     if room < 0:
         raise ShapeError(f"{what}: kernel extent {span} is larger than the padded input {size + pad_before + pad_after}")
