@@ -18,6 +18,8 @@ from .export_context import EmitContext, Value, emits
 
 #: the first opset whose ScatterND takes `reduction`
 SCATTER_REDUCTION_OPSET = 16
+#: the first opset with `Trilu`
+TRILU_OPSET = 14
 
 
 def _int64(ctx: EmitContext, value: str, expr) -> str:
@@ -111,7 +113,14 @@ def emit_tile(ctx: EmitContext, call: Call, args: Sequence[Value]) -> Value:
 
 @emits("trilu")
 def emit_trilu(ctx: EmitContext, call: Call, args: Sequence[Value]) -> Value:
-    return ctx.node("Trilu", [args[0], ctx.const(np.int64(call.attrs.k))], upper=int(call.attrs.upper))
+    """Trilu since opset 14; before, `Where` over a constant mask of the (static) last two axes."""
+    attrs, ty = call.attrs, ctx.type_of(call)
+    if ctx.opset >= TRILU_OPSET:
+        return ctx.node("Trilu", [args[0], ctx.const(np.int64(attrs.k))], upper=int(attrs.upper))
+    rows, cols = ctx.static_shape(call, f"trilu before opset {TRILU_OPSET} (a constant mask)")[-2:]
+    offset = np.arange(cols)[None, :] - np.arange(rows)[:, None]
+    keep = offset >= attrs.k if attrs.upper else offset <= attrs.k
+    return ctx.node("Where", [ctx.const(keep), args[0], ctx.const(np.zeros((), ty.dtype))])
 
 
 @emits("arange")

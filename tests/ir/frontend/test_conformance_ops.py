@@ -261,6 +261,12 @@ def test_floor_mod_of_floats_exports(opset):
     export_check(relay.floor_mod, {"a": a, "b": b}, opset)
 
 
+@pytest.mark.parametrize("upper, k", [(True, 1), (False, -1), (True, -2)])
+def test_trilu_before_opset_14_exports_a_mask(upper, k):
+    proto = export_check(lambda x: relay.trilu(x, k, upper), {"x": normal(2, 3, 4)}, opset=13)
+    assert "Trilu" not in {n.op_type for n in proto.graph.node}
+
+
 def test_scatter_nd_add_needs_opset_16():
     with pytest.raises(FrontendError, match="needs opset 16"):
         export_check(lambda d, i, u: relay.scatter_nd(d, i, u, mode="add"),
