@@ -4,19 +4,21 @@
 |------------|-----------------------------------------------------------------------|
 | `simplify` | idempotence, cancellation (transpose, reshape, negation), x + (-0.0), x * 1 |
 | `algebra`  | axioms: x / c, powers and roots, rsqrt forms, a + (-b), max/min as relu/clip, scalar factors |
+| `layout-commute` | element-wise ops commute with transpose and reshape, so layout pairs meet and cancel |
 | `commute`  | commutativity of add and multiply (one swapped twin per node: bounded)  |
-| `idioms`   | layer norm, RMS norm, exact GELU, SiLU, hard sigmoid/swish, softmax, matmul as dense, conv scale/shift |
+| `idioms`   | layer norm, RMS norm, exact GELU, SiLU, hard sigmoid/swish, softmax, matmul as dense, conv scale/shift, attention |
 | `folding`  | inference batch norm into an affine map, or into the preceding conv2d |
 | `fusion`   | conv/dense + bias + activation, bias + gelu, add + layer norm, scaled matmul; bias_add as add |
 | `merge`    | two conv2d / dense sharing an input become one wider op and a split   |
 | `ac`       | commute + associativity of add and multiply (grows without bound)     |
-| `default`  | simplify + algebra + commute + idioms + folding + fusion + merge      |
+| `default`  | simplify + algebra + layout-commute + commute + idioms + folding + fusion + merge |
 | `all`      | default + associativity                                               |
 
 Families recognised by `default` (each from any spelling the axioms relate): LayerNorm (with or
 without affine parts, + residual as SkipLayerNorm), RMSNorm, exact GELU (+ bias as BiasGelu),
 SiLU, HardSigmoid, HardSwish, ReLU6 (clip), stable softmax, linear layers (MatMul with a constant
-or transposed weight + bias, + activation), conv + batch norm (as an op or as Mul/Add) + activation.
+or transposed weight + bias, + activation), conv + batch norm (as an op or as Mul/Add) + activation,
+scaled dot-product attention.
 """
 
 from __future__ import annotations
@@ -33,15 +35,16 @@ from .algebra import ALGEBRA
 from .folding import FOLDING
 from .fusion import FUSION
 from .idioms import IDIOMS
+from .layout_commute import LAYOUT_COMMUTE
 from .merge import MERGE
 from .simplify import SIMPLIFY
 
-__all__ = ["FAMILIES", "RULESETS", "resolve_rules", "AC", "ALGEBRA", "COMMUTE", "FOLDING", "FUSION", "IDIOMS", "MERGE",
-           "SIMPLIFY"]
+__all__ = ["FAMILIES", "RULESETS", "resolve_rules", "AC", "ALGEBRA", "COMMUTE", "FOLDING", "FUSION", "IDIOMS",
+           "LAYOUT_COMMUTE", "MERGE", "SIMPLIFY"]
 
-_DEFAULT = ruleset("default", [*SIMPLIFY, *ALGEBRA, *COMMUTE, *IDIOMS, *FOLDING, *FUSION, *MERGE])
+_DEFAULT = ruleset("default", [*SIMPLIFY, *ALGEBRA, *LAYOUT_COMMUTE, *COMMUTE, *IDIOMS, *FOLDING, *FUSION, *MERGE])
 RULESETS: dict[str, RuleSet] = {
-    "simplify": SIMPLIFY, "algebra": ALGEBRA, "commute": COMMUTE, "idioms": IDIOMS, "folding": FOLDING,
+    "simplify": SIMPLIFY, "algebra": ALGEBRA, "layout-commute": LAYOUT_COMMUTE, "commute": COMMUTE, "idioms": IDIOMS, "folding": FOLDING,
     "fusion": FUSION, "merge": MERGE, "ac": AC,
     "default": _DEFAULT, "all": ruleset("all", [*_DEFAULT, *(r for r in AC if r.name not in COMMUTE.names)]),
 }

@@ -1,0 +1,72 @@
+"""Element-wise ops commute with layout ops, so that transposes and reshapes on either side of
+them meet and cancel (`transpose-compose`, `transpose-identity`, `reshape-compose` in
+`simplify.py`).
+
+    f(transpose(x, p))                    -> transpose(f(x), p)      for element-wise f
+    f(reshape(x, s))                      -> reshape(f(x), s)
+    g(transpose(a, p), transpose(b, p))   -> transpose(g(a, b), p)   for a binary g, a and b of one shape
+
+An exporter that works in NHWC around an NCHW op writes `Transpose -> Relu -> Transpose`; after
+these rules the two transposes compose to the identity. Every rule is exact: an element-wise op
+computes each element alone, wherever the layout put it.
+"""
+
+from __future__ import annotations
+
+from ir import Expr, relay
+from ir.op.registry import make_call
+
+from ..match import Match
+from ..pattern import call, pvars
+from ..rule import Rewrite, rule, ruleset
+
+__all__ = ["LAYOUT_COMMUTE", "UNARY_ELEMENTWISE", "BINARY_ELEMENTWISE"]
+
+x, a, b = pvars("x a b")
+
+#: element-wise ops of one input whose attributes are scalars (no axis)
+UNARY_ELEMENTWISE = ("abs", "ceil", "clip", "erf", "exp", "floor", "log", "negative", "round", "rsqrt", "sigmoid",
+                     "sqrt", "tanh", "nn.relu", "nn.leaky_relu", "nn.gelu", "nn.silu", "nn.hard_sigmoid",
+                     "nn.hard_swish", "nn.quick_gelu")
+#: element-wise ops of two inputs (same shapes are required, so no broadcasting is moved)
+BINARY_ELEMENTWISE = ("add", "subtract", "multiply", "divide", "maximum", "minimum")
+
+_EXAMPLE_ATTRS = {"clip": {"a_min": -1.0, "a_max": 1.0}}
+
+
+def _unary(op: str, arg: Expr) -> Expr:
+    return make_call(op, [arg], _EXAMPLE_ATTRS.get(op, {}))
+
+
+def _x(*shape: int, name: str = "x") -> Expr:
+    return relay.var(name, shape=shape)
+
+
+def _through(op: str, layout: str) -> Rewrite:
+    inner = call(layout, x, bind_attrs="l")
+    return rule(f"{op}-through-{layout}", call(op, inner, bind_attrs="f"),
+                call(layout, call(op, x, attrs_from="f"), attrs_from="l"),
+                example=lambda: _unary(op, relay.transpose(_x(2, 3), (1, 0)) if layout == "transpose"
+                                       else relay.reshape(_x(2, 3), (3, 2))),
+                near_miss=lambda: _unary(op, relay.expand_dims(_x(2, 3), 0)))
+
+
+def _same_layout(m: Match) -> bool:
+    return m["t1"].axes == m["t2"].axes and m.type("a") == m.type("b")
+
+
+def _binary(op: str) -> Rewrite:
+    def pair(axes_b: tuple[int, ...], shape_b: tuple[int, ...] = (2, 3)) -> Expr:
+        return make_call(op, [relay.transpose(_x(2, 3, name="a"), (1, 0)),
+                              relay.transpose(_x(*shape_b, name="b"), axes_b)], {})
+    return rule(f"{op}-through-transpose",
+                call(op, call("transpose", a, bind_attrs="t1"), call("transpose", b, bind_attrs="t2")),
+                call("transpose", call(op, a, b), attrs_from="t1"), when=_same_layout,
+                example=lambda: pair((1, 0)),
+                near_miss=lambda: pair((0, 1), (3, 2)))
+
+
+LAYOUT_COMMUTE = ruleset("layout-commute", [
+    *(_through(op, layout) for op in UNARY_ELEMENTWISE for layout in ("transpose", "reshape")),
+    *(_binary(op) for op in BINARY_ELEMENTWISE),
+])
