@@ -44,8 +44,8 @@ __all__ = ["FAMILIES", "RULESETS", "resolve_rules", "AC", "ALGEBRA", "COMMUTE", 
 
 _DEFAULT = ruleset("default", [*SIMPLIFY, *ALGEBRA, *LAYOUT_COMMUTE, *COMMUTE, *IDIOMS, *FOLDING, *FUSION, *MERGE])
 RULESETS: dict[str, RuleSet] = {
-    "simplify": SIMPLIFY, "algebra": ALGEBRA, "layout-commute": LAYOUT_COMMUTE, "commute": COMMUTE, "idioms": IDIOMS, "folding": FOLDING,
-    "fusion": FUSION, "merge": MERGE, "ac": AC,
+    "simplify": SIMPLIFY, "algebra": ALGEBRA, "layout-commute": LAYOUT_COMMUTE, "commute": COMMUTE,
+    "idioms": IDIOMS, "folding": FOLDING, "fusion": FUSION, "merge": MERGE, "ac": AC,
     "default": _DEFAULT, "all": ruleset("all", [*_DEFAULT, *(r for r in AC if r.name not in COMMUTE.names)]),
 }
 
