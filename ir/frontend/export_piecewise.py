@@ -1,20 +1,23 @@
 """Emitters of the piecewise activations and instance normalization (`ir.op.piecewise`).
 
-ONNX Runtime runs `Elu` and `Selu` only in float16/float32 and `Celu` only in float32; other dtypes
-get the formula, in the graph's dtype.
+ONNX Runtime runs `Elu`, `Selu` and `InstanceNormalization` only in float16/float32 and `Celu` only in
+float32; other dtypes get the formula, in the graph's dtype.
 """
 
 from __future__ import annotations
 
 from typing import Sequence
 
-from ..expr import Call
+import numpy as np
+
+from ..expr import Call, Constant
 from ..op.shapes import normalize_axis
 from .export_context import EmitContext, Value, emits
 from .export_tensor import reduce
 
 #: the dtypes ONNX Runtime has a kernel for, per op
-_ORT_DTYPES = {"Elu": ("float16", "float32"), "Selu": ("float16", "float32"), "Celu": ("float32",)}
+_ORT_DTYPES = {"Elu": ("float16", "float32"), "Selu": ("float16", "float32"), "Celu": ("float32",),
+               "InstanceNormalization": ("float16", "float32")}
 
 
 def _elu_formula(ctx: EmitContext, data: str, alpha: float, dtype: str) -> str:
@@ -56,16 +59,21 @@ def emit_prelu(ctx: EmitContext, call: Call, args: Sequence[Value]) -> Value:
     """PRelu with the per-channel slope shaped [C, 1, ...] (ONNX broadcasts the slope from the right)."""
     ndim = ctx.type_of(call).ndim
     axis = normalize_axis(call.attrs.axis, ndim)
-    slope = args[1] if axis == ndim - 1 else ctx.node("Reshape", [args[1], ctx.ints(channel_shape(-1, axis, ndim))])
+    shape = channel_shape(-1, axis, ndim)
+    if isinstance(call.args[1], Constant):
+        slope = ctx.const(np.asarray(call.args[1].data).reshape(shape))
+    else:
+        slope = args[1] if axis == ndim - 1 else ctx.node("Reshape", [args[1], ctx.ints(shape)])
     return ctx.node("PRelu", [args[0], slope])
 
 
 @emits("nn.instance_norm")
 def emit_instance_norm(ctx: EmitContext, call: Call, args: Sequence[Value]) -> Value:
-    """InstanceNormalization for channels at axis 1 with scale and shift; the formula otherwise."""
+    """InstanceNormalization for channels at axis 1 with scale and shift in the dtypes ONNX Runtime runs it
+    in; the formula otherwise."""
     attrs, ty = call.attrs, ctx.type_of(call)
     axis = normalize_axis(attrs.axis, ty.ndim)
-    if axis == 1 and attrs.center and attrs.scale:
+    if axis == 1 and attrs.center and attrs.scale and ty.dtype in _ORT_DTYPES["InstanceNormalization"]:
         return ctx.node("InstanceNormalization", args, epsilon=attrs.epsilon)
     data, gamma, beta = args
     spatial = [i for i in range(1, ty.ndim) if i != axis]
