@@ -143,10 +143,14 @@ def _normalize(g: _Graph, x: str, variance: str, rstd: str) -> str:
 
 
 def _decomposed_layernorm(x: str, g: _Graph, size: Size, *, square: str = "pow", rstd: str = "div",
-                          affine: bool = True, gamma_first: bool = False) -> str:
-    """mean, centre, variance, normalize, then gamma and beta (PyTorch's export before opset 17)."""
-    centered = g.op("Sub", x, _mean(g, x))
-    out = _normalize(g, centered, _mean(g, _square(g, centered, square)), rstd)
+                          affine: bool = True, gamma_first: bool = False, moments: bool = False) -> str:
+    """mean, centre, variance, normalize, then gamma and beta (PyTorch's export before opset 17);
+    with `moments`, the variance as mean(x^2) - mean(x)^2 (hand-written and fused-statistics kernels)."""
+    mean = _mean(g, x)
+    centered = g.op("Sub", x, mean)
+    variance = (g.op("Sub", _mean(g, _square(g, x, square)), g.op("Mul", mean, mean)) if moments
+                else _mean(g, _square(g, centered, square)))
+    out = _normalize(g, centered, variance, rstd)
     if not affine:
         return out
     gamma, beta = (g.weight(w) for w in _norm_weights(size))
@@ -452,6 +456,7 @@ FAMILIES: dict[str, Family] = {f.name: f for f in [
         "pow_rsqrt": _tokens_builder(_decomposed_layernorm, rstd="pow"),
         "gamma_first": _tokens_builder(_decomposed_layernorm, gamma_first=True),
         "keras": _tokens_builder(_keras_layernorm),
+        "moments": _tokens_builder(_decomposed_layernorm, square="mul", moments=True),
         "torch_export": _torch_export(_torch_layernorm, _tokens, opset=14),
     }, frozenset({"nn.layer_norm"})),
     Family("layernorm_no_affine", _tokens_builder(_layernorm_op, affine=False), {

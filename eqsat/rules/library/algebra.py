@@ -9,7 +9,8 @@ and two such factors fold into one; `a * (1 / b)` is `a / b`, `a / (1 + exp(-x))
 `a * sigmoid(x)`, and a common factor comes out of a difference (`a*s - b*s = (a - b)*s`, after
 `a + (b - x)` is regrouped as `(a - x) + b`), with constant factors grouped last; a constant
 scale distributes over a constant shift (`(a + c1) * c2 = a * c2 + c1 * c2`) and constant
-addends fold, so a scale reaches the op before a bias. Commutativity of add and multiply lives in `ac.py` (`COMMUTE`, bounded: one
+addends fold, so a scale reaches the op before a bias. The variance written as
+`mean(x*x) - mean(x)^2` is the centred `mean((x - mean(x))^2)` (which does not cancel). Commutativity of add and multiply lives in `ac.py` (`COMMUTE`, bounded: one
 swapped twin per node).
 
 Each rule states its dtypes and value preconditions. Rules that change float rounding (but never
@@ -153,6 +154,19 @@ def _distributed(m: Match) -> Expr:
     return make_call("add", [scaled, const((c1 * c2).astype(np.result_type(c1, c2)))])
 
 
+def _same_means(m: Match) -> bool:
+    """The three means reduce the same axes of `x`, keeping them (so the difference broadcasts back)."""
+    first = m["m1"]
+    return first.keepdims and all(m[n] == first for n in ("m2", "m3"))
+
+
+def _moments_variance(axis: tuple[int, ...] = (-1,), keepdims: bool = True) -> Expr:
+    """mean(x * x) - mean(x) * mean(x) over `axis`."""
+    x = _v(2, 8)
+    mean = relay.mean(x, axis, keepdims)
+    return relay.subtract(relay.mean(relay.multiply(x, x), axis, keepdims), relay.multiply(mean, mean))
+
+
 def _logistic(x: Expr, one: float) -> Expr:
     """x / (one + exp(-x)): x * sigmoid(x) written with exp when `one` is 1."""
     return relay.divide(x, relay.add(relay.exp(relay.negative(x)), _c(one)))
@@ -223,6 +237,14 @@ ALGEBRA = ruleset("algebra", [
          _constant_sum, dtypes="float", exact=False,
          example=lambda: relay.add(relay.add(_v(2, 3, 4), _c(np.ones((3, 1)))), _c(np.full((3, 1), 0.5))),
          near_miss=lambda: relay.add(relay.add(_v(2, 3, 4), _v(3, 1, name="b")), _c(np.full((3, 1), 0.5)))),
+    # -- the variance two ways: to the form that does not cancel ----------------------------------
+    rule("variance-centered",
+         call("subtract", call("mean", call("multiply", x, x), bind_attrs="m1"),
+              call("multiply", call("mean", x, bind_attrs="m2"), call("mean", x, bind_attrs="m3"))),
+         call("mean", call("multiply", call("subtract", x, call("mean", x, attrs_from="m2")),
+                           call("subtract", x, call("mean", x, attrs_from="m2"))), attrs_from="m1"),
+         when=_same_means, dtypes="float", exact=False,
+         example=_moments_variance, near_miss=lambda: _moments_variance(keepdims=False)),
     # -- signs ---------------------------------------------------------------------------------
     rule("add-negative",         call("add", a, call("negative", b)),              call("subtract", a, b),
          example=lambda: relay.add(_v(2, 3, name="a"), relay.negative(_v(3, name="b"))),
