@@ -11,7 +11,7 @@ from typing import Sequence
 
 import numpy as np
 
-from ..expr import Call, Constant
+from ..expr import Call, Constant, Expr
 from ..op.shapes import known, normalize_axis
 from .errors import FrontendError
 from .export_context import EmitContext, Value, emits
@@ -22,7 +22,8 @@ SCATTER_REDUCTION_OPSET = 16
 TRILU_OPSET = 14
 
 
-def _int64(ctx: EmitContext, value: str, expr) -> str:
+def _int64(ctx: EmitContext, value: str, expr: Expr) -> str:
+    """`value` (of IR `expr`) as int64, the only index type some ONNX ops take."""
     return value if ctx.type_of(expr).dtype == "int64" else ctx.node("Cast", [value], to=ctx.elem("int64"))
 
 
@@ -55,15 +56,15 @@ def emit_one_hot(ctx: EmitContext, call: Call, args: Sequence[Value]) -> Value:
     index_expr, attrs = call.args[0], call.attrs
     ndim = ctx.type_of(index_expr).ndim
     axis = normalize_axis(attrs.axis, ndim + 1)
-    indices = _int64(ctx, indices, index_expr)
     if attrs.dtype not in _ORT_ONE_HOT_DTYPES:
         positions = np.arange(attrs.depth, dtype="int64").reshape([attrs.depth] + [1] * (ndim - axis))
-        hit = ctx.node("Equal", [ctx.node("Unsqueeze", [indices, ctx.ints([axis])]), ctx.const(positions)])
-        return ctx.node("Where", [hit, on_value, off_value])
+        column = ctx.node("Unsqueeze", [_int64(ctx, indices, index_expr), ctx.ints([axis])])
+        return ctx.node("Where", [ctx.node("Equal", [column, ctx.const(positions)]), on_value, off_value])
     if isinstance(index_expr, Constant):
         values = np.asarray(index_expr.data)
         indices = ctx.const(np.where(values < 0, attrs.depth, values).astype("int64"))
     else:
+        indices = _int64(ctx, indices, index_expr)
         negative = ctx.node("Less", [indices, ctx.const(np.int64(0))])
         indices = ctx.node("Where", [negative, ctx.const(np.int64(attrs.depth)), indices])
     pair = ctx.node("Concat", [ctx.node("Reshape", [v, ctx.ints([1])]) for v in (off_value, on_value)], axis=0)
