@@ -6,13 +6,16 @@
                          limits=eqsat.Limits(iterations=30, nodes=50_000, seconds=10), extractor="greedy")
     print(res.summary())                 # stop reason, sizes, cost before -> after (µs), op changes, check
     print(res.explain())                 # per rule and fused op: cost before -> after, implementation
+    print(res.astext())                  # the program, each rule-made node with its rule chain
+    print(eqsat.why_not(res, "conv-bias-relu", "%12"))   # why a rule did not rewrite a node
     res.mod, res.report.stop_reason, res.cost_before, res.cost_after
     print(eqsat.compare(mod, params, targets=["cpu", "cuda"], extractors=["greedy", "ilp"]))
 
 Layers, bottom up: `egraph` (terms, the egglog backend, lowering and lifting, a plain-data view),
 `rules` (declarative rewrites, dataflow patterns and callbacks as rules, the rule library),
 `runner` (saturation with limits, back-off scheduling, reports), `extract` (tree, greedy DAG and
-ILP extractors over one cost interface), then `optimize`, `compare` and the `cli`.
+ILP extractors over one cost interface), then `optimize`, `compare`, `provenance` (which rules
+made each extracted node), `why` (why a rule did not rewrite a node) and the `cli`.
 """
 
 from __future__ import annotations
@@ -37,6 +40,7 @@ from .runner import prove, run_schedule, saturate
 from .scheduler import BackoffScheduler, SimpleScheduler
 from .verify import Verification, verify
 from .visualize import Neighbourhood, describe_eclass, eclasses_with_op, neighbourhood, render, to_dot, to_networkx
+from .why import WHY_CAUSES, WhyNot, why_not
 
 __all__ = [
     "optimize", "Optimized", "compare", "Comparison", "Candidate", "Limits", "StopReason", "Report", "IterationRow",
@@ -49,4 +53,5 @@ __all__ = [
     "EqsatError", "LoweringError", "RuleError", "PatternCompileError", "ExtractionError", "VerificationError",
     "Verification", "verify", "Change", "lift_params",
     "Neighbourhood", "neighbourhood", "to_networkx", "to_dot", "describe_eclass", "eclasses_with_op", "render",
+    "why_not", "WhyNot", "WHY_CAUSES",
 ]

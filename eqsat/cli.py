@@ -6,6 +6,7 @@
     eqsat tune resnet50 --small --log tuning.jsonl --trials 8 [--optimized]
     eqsat tune resnet50 --target ort --candidates --log ort.jsonl --repeat 5 --threads 2
     eqsat show resnet50 --small --op nn.conv2d_bias_act --depth 2 --max-nodes 30 --dot view.dot
+    eqsat why bert --small --rule dense-bias-tanh --node %86 [--pattern my_pattern.py]
     eqsat rules [SET]
     eqsat models
 
@@ -22,12 +23,15 @@ import contextlib
 import json
 import math
 import os
+import runpy
 import sys
 from pathlib import Path
 from typing import Callable, NoReturn, Sequence
 
 import ir
 import strategies
+from ir.dataflow_pattern import DFPattern
+from ir.printer import node_names
 from strategies.devices import require_device
 from strategies.records import read_log
 from strategies.executor import prepare_program
@@ -45,6 +49,7 @@ from .optimize import DEFAULT_TRIALS, cost_model, optimize, saturate_program
 from .report import IterationRow
 from .rules.library import FAMILIES, RULESETS, RuleSet, resolve_rules
 from .visualize import DIRECTIONS, describe_eclass, eclasses_with_op, neighbourhood, render, to_dot
+from .why import find_rule, why_not
 
 __all__ = ["main", "build_parser"]
 
@@ -325,6 +330,53 @@ def _cmd_show(args: argparse.Namespace) -> int:
     return 0
 
 
+def _rule_name(text: str) -> str:
+    """An argparse type: the name of a library rule."""
+    try:
+        return find_rule(text).name
+    except EqsatError as err:
+        raise argparse.ArgumentTypeError(str(err)) from None
+
+
+def _node_name(text: str) -> str:
+    """An argparse type: a node as the program prints it: `%12` (or `12`) or a variable `%x`."""
+    name = text if text.startswith("%") else f"%{text}"
+    if len(name) < 2:
+        raise argparse.ArgumentTypeError(f"expected a node such as %12 or %x, got {text!r}")
+    return name
+
+
+def _load_pattern(path: str) -> DFPattern:
+    """The `pattern` a Python file defines; a file that fails to run or defines none is a `UsageError`."""
+    try:
+        namespace = runpy.run_path(path)
+    except Exception as err:  # the user's file: any error it raises is theirs to fix
+        raise UsageError(f"cannot run {path}: {type(err).__name__}: {err}") from err
+    pattern = namespace.get("pattern")
+    if not isinstance(pattern, DFPattern):
+        found = "no `pattern`" if pattern is None else f"`pattern` as a {type(pattern).__name__}"
+        raise UsageError(f"{path} must define `pattern`, a dataflow pattern (from ir.dataflow_pattern import *); "
+                         f"it defines {found}")
+    return pattern
+
+
+def _cmd_why(args: argparse.Namespace) -> int:
+    mod, params = _load(args.model, args.small)
+    printed = {*node_names(mod).values(), "%result"}
+    if args.node not in printed:
+        numbered = sorted(int(n[1:]) for n in printed if n[1:].isdigit())
+        raise UsageError(f"{args.model} has no node {args.node}; as `print(mod)` shows the program, its nodes are "
+                         f"%0 to %{numbered[-1] if numbered else 0}, its variables, and %result (the value returned)")
+    what = _load_pattern(args.pattern) if args.pattern else args.rule
+    line = next((t.strip() for t in mod.astext(show_types=False).splitlines()
+                 if t.strip().startswith(f"{args.node} = ")), args.node)
+    sat = saturate_program(mod, params, rules=args.rules, limits=_limits(args), progress=_progress(args.quiet))
+    print(sat.report.summary())
+    print(f"node {line.rstrip(';')}")
+    print(why_not(sat, what, args.node))
+    return 0
+
+
 def _cmd_rules(args: argparse.Namespace) -> int:
     names = [args.set] if args.set else sorted(RULESETS)
     for name in names:
@@ -451,6 +503,16 @@ def build_parser() -> argparse.ArgumentParser:
     show.add_argument("--render", type=_output_file,
                       help="draw the view to this .svg/.png file (needs Graphviz's dot program)")
     show.set_defaults(run=_cmd_show)
+
+    why = command("why", "why a rule (or a dataflow pattern) did not rewrite a node of the program")
+    program_args(why)
+    what = why.add_mutually_exclusive_group(required=True)
+    what.add_argument("--rule", type=_rule_name, help="a library rule's name (see `eqsat rules`)")
+    what.add_argument("--pattern", type=_existing_file,
+                      help="a Python file defining `pattern`, a dataflow pattern (ir.dataflow_pattern)")
+    why.add_argument("--node", type=_node_name, required=True,
+                     help="the node, as the input program prints it: %%12 (or 12), a variable %%x, or %%result")
+    why.set_defaults(run=_cmd_why)
 
     rules = command("rules", "list the rule sets and their rules")
     rules.add_argument("set", nargs="?", help="one rule set")

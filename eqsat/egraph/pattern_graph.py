@@ -5,8 +5,9 @@ are placeholder variables standing for the child classes (`value_of` maps them b
 (variables, constants, inner functions) are their own IR objects. With `before`, only e-nodes
 made before that handle count, which is how provenance looks at the e-graph as a rule saw it.
 
-Dominator post-dominance depends on which users the extracted program keeps, so this graph
-never reports an escaping consumer (`escape` is None); the local part (paths) is walked as usual.
+Dominator post-dominance depends on which users the extracted program keeps; given the lowered
+`program` (`EGraph.program_nodes`), `escape` decides it there, as `rules.callback.find_matches`
+does, and otherwise reports nothing.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from __future__ import annotations
 from typing import Any, Mapping, Sequence
 
 from ir import Call, Expr, If, Let, Tuple, TupleGetItem, Var, get_op
+from ir.dataflow_pattern.explain import ExprGraph
 from ir.types import Type
 
 from .egraph import build_node
@@ -26,8 +28,10 @@ __all__ = ["EGraphForms"]
 class EGraphForms:
     """The classes of `view` as pattern-walk values (see the module docstring)."""
 
-    def __init__(self, view: EGraphView, names: Mapping[ClassId, str] | None = None, before: int | None = None):
+    def __init__(self, view: EGraphView, names: Mapping[ClassId, str] | None = None, before: int | None = None,
+                 program: tuple[Expr, Mapping[ClassId, list[Expr]]] | None = None):
         self.view = view
+        self.program = program
         self.names = names or {}
         """class -> the name of its node in the input program (`%5`), for messages."""
         self.before = before
@@ -117,12 +121,26 @@ class EGraphForms:
             return tuple(self.value_of(k) for k in (form.cond, form.true_branch, form.false_branch))
         return ()
 
-    def escape(self, child: Any, parent: Any, region: Sequence[Any]) -> None:
-        return None
+    def escape(self, child: Any, parent: Any, region: Sequence[Any]) -> tuple[Any, Any] | None:
+        if self.program is None:
+            return None
+        root, by_class = self.program
+        graph = ExprGraph(root)
+        class_of = {id(n): c for c, nodes in by_class.items() for n in nodes}
+        inside = [n for c in region for n in by_class.get(c, ())]
+        found = None
+        for c in by_class.get(child, ()):
+            for p in by_class.get(parent, ()):
+                escaped = graph.escape(c, p, [p, *inside])
+                if escaped is None:
+                    return None
+                found = found or escaped
+        if found is None:
+            return None
+        return tuple(class_of.get(id(n), n) for n in found)
 
     def describe(self, value: Any) -> str:
         if isinstance(value, Expr):
-            from ir.dataflow_pattern.explain import ExprGraph
             return ExprGraph(value).describe(value)
         name = self.names.get(value)
         return f"e-class {value}" + (f" ({name} in the input)" if name else "")

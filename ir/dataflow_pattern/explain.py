@@ -18,7 +18,7 @@ value is an e-class whose forms are its e-nodes (`eqsat.why`).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Protocol, Sequence
 
 from ..expr import Call, Constant, Expr, Function, If, Let, Tuple, TupleGetItem, Var
@@ -90,12 +90,14 @@ class Miss:
     options: tuple["Miss", ...] = ()
     because: "Miss | None" = None
     """the sub-pattern failure behind this one (a dominator path node: why it is not on the path)."""
+    progress: int = 0
+    """as an option: how many sub-patterns matched during this attempt before it failed."""
 
     def first_failure(self) -> "Miss":
-        """The leaf failure of the option that got deepest into the pattern (the first on ties)."""
+        """The leaf failure of the option that got furthest (most sub-patterns matched; the first on ties)."""
         miss = self
         while miss.options:
-            miss = max(miss.options, key=lambda m: m.first_failure().depth)
+            miss = max(miss.options, key=lambda m: m.progress)
         return miss
 
 
@@ -190,6 +192,12 @@ class Explainer:
         self.matched: list[tuple[DFPattern, Any]] = []
         """every (sub-pattern, value) that matched during the walk, in order."""
 
+    def _attempt(self, run: Callable[[], Miss | None]) -> Miss | None:
+        """`run()`, its miss marked with how far it got (an option among others)."""
+        before = len(self.matched)
+        miss = run()
+        return None if miss is None else replace(miss, progress=len(self.matched) - before)
+
     @staticmethod
     def _miss(p: DFPattern, value: Any, cause: str, reason: str, depth: int, options: tuple[Miss, ...] = (),
               because: Miss | None = None) -> Miss:
@@ -201,7 +209,7 @@ class Explainer:
             return self._same(p, value, depth)
         misses = []
         for form in self.graph.forms(value):
-            miss = self.visit_form(p, value, form, depth)
+            miss = self._attempt(lambda: self.visit_form(p, value, form, depth))
             if miss is None:
                 return None
             misses.append(miss)
@@ -281,20 +289,20 @@ class Explainer:
         if not isinstance(form, Call):
             return self._kind_miss(p, value, form, "a call", depth)
         miss = self.visit(p.op, form.op if isinstance(form.op, Op) else self.graph.value_of(form.op), depth + 1)
-        if miss is not None:
-            return miss
+        if miss is not None:  # a wrong op is the call's failure: name the call, not the op
+            return self._miss(p, value, miss.cause, miss.reason, depth) if miss.cause == "op" else miss
         if p.args is None:
             return None
         if len(p.args) != len(form.args):
             return self._miss(p, value, "arity", f"{self.graph.describe(value)} has {len(form.args)} argument(s), "
                               f"the pattern {len(p.args)}", depth)
         mark = len(self._bound)
-        miss = self._operands(p.args, form.args, depth)
+        miss = self._attempt(lambda: self._operands(p.args, form.args, depth))
         op = p.op.expr.name if isinstance(p.op, ExprPattern) and isinstance(p.op.expr, Op) else None
         if miss is None or op not in _COMMUTATIVE or len(p.args) != 2:
             return miss
         self._unwind(mark)
-        swapped = self._operands(p.args[::-1], form.args, depth)
+        swapped = self._attempt(lambda: self._operands(p.args[::-1], form.args, depth))
         if swapped is None:
             return None
         return self._miss(p, value, "alternatives", f"{op} matches in neither argument order", depth,
@@ -342,10 +350,10 @@ class Explainer:
         return self._operands((p.var, p.value, p.body), (form.var, form.value, form.body), depth)
 
     def _alt(self, p: AltPattern, value: Any, form: Expr, depth: int) -> Miss | None:
-        left = self.visit_form(p.left, value, form, depth + 1)
+        left = self._attempt(lambda: self.visit_form(p.left, value, form, depth + 1))
         if left is None:
             return None
-        right = self.visit_form(p.right, value, form, depth + 1)
+        right = self._attempt(lambda: self.visit_form(p.right, value, form, depth + 1))
         if right is None:
             return None
         return self._miss(p, value, "alternatives", "neither alternative matches", depth, (left, right))
