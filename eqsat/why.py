@@ -1,9 +1,9 @@
 """Why a rule did not rewrite a node: the answer for one e-class of a saturated e-graph.
 
     res = eqsat.optimize(mod, params, limits=eqsat.Limits(iterations=2))
-    print(eqsat.why_not(res, "dense-bias-tanh", "%64"))
-    # dense-bias-tanh at %64 (e-class 180): limit
-    #   the rule matches e-class 180 now, but saturation stopped (iteration_limit) before it ...
+    print(eqsat.why_not(res, "dense-bias-tanh", "%86"))       # BERT (small): %86 = tanh(%85)
+    # dense-bias-tanh at %86 (e-class 132): limit
+    #   the rule matches e-class 132 now, but saturation stopped (iteration_limit after 2 iteration(s)) ...
 
 The answer, in the order it is decided (`WhyNot.cause`):
 

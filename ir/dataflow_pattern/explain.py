@@ -2,8 +2,7 @@
 
     pattern = is_op("nn.relu")(is_op("nn.conv2d")(wildcard(), is_constant()))
     print(explain_match(pattern, relay.nn.relu(relay.nn.conv2d(x, w))))
-    # no match: is_constant() failed at %w: %w is a variable, not a constant [not_constant]
-    #   deepest match: wildcard() at %x
+    # no match at the root (nn.relu): is_constant() failed at %w: %w is a variable, not a constant [not_constant]
 
 The explanation walks the pattern as the matcher does (memoized sub-patterns, both argument
 orders of `add`/`multiply`, every alternative, dominator paths) and records each failure with a
