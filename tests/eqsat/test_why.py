@@ -9,12 +9,13 @@ import ir
 from eqsat.cli import main
 from eqsat.optimize import saturate_program
 from ir import relay
+from eqsat import call, pvars, rule
 from ir.dataflow_pattern import K_ELEMWISE, DFPatternCallback, dominates, is_op, wildcard
 
 
-def saturated(body: ir.Expr, rules="default", limits: eqsat.Limits = eqsat.Limits()):
+def saturated(body: ir.Expr, rules="default", limits: eqsat.Limits = eqsat.Limits(), **kwargs):
     return saturate_program(ir.IRModule.from_expr(relay.Function(ir.free_vars(body), body)), rules=rules,
-                            limits=limits)
+                            limits=limits, **kwargs)
 
 
 def var(name: str, *shape: int) -> ir.Var:
@@ -44,6 +45,44 @@ def test_a_guard_returning_false():
     sat = saturated(relay.nn.dense(var("d", 4, 8), var("w", 5, 8)) + var("b", 4, 5))  # a matrix bias
     why = eqsat.why_not(sat, "dense-bias", "%result")
     assert why.cause == "guard" and "_vector_bias" in why.reason
+
+
+def test_a_dtype_the_rule_does_not_hold_for():
+    ints = {"dtype": "int32"}
+    product = relay.nn.matmul(relay.var("a", shape=(4, 8), **ints), relay.var("m", shape=(8, 5), **ints))
+    why = eqsat.why_not(saturated(product * relay.const(2, "int32")), "scaled-matmul", "%result")
+    assert why.cause == "dtype_group" and "int32" in why.reason
+
+
+def test_a_result_of_another_type():
+    x, = pvars("x")
+    wrong = rule("relu-as-transpose", call("nn.relu", x), call("transpose", x, axes=(1, 0)))
+    why = eqsat.why_not(saturated(relay.nn.relu(var("y", 2, 3)), rules=[wrong]), wrong, "%result")
+    assert why.cause == "type_rejected" and "(3, 2)" in why.reason
+
+
+class _Unchanged(DFPatternCallback):
+    def __init__(self):
+        super().__init__()
+        self.pattern = is_op("nn.relu")(wildcard())
+
+    def callback(self, pre, post, node_map):
+        return pre
+
+
+def test_a_callback_that_declines_and_a_bare_pattern_that_matches():
+    sat = saturated(relay.nn.relu(var("y", 2, 3)), rules=[_Unchanged()])
+    assert eqsat.why_not(sat, _Unchanged(), "%result").cause == "declined"
+    assert eqsat.why_not(sat, _Unchanged().pattern, "%result").cause == "matched"
+
+
+def test_a_rule_the_scheduler_banned():
+    d = var("d", 4, 8)
+    heads = [relay.nn.bias_add(relay.nn.dense(d, var(f"w{i}", 5, 8)), var(f"b{i}", 5)) for i in range(3)]
+    sat = saturated(relay.Tuple(heads), rules="fusion", limits=eqsat.Limits(iterations=2),
+                    scheduler=eqsat.BackoffScheduler(match_limit=1))
+    why = eqsat.why_not(sat, "bias-add-as-add", "%1")
+    assert why.cause == "banned" and "iteration_limit" in why.reason
 
 
 class _Diamond(DFPatternCallback):
