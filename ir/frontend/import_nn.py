@@ -9,7 +9,7 @@ import numpy as np
 from ..expr import Expr
 from ..op.shapes import known, normalize_axis
 from .errors import FrontendError
-from . import import_einsum  # noqa: F401  (registers the Einsum converter, a matmul lowering)
+from . import import_einsum, import_image  # noqa: F401  (register Einsum, a matmul lowering, and Resize/Upsample)
 from .import_context import NodeContext, converter
 
 

@@ -30,6 +30,7 @@ from ..type_infer import infer_type, types_compatible
 from ..visitor import children, post_order
 from ..types import TensorType, TupleType, Type
 from . import export_elemwise, export_indexing, export_nn, export_piecewise, export_tensor  # noqa: F401  (emitters)
+from . import export_image  # noqa: F401  (the image.resize emitters)
 from .export_attention import ONE_NODE_OPSETS
 from .errors import FrontendError
 from .export_context import CONTRIB_DOMAIN, EMITTERS, EmitContext, Names, Value

@@ -1,6 +1,7 @@
 """The op registry and every built-in op (importing this package registers them)."""
 
 from . import activation, fused, generate, indexing, nn, piecewise, reduce, scan, tensor, transform  # noqa: F401
+from . import image  # noqa: F401  (registers the image ops)
 from .registry import REQUIRED, AttrField, Op, OpPattern, get_op, list_ops, make_call, register_op
 
 __all__ = ["AttrField", "Op", "OpPattern", "REQUIRED", "get_op", "list_ops", "make_call", "register_op"]

@@ -21,7 +21,7 @@ from ..visitor import bind, bind_params_by_name, free_vars
 
 __all__ = [
     "var", "const", "Var", "Constant", "Call", "Tuple", "TupleGetItem", "Function", "If", "Let", "Expr",
-    "IRModule", "TensorType", "TupleType", "FuncType", "Any", "SizeVar", "op", "nn", "expr", "analysis",
+    "IRModule", "TensorType", "TupleType", "FuncType", "Any", "SizeVar", "op", "nn", "image", "expr", "analysis",
     "build_module", "transform", "structural_equal", "structural_hash",
 ]
 
@@ -61,15 +61,19 @@ op.op = _namespace("op.op")
 op.op.get = get_op
 op.Op = Op
 nn = _namespace("nn")
-op.nn = nn
-_sys.modules["ir.relay.op.nn"] = nn
+image = _namespace("image")
+for _family in (nn, image):
+    _short = _family.__name__.rsplit(".", 1)[-1]
+    setattr(op, _short, _family)
+    _sys.modules[f"ir.relay.op.{_short}"] = _family
 op.tensor = op  # relay.op.tensor.add and friends
 
 for _name in list_ops():
     _fn = _builder(get_op(_name))
-    if _name.startswith("nn."):
-        setattr(nn, _name[3:], _fn)
-    elif "." not in _name:
+    _prefix, _, _short = _name.rpartition(".")
+    if _prefix in ("nn", "image"):
+        setattr(nn if _prefix == "nn" else image, _short, _fn)
+    elif not _prefix:
         setattr(op, _name, _fn)
         globals()[_name] = _fn
         __all__.append(_name)

@@ -588,3 +588,4 @@ def ops_with_reference() -> list[str]:
 
 
 from . import indexing, piecewise  # noqa: E402,F401  (their kernels register here, with `_ref`)
+from . import resize  # noqa: E402,F401  (the image.resize kernels register here, with `_ref`)

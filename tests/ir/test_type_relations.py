@@ -123,6 +123,11 @@ GOOD = {
                       "Tensor[(1, 2, 3, 2, 3), float32]"),
     "nn.avg_pool3d": (lambda: relay.nn.avg_pool3d(v((1, 2, 5, 4, 6)), (3, 1, 2), padding=(1, 0, 0)),
                       "Tensor[(1, 2, 5, 4, 5), float32]"),
+    "image.resize1d": (lambda: relay.image.resize1d(v((1, 2, 5)), (9,)), "Tensor[(1, 2, 9), float32]"),
+    "image.resize2d": (lambda: relay.image.resize2d(v((1, 4, 5, 2)), (3, 7), layout="NHWC", method="nearest_neighbor"),
+                       "Tensor[(1, 3, 7, 2), float32]"),
+    "image.resize3d": (lambda: relay.image.resize3d(v((1, 2, 3, 4, 5), "float16"), (6, 2, 1)),
+                       "Tensor[(1, 2, 6, 2, 1), float16]"),
 }
 
 # op name -> builder of an ill-typed call, and a fragment the error must contain
@@ -148,6 +153,7 @@ BAD = {
     "nn.rms_norm-dtype": (lambda: relay.nn.rms_norm(v(F, "int32"), v((3,), "int32", "g")), "floating-point"),
     "nn.max_pool2d": (lambda: relay.nn.max_pool2d(v(F)), "4-D"),
     "nn.conv3d": (lambda: relay.nn.conv3d(v((1, 3, 4, 4, 4)), v((2, 4, 1, 1, 1), name="w")), "3 channels"),
+    "image.resize2d": (lambda: relay.image.resize2d(v((1, 2, 4, 4), "int32"), (3, 3)), "floating-point"),
     "nn.conv2d_transpose": (lambda: relay.nn.conv2d_transpose(v((1, 3, 4, 4)), v((4, 2, 3, 3), name="w")),
                             "expects 4"),
     "sum": (lambda: relay.sum(v(F), axis=(0, 0)), "repeat"),

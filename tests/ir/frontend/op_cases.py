@@ -15,6 +15,7 @@ from scipy.special import erf
 from ir import relay
 from tests.ir.frontend import numpy_refs as R
 from tests.strategies import naive_windows as W
+from tests.strategies.naive_resize import resize_loop
 
 F32 = "float32"
 
@@ -244,6 +245,25 @@ CASES += [
     Case("nn.conv3d_transpose", {"x": fx(1, 2, 3, 2, 3), "w": fx(2, 2, 2, 2, 2)},
          lambda x, w: relay.nn.conv3d_transpose(x, w, strides=2, padding=(1, 0, 0)),
          lambda x, w: W.conv_transpose_loop(x, w, (2,) * 3, (1, 0, 0) * 2, (1,) * 3, 1, (0,) * 3)),
+    Case("image.resize1d", {"x": fx(1, 2, 7)},
+         lambda x: relay.image.resize1d(x, size=(10,), method="nearest_neighbor", rounding_method="round_prefer_ceil"),
+         lambda x: resize_loop(x, (10,), "nearest_neighbor", "half_pixel", "round_prefer_ceil")),
+    Case("image.resize2d", {"x": fx(1, 2, 4, 5)},
+         lambda x: relay.image.resize2d(x, size=(2, 8), scales=(0.625, 1.75)),
+         lambda x: resize_loop(x, (2, 8), "linear", "half_pixel", scales=[0.625, 1.75])),
+    Case("image.resize2d-nhwc", {"x": fx(1, 4, 5, 3)},
+         lambda x: relay.image.resize2d(x, size=(7, 3), layout="NHWC", method="nearest_neighbor",
+                                        coordinate_transformation_mode="asymmetric", rounding_method="floor"),
+         lambda x: resize_loop(x.transpose(0, 3, 1, 2), (7, 3), "nearest_neighbor", "asymmetric", "floor"
+                               ).transpose(0, 2, 3, 1)),
+    Case("image.resize2d-crop", {"x": fx(1, 2, 4, 5)},
+         lambda x: relay.image.resize2d(x, size=(3, 4), roi=(0.25, -0.125, 1.0, 1.25), extrapolation_value=-2.0,
+                                        coordinate_transformation_mode="tf_crop_and_resize"),
+         lambda x: resize_loop(x, (3, 4), "linear", "tf_crop_and_resize", roi=[0.25, -0.125, 1.0, 1.25],
+                               extrapolation=-2.0)),
+    Case("image.resize3d", {"x": fx(1, 2, 3, 4, 3)},
+         lambda x: relay.image.resize3d(x, size=(5, 2, 4), coordinate_transformation_mode="align_corners"),
+         lambda x: resize_loop(x, (5, 2, 4), "linear", "align_corners")),
     Case("nn.global_avg_pool2d", {"x": fx(2, 3, 4, 5)}, relay.nn.global_avg_pool2d,
          lambda x: x.mean(axis=(2, 3), keepdims=True)),
     Case("nn.global_max_pool2d", {"x": fx(2, 3, 4, 5)}, relay.nn.global_max_pool2d,

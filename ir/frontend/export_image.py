@@ -1,0 +1,42 @@
+"""Emitter of `image.resize1d/2d/3d` as ONNX Resize (opset 11 or newer; half_pixel_symmetric from 19).
+
+The op's `scales`, when given, become Resize's scales input (ONNX derives the same output size
+from them); otherwise its `size` becomes the sizes input. Channels-last data is transposed around.
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+from ..expr import Call
+from .errors import FrontendError
+from .export_context import EmitContext, Value, emits
+from .export_nn import from_nchw, to_nchw
+
+_MODES = {"nearest_neighbor": "nearest", "linear": "linear"}
+
+
+@emits("image.resize1d", "image.resize2d", "image.resize3d")
+def emit_resize(ctx: EmitContext, call: Call, args: Sequence[Value]) -> Value:
+    attrs = call.attrs
+    mode = attrs.coordinate_transformation_mode
+    needed = 19 if mode == "half_pixel_symmetric" else 11
+    if ctx.opset < needed:
+        raise FrontendError(f"{call.op.name} with coordinate_transformation_mode {mode} needs opset {needed} or "
+                            f"newer, exporting to opset {ctx.opset}")
+    rank = len(attrs.size)
+    data = to_nchw(ctx, args[0], attrs.layout)
+    roi = ctx.const([0.0, 0.0, *attrs.roi[:rank], 1.0, 1.0, *attrs.roi[rank:]], "float32") \
+        if mode == "tf_crop_and_resize" else ""
+    if attrs.scales:
+        inputs = [data, roi, ctx.const([1.0, 1.0, *attrs.scales], "float32")]
+    else:
+        batch_channels = list(ctx.static_shape(call.args[0], "Resize's sizes (the batch and channel lengths)"))
+        channel_axis = attrs.layout.index("C")
+        inputs = [data, roi, "", ctx.ints([batch_channels[0], batch_channels[channel_axis], *attrs.size])]
+    out = ctx.node("Resize", inputs, mode=_MODES[attrs.method], coordinate_transformation_mode=mode,
+                   nearest_mode=attrs.rounding_method if attrs.method == "nearest_neighbor" else None,
+                   extrapolation_value=attrs.extrapolation_value if mode == "tf_crop_and_resize" else None)
+    if attrs.out_dtype and attrs.out_dtype != ctx.type_of(call.args[0]).dtype:
+        out = ctx.node("Cast", [out], to=ctx.elem(attrs.out_dtype))
+    return from_nchw(ctx, out, attrs.layout)
