@@ -299,3 +299,28 @@ def test_mutated_models_import_or_raise_a_frontend_error(seed_name):
     finally:
         signal.signal(signal.SIGALRM, previous)
     assert not failures, f"{len(failures)} of {CASES_PER_SEED} cases failed:\n" + "\n".join(failures)
+
+
+CLI_CASES = 40
+
+
+def test_mutated_models_through_the_command_line_fail_in_one_line(tmp_path, capsys):
+    """`eqsat optimize` on mutated files: it optimizes them (exit 0) or refuses them as user error
+    (exit 2) in one line on stderr, never an internal error (exit 1) or a traceback."""
+    from eqsat.cli import main
+
+    rng = np.random.default_rng(7)
+    original = _conv_net()
+    failures = []
+    for case in range(CLI_CASES):
+        mutated: onnx.ModelProto | bytes = onnx.ModelProto()
+        mutated.CopyFrom(original)
+        mutation = MUTATIONS[int(rng.integers(len(MUTATIONS)))]
+        mutated = mutation(mutated, rng)
+        path = tmp_path / f"case{case}.onnx"
+        path.write_bytes(mutated if isinstance(mutated, bytes) else mutated.SerializeToString())
+        status = main(["optimize", str(path), "--iterations", "2", "--quiet"])
+        err = capsys.readouterr().err
+        if status not in (0, 2) or "Traceback" in err or (status and len(err.splitlines()) != 1):
+            failures.append(f"case {case} ({mutation.__name__}): exit {status}: {err[-300:]}")
+    assert not failures, "\n".join(failures)
