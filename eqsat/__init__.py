@@ -20,6 +20,7 @@ made each extracted node), `why` (why a rule did not rewrite a node) and the `cl
 
 from __future__ import annotations
 
+from .bisect import Bisection, UnsoundApplication, bisect_unsound
 from .compare import Candidate, Comparison, compare
 from .egraph.egraph import EGraph
 from .egraph.lower import Lowered, lift, lift_params, lower
@@ -51,7 +52,7 @@ __all__ = [
     "Choice", "CostModel", "OpCount", "TreeExtractor", "GreedyDagExtractor", "IlpExtractor", "EXTRACTORS",
     "get_extractor", "node_costs",
     "EqsatError", "LoweringError", "RuleError", "PatternCompileError", "ExtractionError", "VerificationError",
-    "Verification", "verify", "Change", "lift_params",
+    "Verification", "verify", "Change", "lift_params", "bisect_unsound", "Bisection", "UnsoundApplication",
     "Neighbourhood", "neighbourhood", "to_networkx", "to_dot", "describe_eclass", "eclasses_with_op", "render",
     "why_not", "WhyNot", "WHY_CAUSES",
 ]

@@ -13,8 +13,10 @@ import numpy as np
 import ir
 from ir import IRModule
 
+from .bisect import bisect_unsound
 from .egraph.lower import Lowered, lift_params, lower
 from .egraph.view import EGraphView
+from .errors import VerificationError
 from .explain import Change, find_changes, format_changes, format_provenance
 from .extract import Choice, CostModel, Extractor, OpCount, get_extractor, node_costs
 from .limits import Limits
@@ -30,6 +32,9 @@ if TYPE_CHECKING:
 
 DEFAULT_TRIALS = 3
 """input sets `optimize(verify=True)` checks a result on: typical values, edge values, inf and NaN."""
+BISECT_ENODES = 2000
+"""a failed verification replays saturation to name the unsound rule when the e-graph has at most
+this many e-nodes (`eqsat.bisect_unsound`); larger ones are left to the user."""
 
 __all__ = ["Optimized", "optimize", "cost_model", "cost_unit", "op_counts", "Saturated", "saturate_program",
            "Extracted", "extract_program"]
@@ -228,8 +233,8 @@ def optimize(mod: IRModule, params: Mapping[str, Any] | None = None, *, target: 
     result is `Optimized.coverage`. `verify` (default True: `DEFAULT_TRIALS`
     input sets, typical values, edge values, infinities and NaN; an int: that many) runs the
     result and the input on seeded random inputs (see `eqsat.verify`) and raises
-    `VerificationError`, naming the applied rules, if they disagree; a wrong program is never
-    returned silently.
+    `VerificationError`, naming the applied rules and, for a small e-graph, the first unsound rule
+    application (`eqsat.bisect_unsound`), if they disagree; a wrong program is never returned silently.
     """
     sat = saturate_program(mod, params, rules=rules, limits=limits, scheduler=scheduler, progress=progress)
     model = cost_model(target, log)
@@ -237,12 +242,24 @@ def optimize(mod: IRModule, params: Mapping[str, Any] | None = None, *, target: 
     ir.infer_type(out.mod)
     coverage = _coverage(model, out) if getattr(model, "logged", False) else None
     trials = DEFAULT_TRIALS if verify is True else int(verify)
-    checked = check_program(mod, params, out.mod, out.params, trials, sat.report) if trials > 0 else None
+    try:
+        checked = check_program(mod, params, out.mod, out.params, trials, sat.report) if trials > 0 else None
+    except VerificationError as err:
+        raise VerificationError(f"{err}. {_bisection(mod, params, rules, limits, sat.report)}") from None
     return Optimized(out.mod, out.params, sat.report, out.cost_before, out.cost_after, target_name(target),
                      str(getattr(extractor, "name", extractor)), out.choice, out.seconds, dict(out.choice.info),
                      cost_unit(target), dict(sorted(op_counts(sat.input_module()[0]).items())),
                      dict(sorted(op_counts(out.mod).items())), out.changes, checked, coverage,
                      provenance=out.provenance, saturated=sat)
+
+
+def _bisection(mod: IRModule, params: Mapping[str, Any] | None, rules: Any, limits: Limits, report: Report) -> str:
+    """The first unsound rule application when the e-graph is small enough to replay at once
+    (`BISECT_ENODES`), else how to find it."""
+    if report.enodes <= BISECT_ENODES:
+        return bisect_unsound(mod, params, rules=rules, limits=limits).summary()
+    return ("eqsat.bisect_unsound(mod, params, rules=..., limits=...) or `eqsat bisect MODEL` finds the first "
+            "rule application that computes something else")
 
 
 def _coverage(model: Any, out: Extracted) -> "Coverage":
