@@ -16,8 +16,8 @@ from ..op.shapes import known, normalize_axis
 from .errors import FrontendError
 from .export_context import EmitContext, Value, emits
 
-#: the first opset whose ScatterND takes `reduction`
-SCATTER_REDUCTION_OPSET = 16
+#: scatter_nd mode -> the first opset whose ScatterND takes it as `reduction`
+SCATTER_REDUCTION_OPSETS = {"add": 16, "mul": 16, "min": 18, "max": 18}
 #: the first opset with `Trilu`
 TRILU_OPSET = 14
 
@@ -37,11 +37,11 @@ def emit_scatter_nd(ctx: EmitContext, call: Call, args: Sequence[Value]) -> Valu
     data, indices, updates = args
     rank = ctx.type_of(call.args[1]).ndim
     indices = ctx.node("Transpose", [_int64(ctx, indices, call.args[1])], perm=[*range(1, rank), 0])
-    if call.attrs.mode == "add" and ctx.opset < SCATTER_REDUCTION_OPSET:
-        raise FrontendError(f"scatter_nd(mode='add') needs opset {SCATTER_REDUCTION_OPSET} or newer "
+    mode = call.attrs.mode
+    if mode != "update" and ctx.opset < SCATTER_REDUCTION_OPSETS[mode]:
+        raise FrontendError(f"scatter_nd(mode={mode!r}) needs opset {SCATTER_REDUCTION_OPSETS[mode]} or newer "
                             f"(ScatterND's reduction), not {ctx.opset}")
-    reduction = "add" if call.attrs.mode == "add" else None
-    return ctx.node("ScatterND", [data, indices, updates], reduction=reduction)
+    return ctx.node("ScatterND", [data, indices, updates], reduction=None if mode == "update" else mode)
 
 
 #: the output dtypes ONNX Runtime's OneHot gives from int64 indices and depth

@@ -49,11 +49,12 @@ def convert_gather_elements(ctx: NodeContext) -> Expr:
 
 @converter("ScatterND")
 def convert_scatter_nd(ctx: NodeContext) -> Expr:
-    """ScatterND with reduction none or add; the index tuple moves from the last axis of the indices to the first."""
+    """ScatterND (reduction none, add, mul, min or max); the index tuple moves from the last axis of the
+    indices to the first."""
     data, indices, updates = ctx.input(0), ctx.input(1), ctx.input(2)
     reduction = ctx.attr("reduction", "none")
-    if reduction not in ("none", "add"):
-        raise ctx.unsupported("reduction", reduction, "use none or add")
+    if reduction not in ("none", "add", "mul", "min", "max"):
+        raise ctx.unsupported("reduction", reduction, "use none, add, mul, min or max")
     rank = ctx.type_of(indices).ndim
     if rank == 0:
         raise FrontendError("indices must have at least one axis (the index tuple), got a scalar")
@@ -61,7 +62,7 @@ def convert_scatter_nd(ctx: NodeContext) -> Expr:
         indices = ctx.const(np.moveaxis(values, -1, 0))
     else:
         indices = ctx.call("transpose", indices, axes=[rank - 1, *range(rank - 1)])
-    return ctx.call("scatter_nd", data, indices, updates, mode="add" if reduction == "add" else "update")
+    return ctx.call("scatter_nd", data, indices, updates, mode="update" if reduction == "none" else reduction)
 
 
 @converter("OneHot")

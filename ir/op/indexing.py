@@ -72,8 +72,9 @@ register_op("gather", ["data", "indices"], gather_rel, OpPattern.INJECTIVE, attr
             doc="out[i..] = data[i.. with i[axis] replaced by indices[i..]]; a negative index counts from "
                 "the end (ONNX GatherElements).")
 register_op("scatter_nd", ["data", "indices", "updates"], scatter_nd_rel, OpPattern.OPAQUE,
-            attrs=[AttrField("mode", "str", "update", choices=("update", "add"))],
-            doc="data with data[indices[:, y..]] set to (or, mode 'add', increased by) updates[y..]; "
+            attrs=[AttrField("mode", "str", "update", choices=("update", "add", "mul", "min", "max"))],
+            doc="data with data[indices[:, y..]] set to updates[y..] (or combined with it by `mode`: add, mul, "
+                "min, max; repeated positions combine every update); "
                 "indices [M, Y...] address the first M axes (ONNX ScatterND with indices moved last to first).")
 register_op("one_hot", ["indices", "on_value", "off_value"], one_hot_rel, OpPattern.OUT_ELEMWISE_FUSABLE,
             attrs=[AttrField("depth", "int", convert=_positive), AttrField("axis", "int", -1),

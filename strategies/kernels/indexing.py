@@ -29,16 +29,20 @@ def _gather(attrs: Attrs, data: np.ndarray, indices: np.ndarray) -> np.ndarray:
     return np.take_along_axis(data[window], indices, axis=axis)
 
 
+#: how scatter_nd's modes combine an update with the value in place
+_COMBINE = {"add": np.add, "mul": np.multiply, "min": np.minimum, "max": np.maximum}
+
+
 @_ref("scatter_nd")
 def _scatter_nd(attrs: Attrs, data: np.ndarray, indices: np.ndarray, updates: np.ndarray) -> np.ndarray:
     depth = indices.shape[0]
     sizes = np.array(data.shape[:depth]).reshape((depth,) + (1,) * (indices.ndim - 1))
     position = tuple(wrapped_indices(indices, sizes, "scatter_nd"))
     out = data.copy()
-    if attrs.mode == "add":
-        np.add.at(out, position, updates)
-    else:
+    if attrs.mode == "update":
         out[position] = updates
+    else:  # unbuffered, so a repeated position combines every update
+        _COMBINE[attrs.mode].at(out, position, updates)
     return out
 
 

@@ -95,7 +95,7 @@ BAD_ATTRS = [
     (lambda: relay.tile(v(IMG), (1, -2)), "repeats must not be negative"),
     (lambda: relay.tile(v(IMG), 2), "'reps' must be a list of ints"),
     (lambda: relay.one_hot(v((2,), I64, "i"), relay.const(1.0), relay.const(0.0), 0), "'depth': must be at least 1"),
-    (lambda: relay.scatter_nd(v((4,)), v((1, 1), I64, "i"), v((1,), name="u"), mode="mul"), "'mode' must be one of"),
+    (lambda: relay.scatter_nd(v((4,)), v((1, 1), I64, "i"), v((1,), name="u"), mode="sum"), "'mode' must be one of"),
     (lambda: relay.topk(v((2, 3)), 1, ret_type="pairs"), "'ret_type' must be one of"),
     (lambda: relay.trilu(v((2, 3)), k=0.5), "'k' must be an int"),
     (lambda: relay.argmin(v((2, 3)), select_last_index="yes"), "'select_last_index' must be a bool"),

@@ -136,24 +136,29 @@ def test_gather_against_loops(axis):
         run("gather", data, np.full(shape, size), axis=axis)
 
 
-def _scatter_loop(data: np.ndarray, indices: np.ndarray, updates: np.ndarray, add: bool) -> np.ndarray:
-    out = data.copy()
+def _scatter_loop(data: np.ndarray, indices: np.ndarray, updates: np.ndarray, combine) -> np.ndarray:
+    out, depth = data.copy(), indices.shape[0]
     for y in np.ndindex(indices.shape[1:]):
-        at = tuple(int(indices[(m,) + y]) % data.shape[m] for m in range(indices.shape[0]))
-        out[at] = out[at] + updates[y] if add else updates[y]
+        at = tuple(int(indices[(m,) + y]) % data.shape[m] for m in range(depth))
+        for rest in np.ndindex(data.shape[depth:]):
+            out[at + rest] = combine(out[at + rest], updates[y + rest]) if combine else updates[y + rest]
     return out
 
 
 @pytest.mark.parametrize("mode, indices", [
     ("update", [[[0, 2], [-1, 1]], [[1, 3], [0, -1]]]),  # [M=2, Y=(2, 2)]: four distinct positions
     ("add", [[[0, 2], [-1, 2]], [[1, 3], [0, 3]]]),      # (2, 3) twice; -1 is row 2
+    ("mul", [[[0, 2], [-1, 2]], [[1, 3], [0, 3]]]),
+    ("min", [[[0, 2], [-1, 2]], [[1, 3], [0, 3]]]),
+    ("max", [[[0, 2], [-1, 2]], [[1, 3], [0, 3]]]),
     ("update", [[0, 2]]),                                # [M=1, Y=(2,)]: whole rows
 ])
 def test_scatter_nd_against_loops(mode, indices):
     data, indices = floats(3, 4, 2), np.array(indices)
     updates = floats(*indices.shape[1:], *data.shape[indices.shape[0]:])
     out = run("scatter_nd", data, indices, updates, mode=mode)
-    np.testing.assert_array_equal(out, _scatter_loop(data, indices, updates, mode == "add"))
+    combine = {"update": None, "add": lambda a, b: a + b, "mul": lambda a, b: a * b, "min": min, "max": max}[mode]
+    np.testing.assert_array_equal(out, _scatter_loop(data, indices, updates, combine))
 
 
 def test_scatter_nd_out_of_range_index():

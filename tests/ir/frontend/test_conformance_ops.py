@@ -12,7 +12,7 @@ from onnx import helper
 import ir
 from ir import relay
 from ir.errors import TypeInferenceError
-from ir.frontend import FrontendError, from_onnx, to_onnx
+from ir.frontend import DEFAULT_OPSET, FrontendError, from_onnx, to_onnx
 from strategies.interpreter import evaluate
 from tests.ir.frontend.ort_helpers import assert_outputs_close, flat_outputs, run_ort
 
@@ -58,7 +58,8 @@ def check(proto: onnx.ModelProto, inputs: dict[str, np.ndarray], rel: float = 1e
     expected = run_ort(proto, inputs)
     mod, params = from_onnx(proto)
     assert_outputs_close(expected, flat_outputs(evaluate(mod, inputs, params)), rel)
-    assert_outputs_close(expected, run_ort(to_onnx(mod, params), inputs), rel)
+    opset = max(proto.opset_import[0].version, DEFAULT_OPSET)
+    assert_outputs_close(expected, run_ort(to_onnx(mod, params, opset=opset), inputs), rel)
     return mod
 
 
@@ -161,12 +162,13 @@ def test_gather_elements_with_negative_indices(axis):
     assert "gather" in ops_in(check(proto, {"d": data, "i": indices}))
 
 
-@pytest.mark.parametrize("reduction, opset", [(None, 13), ("none", 18), ("add", 18)])
+@pytest.mark.parametrize("reduction, opset", [(None, 13), ("none", 18), ("add", 16), ("mul", 16), ("min", 18),
+                                              ("max", 18)])
 def test_scatter_nd(reduction, opset):
     data, updates = normal(3, 4, 2), normal(2, 2, 2)
     at = np.array([[[0, 1], [2, -1]], [[1, 3], [2, 3]]], "int64")  # [Y=(2, 2), M=2]; -1 is row 2 (ONNX allows it)
-    if reduction == "add":
-        at[1, 1] = at[0, 1]  # a repeated position adds both updates
+    if reduction not in (None, "none"):
+        at[1, 1] = at[0, 1]  # a repeated position combines both updates
     attrs = {} if reduction is None else {"reduction": reduction}
     proto = model([node("ScatterND", ["d", "i", "u"], **attrs)], {"d": data, "u": updates}, {"y": "float32"},
                   {"i": at}, opset=opset)
@@ -267,10 +269,11 @@ def test_trilu_before_opset_14_exports_a_mask(upper, k):
     assert "Trilu" not in {n.op_type for n in proto.graph.node}
 
 
-def test_scatter_nd_add_needs_opset_16():
-    with pytest.raises(FrontendError, match="needs opset 16"):
-        export_check(lambda d, i, u: relay.scatter_nd(d, i, u, mode="add"),
-                     {"d": normal(3), "i": np.array([[0, 0]], "int64"), "u": normal(2)}, opset=15)
+@pytest.mark.parametrize("mode, opset", [("add", 16), ("mul", 16), ("max", 18)])
+def test_scatter_nd_reductions_need_their_opset(mode, opset):
+    with pytest.raises(FrontendError, match=f"needs opset {opset}"):
+        export_check(lambda d, i, u: relay.scatter_nd(d, i, u, mode=mode),
+                     {"d": normal(3), "i": np.array([[0, 0]], "int64"), "u": normal(2)}, opset=opset - 1)
 
 
 # -- bad nodes -----------------------------------------------------------------------------------------
@@ -289,8 +292,8 @@ BAD = [
      "axis 3 is out of range"),
     ("gather-elements-range", [node("GatherElements", ["x", "i"], axis=1)], X, {"i": np.full((2, 3, 4), 3)},
      "leave axis 1 of size 3"),
-    ("scatter-nd-mul", [node("ScatterND", ["x", "i", "u"], reduction="mul")], X,
-     {"i": np.array([[0]]), "u": normal(1, 3, 4)}, "reduction='mul'"),
+    ("scatter-nd-reduction", [node("ScatterND", ["x", "i", "u"], reduction="sum")], X,
+     {"i": np.array([[0]]), "u": normal(1, 3, 4)}, "reduction='sum'"),
     ("scatter-nd-updates", [node("ScatterND", ["x", "i", "u"])], X, {"i": np.array([[0]]), "u": normal(1, 3)},
      "updates"),
     ("one-hot-values", [node("OneHot", ["i", "d", "v"])], {"i": ints(3)},
