@@ -368,8 +368,9 @@ def _cmd_why(args: argparse.Namespace) -> int:
         raise UsageError(f"{args.model} has no node {args.node}; as `print(mod)` shows the program, its nodes are "
                          f"%0 to %{numbered[-1] if numbered else 0}, its variables, and %result (the value returned)")
     what = _load_pattern(args.pattern) if args.pattern else args.rule
-    line = next((t.strip() for t in mod.astext(show_types=False).splitlines()
-                 if t.strip().startswith(f"{args.node} = ")), args.node)
+    text = [t.strip() for t in ir.astext(mod["main"], show_types=False).splitlines()]
+    line = f"%result = {text[-2]}" if args.node == "%result" else next(
+        (t for t in text if t.startswith(f"{args.node} = ")), args.node)
     sat = saturate_program(mod, params, rules=args.rules, limits=_limits(args), progress=_progress(args.quiet))
     print(sat.report.summary())
     print(f"node {line.rstrip(';')}")
