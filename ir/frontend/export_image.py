@@ -13,7 +13,7 @@ from .errors import FrontendError
 from .export_context import EmitContext, Value, emits
 from .export_nn import from_nchw, to_nchw
 
-_MODES = {"nearest_neighbor": "nearest", "linear": "linear"}
+_MODES = {"nearest_neighbor": "nearest", "linear": "linear", "cubic": "cubic"}
 
 
 @emits("image.resize1d", "image.resize2d", "image.resize3d")
@@ -34,8 +34,10 @@ def emit_resize(ctx: EmitContext, call: Call, args: Sequence[Value]) -> Value:
         batch_channels = list(ctx.static_shape(call.args[0], "Resize's sizes (the batch and channel lengths)"))
         channel_axis = attrs.layout.index("C")
         inputs = [data, roi, "", ctx.ints([batch_channels[0], batch_channels[channel_axis], *attrs.size])]
+    cubic = attrs.method == "cubic"
     out = ctx.node("Resize", inputs, mode=_MODES[attrs.method], coordinate_transformation_mode=mode,
                    nearest_mode=attrs.rounding_method if attrs.method == "nearest_neighbor" else None,
+                   cubic_coeff_a=attrs.cubic_alpha if cubic else None, exclude_outside=attrs.cubic_exclude or None,
                    extrapolation_value=attrs.extrapolation_value if mode == "tf_crop_and_resize" else None)
     if attrs.out_dtype and attrs.out_dtype != ctx.type_of(call.args[0]).dtype:
         out = ctx.node("Cast", [out], to=ctx.elem(attrs.out_dtype))

@@ -17,15 +17,13 @@ from ..op.image import COORDINATE_MODES, ROUNDING_METHODS
 from .errors import FrontendError
 from .import_context import NodeContext, converter
 
-_METHODS = {"nearest": "nearest_neighbor", "linear": "linear", "bilinear": "linear"}
+_METHODS = {"nearest": "nearest_neighbor", "linear": "linear", "bilinear": "linear", "cubic": "cubic"}
 
 
 def _method(ctx: NodeContext) -> str:
     mode = ctx.attr("mode", "nearest")
-    if mode == "cubic":
-        raise ctx.unsupported("mode", mode, "cubic interpolation is not supported; use nearest or linear")
     if mode not in _METHODS:
-        raise ctx.unsupported("mode", mode, "use nearest or linear")
+        raise ctx.unsupported("mode", mode, "use nearest, linear or cubic")
     return _METHODS[mode]
 
 
@@ -56,7 +54,8 @@ def _resize(ctx: NodeContext, data: Expr, scales: list[float] | None, sizes: lis
     if roi is not None and list(roi[:2]) + list(roi[ndim:ndim + 2]) != [0.0, 0.0, 1.0, 1.0]:
         raise FrontendError(f"{ctx.op_type}: roi={list(roi)} crops the batch or channel axis")
     attrs = dict(size=[int(s) for s in sizes[2:]], method=method, coordinate_transformation_mode=mode,
-                 rounding_method=rounding, extrapolation_value=ctx.attr("extrapolation_value", 0.0))
+                 rounding_method=rounding, extrapolation_value=ctx.attr("extrapolation_value", 0.0),
+                 cubic_alpha=ctx.attr("cubic_coeff_a", -0.75), cubic_exclude=ctx.attr("exclude_outside", 0))
     if scales is not None:
         attrs["scales"] = list(scales[2:])
     if roi is not None:
@@ -70,7 +69,7 @@ def _legacy(ctx: NodeContext, scales: np.ndarray) -> Expr:
     scales = [float(s) for s in scales]
     method = _method(ctx)
     data = ctx.input(0)
-    if method == "linear":
+    if method != "nearest_neighbor":
         return _resize(ctx, data, scales, None, method, "asymmetric", "round_prefer_floor")
     shrink = [min(s, 1.0) for s in scales]
     if any(s < 1 for s in shrink):

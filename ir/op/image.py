@@ -17,7 +17,10 @@ scale does not divide evenly):
 
 `nearest_neighbor` rounds that position by `rounding_method` (round_prefer_floor and
 round_prefer_ceil round halves down and up) and clamps it into the axis; `linear` interpolates
-between the two neighbours of the position clamped into [0, in - 1], one axis after another.
+between the two neighbours of the position clamped into [0, in - 1]; `cubic` weighs the four
+neighbours floor(p) - 1 .. floor(p) + 2 of position p by Keys' kernel with `cubic_alpha`
+(repeating the edge for neighbours past it, or, with `cubic_exclude`, dropping them and
+renormalising the rest). Interpolation runs one axis after another.
 """
 
 from __future__ import annotations
@@ -33,7 +36,7 @@ from .shapes import tensor
 
 __all__ = ["METHODS", "COORDINATE_MODES", "ROUNDING_METHODS"]
 
-METHODS = ("nearest_neighbor", "linear")
+METHODS = ("nearest_neighbor", "linear", "cubic")
 COORDINATE_MODES = ("half_pixel", "half_pixel_symmetric", "pytorch_half_pixel", "align_corners", "asymmetric",
                     "tf_half_pixel_for_nn", "tf_crop_and_resize")
 ROUNDING_METHODS = ("round_prefer_floor", "round_prefer_ceil", "floor", "ceil")
@@ -54,8 +57,8 @@ def resize_rel(rank: int):
             raise ShapeError(f"scales={list(attrs.scales)} must be empty or give {rank} positive factors")
         if len(attrs.roi) != 2 * rank:
             raise ShapeError(f"roi={list(attrs.roi)} must give {2 * rank} values (starts, then ends)")
-        if attrs.method == "linear" and not data.dtype.startswith(("float", "bfloat")):
-            raise ShapeError(f"linear interpolation needs floating-point data, got {data.dtype}")
+        if attrs.method != "nearest_neighbor" and not data.dtype.startswith(("float", "bfloat")):
+            raise ShapeError(f"{attrs.method} interpolation needs floating-point data, got {data.dtype}")
         shape = list(data.shape)
         for axis, size in zip(LAYOUTS[attrs.layout][1:], attrs.size):
             shape[axis] = size
@@ -64,7 +67,7 @@ def resize_rel(rank: int):
 
 
 def resize_attrs(rank: int) -> list[AttrField]:
-    """The attributes of `image.resize{rank}d`: TVM's (cubic excepted), plus ONNX's `scales`."""
+    """The attributes of `image.resize{rank}d`: TVM's, plus ONNX's `scales`."""
     return [
         AttrField("size", "ints", doc="the output length of each spatial axis"),
         AttrField("roi", "floats", (0.0,) * 2 * rank, doc="tf_crop_and_resize's region: starts, then ends"),
@@ -72,6 +75,8 @@ def resize_attrs(rank: int) -> list[AttrField]:
         AttrField("method", "str", "linear", choices=METHODS),
         AttrField("coordinate_transformation_mode", "str", "half_pixel", choices=COORDINATE_MODES),
         AttrField("rounding_method", "str", "round_prefer_floor", choices=ROUNDING_METHODS),
+        AttrField("cubic_alpha", "float", -0.5),
+        AttrField("cubic_exclude", "int", 0, choices=(0, 1)),
         AttrField("extrapolation_value", "float", 0.0),
         AttrField("scales", "floats", (), doc="the factor of each spatial axis the coordinates use "
                                               "(ONNX's scales); empty: output length / input length"),
@@ -82,4 +87,5 @@ def resize_attrs(rank: int) -> list[AttrField]:
 for _rank in (1, 2, 3):
     register_op(f"image.resize{_rank}d", ["data"], resize_rel(_rank), OpPattern.INJECTIVE,
                 attrs=resize_attrs(_rank),
-                doc=f"Resize the {SPATIAL[_rank]} axes to `size` by nearest-neighbour or linear interpolation.")
+                doc=f"Resize the {SPATIAL[_rank]} axes to `size` by nearest-neighbour, linear or cubic "
+                    "interpolation.")

@@ -1,8 +1,9 @@
 """Reference kernels of `image.resize1d/2d/3d` (`ir.op.image` states the coordinate map).
 
 Separable: each spatial axis is resized in turn, by a gather of the nearest input position, or a
-weighted sum of the gathers of the two neighbouring positions (so linear in 2-D is bilinear, in
-3-D trilinear). Computed in float64, cast to the output dtype at the end.
+weighted sum of the gathers of the two (linear) or four (cubic) neighbouring positions (so linear
+in 2-D is bilinear, in 3-D trilinear). Interpolation computes in float64 and casts to the output
+dtype at the end.
 """
 
 from __future__ import annotations
@@ -62,19 +63,42 @@ def _resize_axis(x: np.ndarray, attrs: Attrs, i: int) -> tuple[np.ndarray, np.nd
     if attrs.method == "nearest_neighbor":
         index = np.clip(_nearest(pos, attrs.rounding_method), 0, in_size - 1).astype(np.int64)
         return np.take(x, index, axis=axis), outside.reshape(shape)
+    neighbours, weights = _cubic(pos, attrs, in_size) if attrs.method == "cubic" else _linear(pos, in_size)
+    out = sum(np.take(x, n, axis=axis) * w.reshape(shape) for n, w in zip(neighbours, weights))
+    return out, outside.reshape(shape)
+
+
+def _linear(pos: np.ndarray, in_size: int) -> tuple[list[np.ndarray], list[np.ndarray]]:
+    """The two neighbours of the position clamped into the axis, and their weights."""
     pos = np.clip(pos, 0, in_size - 1)
     low = np.floor(pos).astype(np.int64)
-    high = np.minimum(low + 1, in_size - 1)
-    weight = (pos - low).reshape(shape)
-    out = np.take(x, low, axis=axis) * (1 - weight) + np.take(x, high, axis=axis) * weight
-    return out, outside.reshape(shape)
+    t = pos - low
+    return [low, np.minimum(low + 1, in_size - 1)], [1 - t, t]
+
+
+def _cubic(pos: np.ndarray, attrs: Attrs, in_size: int) -> tuple[list[np.ndarray], list[np.ndarray]]:
+    """The neighbours floor(p) - 1 .. floor(p) + 2 (clamped into the axis) and their Keys weights."""
+    a = attrs.cubic_alpha
+    low = np.floor(pos)
+    t = pos - low
+    weights = []
+    for d in (t + 1, t, 1 - t, 2 - t):  # each neighbour's distance from the position
+        near = ((a + 2) * d - (a + 3)) * d * d + 1
+        far = ((a * d - 5 * a) * d + 8 * a) * d - 4 * a
+        weights.append(np.where(d <= 1, near, far))
+    neighbours = [low.astype(np.int64) + k for k in (-1, 0, 1, 2)]
+    if attrs.cubic_exclude:
+        weights = [np.where((n >= 0) & (n < in_size), w, 0.0) for n, w in zip(neighbours, weights)]
+        total = sum(weights)
+        weights = [w / total for w in weights]
+    return [np.clip(n, 0, in_size - 1) for n in neighbours], weights
 
 
 @_ref("image.resize1d", "image.resize2d", "image.resize3d")
 def _resize(attrs: Attrs, data: np.ndarray) -> np.ndarray:
     x = to_nchw(data, attrs.layout)
     out_dtype = np.dtype(attrs.out_dtype or data.dtype)
-    out = x.astype(np.float64) if attrs.method == "linear" else x
+    out = x if attrs.method == "nearest_neighbor" else x.astype(np.float64)
     outside = np.zeros((1,) * x.ndim, dtype=bool)
     for i in range(len(attrs.size)):
         out, out_of_roi = _resize_axis(out, attrs, i)

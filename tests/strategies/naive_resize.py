@@ -1,4 +1,4 @@
-"""A loop formula of ONNX Resize (nearest and linear, every coordinate transformation), for tiny inputs only."""
+"""A loop formula of ONNX Resize (nearest, linear, cubic; every coordinate transformation), for tiny inputs only."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import math
 
 import numpy as np
 
-__all__ = ["resize_loop"]
+__all__ = ["resize_loop", "keys"]
 
 
 def source(mode, x, in_len, out_len, scale, roi_start, roi_end):
@@ -44,7 +44,33 @@ def round_position(pos, rounding):
     return math.floor(pos + 0.5)
 
 
-def resize_loop(data, size, method, mode, rounding="round_prefer_floor", scales=None, roi=None, extrapolation=0.0):
+def keys(d, alpha):
+    """Keys' cubic convolution kernel at distance d."""
+    d = abs(d)
+    if d <= 1:
+        return (alpha + 2) * d ** 3 - (alpha + 3) * d ** 2 + 1
+    return alpha * d ** 3 - 5 * alpha * d ** 2 + 8 * alpha * d - 4 * alpha if d < 2 else 0.0
+
+
+def cubic_taps(c, n, alpha, exclude):
+    """(input index, weight) of the four neighbours of position c on an axis of length n."""
+    taps = [(j, keys(c - j, alpha)) for j in range(math.floor(c) - 1, math.floor(c) + 3)]
+    if exclude:
+        taps = [(j, w) for j, w in taps if 0 <= j < n]
+        total = sum(w for _, w in taps)
+        return [(j, w / total) for j, w in taps]
+    return [(min(max(j, 0), n - 1), w) for j, w in taps]
+
+
+def linear_taps(c, n):
+    """(input index, weight) of the two neighbours of position c clamped into an axis of length n."""
+    c = min(max(c, 0.0), n - 1)
+    low = math.floor(c)
+    return [(low, 1 - (c - low)), (min(low + 1, n - 1), c - low)]
+
+
+def resize_loop(data, size, method, mode, rounding="round_prefer_floor", scales=None, roi=None, extrapolation=0.0,
+                alpha=-0.75, exclude=False):
     """Every output element from the input positions its coordinates map to (channels-first data)."""
     rank = data.ndim - 2
     in_sizes = data.shape[2:]
@@ -60,14 +86,11 @@ def resize_loop(data, size, method, mode, rounding="round_prefer_floor", scales=
             index = tuple(min(max(round_position(c, rounding), 0), n - 1) for c, n in zip(coords, in_sizes))
             out[(slice(None), slice(None)) + pos] = data[(slice(None), slice(None)) + index]
             continue
+        per_axis = [linear_taps(c, n) if method == "linear" else cubic_taps(c, n, alpha, exclude)
+                    for c, n in zip(coords, in_sizes)]
         total = 0.0
-        clamped = [min(max(c, 0.0), n - 1) for c, n in zip(coords, in_sizes)]
-        for corner in itertools.product((0, 1), repeat=rank):  # the 2^rank neighbours, weighted by distance
-            weight, index = 1.0, []
-            for c, n, side in zip(clamped, in_sizes, corner):
-                low = math.floor(c)
-                weight *= (c - low) if side else (1 - (c - low))
-                index.append(min(low + side, n - 1))
-            total = total + weight * data[(slice(None), slice(None)) + tuple(index)]
+        for taps in itertools.product(*per_axis):  # every neighbour, weighted by the product of its axes' weights
+            index = tuple(j for j, _ in taps)
+            total = total + math.prod(w for _, w in taps) * data[(slice(None), slice(None)) + index]
         out[(slice(None), slice(None)) + pos] = total
     return out

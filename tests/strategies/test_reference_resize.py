@@ -28,26 +28,29 @@ SHAPES = [  # (input shape, output size, scales or None)
 
 @pytest.mark.parametrize("shape, size, scales", SHAPES)
 @pytest.mark.parametrize("mode", MODES)
-@pytest.mark.parametrize("method, rounding", [("linear", "round_prefer_floor")] + [
+@pytest.mark.parametrize("method, rounding", [("linear", ""), ("cubic", ""), ("cubic", "exclude")] + [
     ("nearest_neighbor", r) for r in ("round_prefer_floor", "round_prefer_ceil", "floor", "ceil")])
 def test_resize_against_loops(shape, size, scales, mode, method, rounding):
     x = rand(*shape, dtype="float64")
     extra = {"scales": scales} if scales else {}
-    out = run(OPS[len(size)], x, size=size, method=method, coordinate_transformation_mode=mode,
-              rounding_method=rounding, **extra)
+    if method == "nearest_neighbor":
+        extra["rounding_method"] = rounding
+    exclude = rounding == "exclude"
+    out = run(OPS[len(size)], x, size=size, method=method, coordinate_transformation_mode=mode, cubic_alpha=-0.75,
+              cubic_exclude=int(exclude), **extra)
     stored = [float(np.float32(s)) for s in scales] if scales else None  # float attributes hold float32 values
-    expected = resize_loop(x, size, method, mode, rounding, stored)
+    expected = resize_loop(x, size, method, mode, rounding or "round_prefer_floor", stored, exclude=exclude)
     np.testing.assert_allclose(out, expected, rtol=1e-12, atol=1e-12)
 
 
-@pytest.mark.parametrize("method", ["linear", "nearest_neighbor"])
+@pytest.mark.parametrize("method", ["linear", "nearest_neighbor", "cubic"])
 def test_tf_crop_and_resize_extrapolates_outside_the_crop(method):
     x = rand(1, 2, 4, 5, dtype="float64")
     roi = (0.25, -0.375, 1.25, 0.875)  # exact in float32, as the attribute stores it
     out = run("image.resize2d", x, size=(4, 3), roi=roi, method=method, extrapolation_value=7.5,
-              coordinate_transformation_mode="tf_crop_and_resize")
+              coordinate_transformation_mode="tf_crop_and_resize", cubic_alpha=-0.5)
     np.testing.assert_allclose(out, resize_loop(x, (4, 3), method, "tf_crop_and_resize", roi=list(roi),
-                                                extrapolation=7.5), rtol=1e-12, atol=1e-12)
+                                                extrapolation=7.5, alpha=-0.5), rtol=1e-12, atol=1e-12)
     assert (out == 7.5).any()
     one = run("image.resize1d", x[:, :, 0], size=(1,), roi=(0.25, 0.75), method=method,
               coordinate_transformation_mode="tf_crop_and_resize")
@@ -74,12 +77,27 @@ def test_channels_last_layout_and_dtypes():
     (lambda x: relay.image.resize2d(x, size=(3, 3), roi=(0.0, 1.0)), "roi=.* 4 values"),
     (lambda x: relay.image.resize2d(relay.var("i", shape=(1, 1, 2, 2), dtype="int32"), size=(3, 3)),
      "linear interpolation needs floating-point data"),
+    (lambda x: relay.image.resize2d(relay.var("i", shape=(1, 1, 2, 2), dtype="int8"), size=(3, 3), method="cubic"),
+     "cubic interpolation needs floating-point data"),
 ])
 def test_resize_type_errors(build, message):
     with pytest.raises(TypeInferenceError, match=message):
         ir.infer_type(build(relay.var("x", shape=(1, 2, 4, 4))))
 
 
-def test_cubic_is_refused_by_name():
-    with pytest.raises(AttrsError, match="'method' must be one of .*got 'cubic'"):
-        relay.image.resize2d(relay.var("x", shape=(1, 2, 4, 4)), size=(3, 3), method="cubic")
+def test_unknown_method_and_rounding_are_refused_by_name():
+    x = relay.var("x", shape=(1, 2, 4, 4))
+    with pytest.raises(AttrsError, match="'method' must be one of .*got 'area'"):
+        relay.image.resize2d(x, size=(3, 3), method="area")
+    with pytest.raises(AttrsError, match="'rounding_method' must be one of .*got 'round'"):
+        relay.image.resize2d(x, size=(3, 3), rounding_method="round")
+
+
+def test_cubic_weights_sum_to_one_and_reproduce_a_ramp():
+    """Keys' kernel is a partition of unity and reproduces a linear ramp away from the edges."""
+    ramp = np.arange(8, dtype="float64").reshape(1, 1, 8)
+    out = run("image.resize1d", ramp, size=(16,), method="cubic", cubic_alpha=-0.5,
+              coordinate_transformation_mode="align_corners")
+    np.testing.assert_allclose(out[0, 0, 3:13], np.linspace(0, 7, 16)[3:13], rtol=1e-12)  # 4 neighbours inside
+    ones = run("image.resize1d", np.ones((1, 1, 5)), size=(9,), method="cubic", cubic_exclude=1)
+    np.testing.assert_allclose(ones, 1.0, rtol=1e-12)
