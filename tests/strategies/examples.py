@@ -153,4 +153,16 @@ EXAMPLES: list[Example] = [
     ex("nn.prelu", normal(2, 3, 4), normal(3)), ex("nn.prelu", normal(2, 3, 4), normal(4), axis=-1),
     ex("nn.instance_norm", normal(2, 3, 4, 4), normal(3), normal(3)),
     ex("nn.instance_norm", normal(2, 4, 3), normal(3), normal(3), axis=2, scale=False),
-    ex("floor_mod", np.array([7, -7, 7, -7]
+    ex("floor_mod", np.array([7, -7, 7, -7], "int32"), np.array([2, 2, -2, -2], "int32")),
+    ex("argmax", np.array([[1, 3, 3], [2, 2, 0]], "int32"), axis=(1,), select_last_index=True),
+    ex("gather", normal(4, 3), np.array([[0, 3, -1], [2, -4, 1]], "int64")),
+    ex("scatter_nd", normal(3, 4), np.array([[0, 2], [1, 3]], "int64"), normal(2), mode="add"),
+    ex("one_hot", np.array([[0, 2], [-1, 5]], "int32"), np.array(1.0, "float32"), np.array(0.0, "float32"),
+       depth=4, axis=1),
+    ex("cumsum", normal(3, 4), axis=1, exclusive=True), ex("cumsum", np.arange(6, dtype="int64").reshape(2, 3)),
+    ex("reverse", normal(3, 4), axis=0),
+    ex("topk", normal(3, 5), k=2), ex("topk", normal(3, 5), k=0, axis=0, ret_type="indices", is_ascend=True),
+    ex("tile", normal(2, 3), reps=(2, 1, 2)),
+    ex("trilu", normal(2, 3, 4), k=-1, upper=False),
+    ex("arange", np.array(1.0, "float32"), np.array(4.0, "float32"), np.array(0.5, "float32"), dtype="float32"),
+]
