@@ -29,7 +29,7 @@ from __future__ import annotations
 import difflib
 import inspect
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any
 
 import ir
 from ir import Expr
@@ -39,7 +39,7 @@ from ir.printer import node_names
 
 from .egraph.egraph import EGraph
 from .egraph.pattern_graph import EGraphForms
-from .egraph.view import ClassId, EGraphView
+from .egraph.view import ClassId
 from .errors import EqsatError
 from .limits import StopReason
 from .report import Report
@@ -264,7 +264,8 @@ def why_not(source: Any, rule: Any, node: Any) -> WhyNot:
     """Why `rule` (a rule, its name, a `DFPatternCallback`, or a bare `DFPattern`) did not rewrite
     `node` in a saturated e-graph (`source`: an `optimize` result, a `Saturated` run or an
     `EGraph`); `node` is named as `print(mod)` shows the input program (`"%12"`, `12`, `"%x"`,
-    `"%result"` for the returned value) or is an IR node of the lowered program. See the module docstring for the causes."""
+    `"%result"` for the returned value) or is an IR node of the lowered program. The module
+    docstring lists the causes."""
     src = _Source(source)
     egraph = src.egraph
     resolved = _resolve(rule, egraph)

@@ -197,11 +197,6 @@ class Explainer:
         miss = run()
         return None if miss is None else replace(miss, progress=len(self.matched) - before)
 
-    @staticmethod
-    def _miss(p: DFPattern, value: Any, cause: str, reason: str, depth: int, options: tuple[Miss, ...] = (),
-              because: Miss | None = None) -> Miss:
-        return Miss(p, value, cause, reason, depth, options, because)
-
     def visit(self, p: DFPattern, value: Any, depth: int = 0) -> Miss | None:
         """Match `p` against any form of `value`."""
         if self._memoize and p in self.memo:
@@ -214,7 +209,7 @@ class Explainer:
             misses.append(miss)
         if len(misses) == 1:
             return misses[0]
-        return self._miss(p, value, "alternatives",
+        return Miss(p, value, "alternatives",
                           f"none of the {len(misses)} forms of {self.graph.describe(value)} matches", depth,
                           tuple(misses))
 
@@ -238,7 +233,7 @@ class Explainer:
         bound = self.memo[p]
         if bound is value or (not isinstance(bound, Expr) and bound == value):
             return None
-        return self._miss(p, value, "binding", f"{_short(p)} is used more than once, so it must meet one node: "
+        return Miss(p, value, "binding", f"{_short(p)} is used more than once, so it must meet one node: "
                           f"it met {self.graph.describe(bound)} before, here {self.graph.describe(value)}", depth)
 
     def _operands(self, patterns: Sequence[DFPattern], operands: Sequence[Expr], depth: int) -> Miss | None:
@@ -263,37 +258,37 @@ class Explainer:
             return None
         if isinstance(p.expr, Op):
             called = form.name if isinstance(form, Op) else _kind(form)
-            return self._miss(p, value, "op", f"the call is of {called}, not {p.expr.name}", depth)
-        return self._miss(p, value, "expr", f"{self.graph.describe(value)} is not {p.expr!r}", depth)
+            return Miss(p, value, "op", f"the call is of {called}, not {p.expr.name}", depth)
+        return Miss(p, value, "expr", f"{self.graph.describe(value)} is not {p.expr!r}", depth)
 
     def _var(self, p: VarPattern, value: Any, form: Expr, depth: int) -> Miss | None:
         if not isinstance(form, Var):
-            return self._miss(p, value, "kind", f"{self.graph.describe(value)} is {_kind(form)}, not a variable",
+            return Miss(p, value, "kind", f"{self.graph.describe(value)} is {_kind(form)}, not a variable",
                               depth)
         if p.name and p.name != form.name_hint:
-            return self._miss(p, value, "name", f"the variable is %{form.name_hint}, not %{p.name}", depth)
+            return Miss(p, value, "name", f"the variable is %{form.name_hint}, not %{p.name}", depth)
         return None
 
     def _constant(self, p: ConstantPattern, value: Any, form: Expr, depth: int) -> Miss | None:
         if isinstance(form, Constant):
             return None
-        return self._miss(p, value, "not_constant",
+        return Miss(p, value, "not_constant",
                           f"{self.graph.describe(value)} is {_kind(form)}, not a constant", depth)
 
     # -- structure -----------------------------------------------------------------------------
     def _kind_miss(self, p: DFPattern, value: Any, form: Expr, want: str, depth: int) -> Miss:
-        return self._miss(p, value, "kind", f"{self.graph.describe(value)} is {_kind(form)}, not {want}", depth)
+        return Miss(p, value, "kind", f"{self.graph.describe(value)} is {_kind(form)}, not {want}", depth)
 
     def _call(self, p: CallPattern, value: Any, form: Expr, depth: int) -> Miss | None:
         if not isinstance(form, Call):
             return self._kind_miss(p, value, form, "a call", depth)
         miss = self.visit(p.op, form.op if isinstance(form.op, Op) else self.graph.value_of(form.op), depth + 1)
         if miss is not None:  # a wrong op is the call's failure: name the call, not the op
-            return self._miss(p, value, miss.cause, miss.reason, depth) if miss.cause == "op" else miss
+            return Miss(p, value, miss.cause, miss.reason, depth) if miss.cause == "op" else miss
         if p.args is None:
             return None
         if len(p.args) != len(form.args):
-            return self._miss(p, value, "arity", f"{self.graph.describe(value)} has {len(form.args)} argument(s), "
+            return Miss(p, value, "arity", f"{self.graph.describe(value)} has {len(form.args)} argument(s), "
                               f"the pattern {len(p.args)}", depth)
         mark = len(self._bound)
         miss = self._attempt(lambda: self._operands(p.args, form.args, depth))
@@ -304,7 +299,7 @@ class Explainer:
         swapped = self._attempt(lambda: self._operands(p.args[::-1], form.args, depth))
         if swapped is None:
             return None
-        return self._miss(p, value, "alternatives", f"{op} matches in neither argument order", depth,
+        return Miss(p, value, "alternatives", f"{op} matches in neither argument order", depth,
                           (miss, swapped))
 
     def _function(self, p: FunctionPattern, value: Any, form: Expr, depth: int) -> Miss | None:
@@ -312,7 +307,7 @@ class Explainer:
             return self._kind_miss(p, value, form, "a function", depth)
         if p.params is not None:
             if len(p.params) != len(form.params):
-                return self._miss(p, value, "arity", f"the function has {len(form.params)} parameter(s), the "
+                return Miss(p, value, "arity", f"the function has {len(form.params)} parameter(s), the "
                                   f"pattern {len(p.params)}", depth)
             miss = self._operands(p.params, form.params, depth)
             if miss is not None:
@@ -325,7 +320,7 @@ class Explainer:
         if p.fields is None:
             return None
         if len(p.fields) != len(form.fields):
-            return self._miss(p, value, "arity", f"the tuple has {len(form.fields)} field(s), the pattern "
+            return Miss(p, value, "arity", f"the tuple has {len(form.fields)} field(s), the pattern "
                               f"{len(p.fields)}", depth)
         return self._operands(p.fields, form.fields, depth)
 
@@ -333,7 +328,7 @@ class Explainer:
         if not isinstance(form, TupleGetItem):
             return self._kind_miss(p, value, form, "a tuple item", depth)
         if p.index is not None and p.index != form.index:
-            return self._miss(p, value, "index", f"{self.graph.describe(value)} takes item {form.index}, not "
+            return Miss(p, value, "index", f"{self.graph.describe(value)} takes item {form.index}, not "
                               f"{p.index}", depth)
         return self.visit(p.tuple, self.graph.value_of(form.tuple_value), depth + 1)
 
@@ -355,7 +350,7 @@ class Explainer:
         right = self._attempt(lambda: self.visit_form(p.right, value, form, depth + 1))
         if right is None:
             return None
-        return self._miss(p, value, "alternatives", "neither alternative matches", depth, (left, right))
+        return Miss(p, value, "alternatives", "neither alternative matches", depth, (left, right))
 
     # -- properties ----------------------------------------------------------------------------
     def _attr(self, p: AttrPattern, value: Any, form: Expr, depth: int) -> Miss | None:
@@ -369,14 +364,14 @@ class Explainer:
             def lookup(key: str) -> Any:
                 return form.attrs.get(key, _MISSING)
         else:
-            return self._miss(p, value, "attr", f"{self.graph.describe(value)} is {_kind(form)}, which has no "
+            return Miss(p, value, "attr", f"{self.graph.describe(value)} is {_kind(form)}, which has no "
                               "attributes", depth)
         for key, want in p.attrs.items():
             got = lookup(key)
             if got is _MISSING:
-                return self._miss(p, value, "attr", f"{self.graph.describe(value)} has no attribute {key!r}", depth)
+                return Miss(p, value, "attr", f"{self.graph.describe(value)} has no attribute {key!r}", depth)
             if not _attr_value_equal(want, got):
-                return self._miss(p, value, "attr", f"{key} is {got!r}, not {want!r}", depth)
+                return Miss(p, value, "attr", f"{key} is {got!r}, not {want!r}", depth)
         return None
 
     def _typed(self, p: TypePattern | DataTypePattern | ShapePattern, value: Any, form: Expr,
@@ -387,13 +382,13 @@ class Explainer:
         ty = self.graph.type_of(value)
         what = self.graph.describe(value)
         if isinstance(p, TypePattern):
-            return None if ty == p.type else self._miss(p, value, "type", f"{what} has type {ty}, not {p.type}", depth)
+            return None if ty == p.type else Miss(p, value, "type", f"{what} has type {ty}, not {p.type}", depth)
         if not isinstance(ty, TensorType):
-            return self._miss(p, value, "type", f"{what} is not a tensor (type {ty})", depth)
+            return Miss(p, value, "type", f"{what} is not a tensor (type {ty})", depth)
         if isinstance(p, DataTypePattern):
-            return None if ty.dtype == p.dtype else self._miss(
+            return None if ty.dtype == p.dtype else Miss(
                 p, value, "dtype", f"{what} is {ty.dtype}, not {p.dtype}", depth)
-        return None if ty.shape == p.shape else self._miss(
+        return None if ty.shape == p.shape else Miss(
             p, value, "shape", f"{what} has shape {ty.shape}, not {p.shape}", depth)
 
     # -- dominators ----------------------------------------------------------------------------
@@ -404,7 +399,7 @@ class Explainer:
         describe = self.graph.describe
         inputs = self.graph.inputs(value)
         if not inputs:
-            return self._miss(p, value, "dominator_path", f"the child {describe(value)} has no inputs", depth)
+            return Miss(p, value, "dominator_path", f"the child {describe(value)} has no inputs", depth)
         region: list[Any] = []
         stack = [iter(inputs)]
         try:
@@ -419,12 +414,12 @@ class Explainer:
                 self._memoize = False
                 path_miss = self.visit(p.path, node, depth + 1)
                 if path_miss is not None:
-                    return self._miss(p, node, "dominator_path", f"{describe(node)}, on the way from the child "
+                    return Miss(p, node, "dominator_path", f"{describe(node)}, on the way from the child "
                                       f"{describe(value)} back to the parent, matches neither the parent nor the "
                                       "path pattern", depth, because=path_miss)
                 node_inputs = self.graph.inputs(node)
                 if not node_inputs:
-                    return self._miss(p, node, "dominator_path", f"the path reaches {describe(node)}, which has no "
+                    return Miss(p, node, "dominator_path", f"the path reaches {describe(node)}, which has no "
                                       "inputs, without meeting the parent", depth)
                 region.append(node)
                 stack.append(iter(node_inputs))
@@ -432,11 +427,11 @@ class Explainer:
             self._memoize = True
         parent = self.memo.get(p.parent)
         if parent is None:
-            return self._miss(p, value, "dominator_path", "no input leads back to a node matching the parent", depth)
+            return Miss(p, value, "dominator_path", "no input leads back to a node matching the parent", depth)
         escaped = self.graph.escape(value, parent, [parent, *region])
         if escaped is not None:
             inside, user = escaped
-            return self._miss(p, value, "outside_consumer", f"{describe(inside)} inside the region from the parent "
+            return Miss(p, value, "outside_consumer", f"{describe(inside)} inside the region from the parent "
                               f"{describe(parent)} to the child {describe(value)} is also used by {describe(user)} "
                               "outside it", depth)
         return None

@@ -89,7 +89,8 @@ class _Diamond(DFPatternCallback):
     def __init__(self):
         super().__init__()
         unary = wildcard().has_attr({"TOpPattern": K_ELEMWISE})(wildcard())
-        self.pattern = dominates(is_op("nn.conv2d")(wildcard(), wildcard()), unary, is_op("add")(wildcard(), wildcard()))
+        conv, add = is_op("nn.conv2d")(wildcard(), wildcard()), is_op("add")(wildcard(), wildcard())
+        self.pattern = dominates(conv, unary, add)
 
     def callback(self, pre, post, node_map):
         return relay.nn.relu(pre)
@@ -101,8 +102,8 @@ def test_a_consumer_outside_the_region():
     relu = relay.nn.relu(conv)
     program = relay.Tuple([relu + relay.nn.leaky_relu(conv, alpha=0.0), relay.sigmoid(relu)])
     sat = saturated(program, rules=[_Diamond()])
-    for rule in (_Diamond(), _Diamond().pattern):
-        why = eqsat.why_not(sat, rule, "%3")
+    for question in (_Diamond(), _Diamond().pattern):
+        why = eqsat.why_not(sat, question, "%3")
         assert why.cause == "outside_consumer" and "is also used by e-class" in str(why)
 
 
