@@ -8,8 +8,13 @@
     eqsat show resnet50 --small --op nn.conv2d_bias_act --depth 2 --max-nodes 30 --dot view.dot
     eqsat why bert --small --rule dense-bias-tanh --node %86 [--pattern my_pattern.py]
     eqsat rules [SET]
+    eqsat check-rules --rules simplify+algebra
+    eqsat bisect resnet50 --small --rules default
+    eqsat coverage mobilenet_v2 --small --log tuning.jsonl --target cpu
     eqsat models
 
+Saturation shows its progress on stderr when stderr is a terminal (`--progress` / `--no-progress`
+force it; `--quiet` is `--no-progress`). `check-rules` exits 1 when some rule fails its check.
 Options are checked before any work starts. A failure is one line on stderr: exit status 2 for
 input to fix, 1 for an internal error, 130 for Ctrl-C, 141 (quietly) when stdout's reader went
 away (`--debug` or EQSAT_DEBUG=1 shows the traceback instead). Output files are written only
@@ -25,19 +30,22 @@ import math
 import os
 import runpy
 import sys
+from collections import Counter
 from pathlib import Path
-from typing import Callable, NoReturn, Sequence
+from typing import Callable, Iterator, NoReturn, Sequence
 
 import ir
 import strategies
 from ir.dataflow_pattern import DFPattern
 from ir.printer import node_names
+from strategies.coverage import tuning_coverage
 from strategies.devices import require_device
 from strategies.records import read_log
 from strategies.executor import prepare_program
 from strategies.tuning import tune_workloads, workload_constants
 
 from .atomic import write_files
+from .bisect import bisect_unsound
 from .candidates import candidate_workloads
 from .cli_errors import EXIT_BROKEN_PIPE, UsageError, failure
 from .compare import compare
@@ -46,7 +54,8 @@ from .explain import provenance_records
 from .extract import EXTRACTORS, IlpExtractor, get_extractor, node_costs
 from .limits import Limits
 from .optimize import DEFAULT_TRIALS, cost_model, optimize, saturate_program
-from .report import IterationRow
+from .progress import ProgressLine
+from .rules.audit import audit_rules
 from .rules.library import FAMILIES, RULESETS, RuleSet, resolve_rules
 from .visualize import DIRECTIONS, describe_eclass, eclasses_with_op, neighbourhood, render, to_dot
 from .why import find_rule, why_not
@@ -89,16 +98,15 @@ def _extractor(name: str, ilp_seconds: float):
     return IlpExtractor(seconds=ilp_seconds) if name == "ilp" else EXTRACTORS[name]
 
 
-def _progress(quiet: bool):
-    if quiet:
-        return None
-
-    def show(row: IterationRow) -> None:
-        top = sorted(row.matches_per_rule.items(), key=lambda kv: (-kv[1], kv[0]))[:2]
-        most = ", ".join(f"{k} {v}" for k, v in top)
-        print(f"  iteration {row.iteration}: {row.enodes} e-nodes, {row.eclasses} e-classes, "
-              f"{row.total_seconds:.3f} s  {most}", file=sys.stderr, flush=True)
-    return show
+@contextlib.contextmanager
+def _progress(args: argparse.Namespace) -> Iterator[ProgressLine | None]:
+    """The saturation progress display the options ask for (default: when stderr is a terminal),
+    cleared when the block ends."""
+    if not (sys.stderr.isatty() if args.progress is None else args.progress):
+        yield None
+        return
+    with ProgressLine(_limits(args)) as line:
+        yield line
 
 
 def _int_at_least(minimum: int) -> Callable[[str], int]:
@@ -208,9 +216,9 @@ def _finite(x: float) -> float | None:
 def _cmd_optimize(args: argparse.Namespace) -> int:
     target = strategies.CostModel(args.target, log=_history(args.log)) if args.log else args.target
     mod, params = _load(args.model, args.small)
-    res = optimize(mod, params, target=target, rules=args.rules, limits=_limits(args),
-                   extractor=_extractor(args.extractor, args.ilp_seconds), progress=_progress(args.quiet),
-                   verify=args.verify)
+    with _progress(args) as show:
+        res = optimize(mod, params, target=target, rules=args.rules, limits=_limits(args),
+                       extractor=_extractor(args.extractor, args.ilp_seconds), progress=show, verify=args.verify)
     print(res.summary())
     if args.explain:
         print(res.explain())
@@ -233,9 +241,10 @@ def _cmd_optimize(args: argparse.Namespace) -> int:
 
 def _cmd_compare(args: argparse.Namespace) -> int:
     mod, params = _load(args.model, args.small)
-    result = compare(mod, params, targets=args.targets,
-                     extractors=[_extractor(e, args.ilp_seconds) for e in args.extractors],
-                     rules=args.rules, limits=_limits(args), progress=_progress(args.quiet))
+    with _progress(args) as show:
+        result = compare(mod, params, targets=args.targets,
+                         extractors=[_extractor(e, args.ilp_seconds) for e in args.extractors],
+                         rules=args.rules, limits=_limits(args), progress=show)
     print(result)
     if args.diff:
         print(result.diffs())
@@ -249,12 +258,14 @@ def _cmd_tune(args: argparse.Namespace) -> int:
     earlier = _history(args.log).records if Path(args.log).exists() else []
     mod, params = _load(args.model, args.small)
     if args.optimized:
-        res = optimize(mod, params, target=args.target, rules=args.rules, limits=_limits(args),
-                       extractor=_extractor(args.extractor, args.ilp_seconds), progress=_progress(args.quiet))
+        with _progress(args) as show:
+            res = optimize(mod, params, target=args.target, rules=args.rules, limits=_limits(args),
+                           extractor=_extractor(args.extractor, args.ilp_seconds), progress=show)
         print(res.summary())
         mod, params = res.mod, res.params
     if args.candidates:
-        sat = saturate_program(mod, params, rules=args.rules, limits=_limits(args), progress=_progress(args.quiet))
+        with _progress(args) as show:
+            sat = saturate_program(mod, params, rules=args.rules, limits=_limits(args), progress=show)
         print(sat.report.summary())
         items = candidate_workloads(sat.view, args.target)
     else:
@@ -303,7 +314,8 @@ def _print_ort_tuning(args: argparse.Namespace, workloads: list[strategies.Workl
 
 def _cmd_show(args: argparse.Namespace) -> int:
     mod, params = _load(args.model, args.small)
-    sat = saturate_program(mod, params, rules=args.rules, limits=_limits(args), progress=_progress(args.quiet))
+    with _progress(args) as show:
+        sat = saturate_program(mod, params, rules=args.rules, limits=_limits(args), progress=show)
     view = sat.view
     costs = node_costs(view, cost_model(args.target))
     choice = get_extractor(_extractor(args.extractor, args.ilp_seconds)).extract(view, view.roots, costs)
@@ -371,7 +383,8 @@ def _cmd_why(args: argparse.Namespace) -> int:
     text = [t.strip() for t in ir.astext(mod["main"], show_types=False).splitlines()]
     line = f"%result = {text[-2]}" if args.node == "%result" else next(
         (t for t in text if t.startswith(f"{args.node} = ")), args.node)
-    sat = saturate_program(mod, params, rules=args.rules, limits=_limits(args), progress=_progress(args.quiet))
+    with _progress(args) as show:
+        sat = saturate_program(mod, params, rules=args.rules, limits=_limits(args), progress=show)
     print(sat.report.summary())
     print(f"node {line.rstrip(';')}")
     print(why_not(sat, what, args.node))
@@ -386,6 +399,31 @@ def _cmd_rules(args: argparse.Namespace) -> int:
         print(f"{name}: {', '.join(RULESETS[name].names)}")
     if not args.set or args.set == "default":
         print(f"families recognised by default: {'; '.join(FAMILIES)}")
+    return 0
+
+
+def _cmd_check_rules(args: argparse.Namespace) -> int:
+    verdicts = audit_rules(args.rules)
+    for v in verdicts:
+        detail = f"  {v.detail}" if v.detail else ""
+        print(f"{v.rule:<34} {v.verdict:<10} fired {v.applied:>3}  programs {v.programs:>3}  "
+              f"near misses {v.near_misses}  {v.seconds:5.2f} s{detail}")
+    counts = Counter(v.verdict for v in verdicts)
+    print(f"{args.rules.name}: {len(verdicts)} rules: " + ", ".join(f"{n} {k}" for k, n in sorted(counts.items())))
+    return 0 if counts["ok"] == len(verdicts) else 1
+
+
+def _cmd_bisect(args: argparse.Namespace) -> int:
+    mod, params = _load(args.model, args.small)
+    print(bisect_unsound(mod, params, rules=args.rules, limits=_limits(args), input_sets=args.input_sets))
+    return 0
+
+
+def _cmd_coverage(args: argparse.Namespace) -> int:
+    mod, params = _load(args.model, args.small)
+    cov = tuning_coverage(mod, args.target, _history(args.log), params)
+    print(cov.summary())
+    print(cov.table())
     return 0
 
 
@@ -438,7 +476,10 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--seconds", type=_seconds, default=Limits.seconds,
                        help="saturation stops after this many seconds")
         p.add_argument("--ilp-seconds", type=_seconds, default=60.0, help="time limit of the ILP extractor")
-        p.add_argument("--quiet", action="store_true", help="no per-iteration progress on stderr")
+        p.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
+                       help="show saturation progress on stderr: iteration, e-nodes, time left of the limits "
+                            "(default: when stderr is a terminal)")
+        p.add_argument("--quiet", dest="progress", action="store_false", default=None, help="the same as --no-progress")
 
     extractors = ", ".join(sorted(EXTRACTORS))
     opt = command("optimize", "saturate a model and extract the best program for a target")
@@ -518,6 +559,27 @@ def build_parser() -> argparse.ArgumentParser:
     rules = command("rules", "list the rule sets and their rules")
     rules.add_argument("set", nargs="?", help="one rule set")
     rules.set_defaults(run=_cmd_rules)
+
+    check_rules = command("check-rules", "check every rule of a rule set on its example (every program of the "
+                                         "e-graph against it, on typical and edge values) and its near misses")
+    check_rules.add_argument("--rules", type=_rules, default="default",
+                             help=f"rule sets joined by '+' ({', '.join(sorted(RULESETS))})")
+    check_rules.set_defaults(run=_cmd_check_rules)
+
+    bisect = command("bisect", "replay saturation and name the first rule application whose result computes "
+                               "something else than the term it matched")
+    program_args(bisect)
+    bisect.add_argument("--input-sets", type=_int_at_least(1), default=3,
+                        help="the model's seeded input sets each result is checked on (typical, edge values, inf/NaN, ...)")
+    bisect.set_defaults(run=_cmd_bisect)
+
+    coverage = command("coverage", "per workload of a model: tuned by a log or not, the implementation that will "
+                                   "run and why, and the untuned share of the cost")
+    coverage.add_argument("model", type=_model, help="a zoo model name (see `eqsat models`) or an .onnx file")
+    coverage.add_argument("--small", action="store_true", help="the zoo model's tiny test configuration")
+    coverage.add_argument("--log", type=_existing_file, required=True, help="the tuning log (see `eqsat tune`)")
+    coverage.add_argument("--target", type=_target(ops=False), default="cpu", help="a strategies target (cpu, cuda, ort, ...)")
+    coverage.set_defaults(run=_cmd_coverage)
 
     models = command("models", "list the model zoo")
     models.set_defaults(run=_cmd_models)

@@ -1,0 +1,92 @@
+"""Checking a whole rule set: every rule on its example (`check_rule`) and on its near misses.
+
+A rule's example is its own `example` or, for the library, `rules.library.examples.EXAMPLES`.
+Each rule gets one `RuleVerdict`: `ok`, `unsound` (a program of its e-graph computes something
+else), `silent` (it does not fire on its example), `near-miss` (it fires where a guard must
+refuse), or `no-example`.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Callable, Iterable
+
+import ir
+from ir import Expr, IRModule
+
+from ..egraph.lower import lower
+from ..errors import RuleError
+from ..limits import Limits
+from ..runner import saturate
+from .check import check_rule
+from .library.examples import EXAMPLES
+from .rule import Rule, ruleset
+
+__all__ = ["RuleVerdict", "audit_rules", "rule_example", "fires_on", "VERDICTS"]
+
+VERDICTS = ("ok", "unsound", "silent", "near-miss", "no-example")
+
+
+@dataclass(frozen=True)
+class RuleVerdict:
+    """One rule's check: how often it fired on its example, the programs checked, the near misses."""
+
+    rule: str
+    verdict: str
+    """one of `VERDICTS`."""
+    applied: int = 0
+    """matches applied on the example."""
+    programs: int = 0
+    """distinct programs of the example's e-graph run against it."""
+    near_misses: int = 0
+    """near misses tried (each must leave the rule silent)."""
+    seconds: float = 0.0
+    detail: str = ""
+    """why the verdict is not `ok` (first line of the failure)."""
+
+    @property
+    def ok(self) -> bool:
+        return self.verdict == "ok"
+
+
+def rule_example(r: Rule) -> Callable[[], Expr] | None:
+    """The program `r` must fire on: its own `example`, else the library's, else None."""
+    return getattr(r, "example", None) or EXAMPLES.get(r.name)
+
+
+def fires_on(r: Rule, program: Expr, limits: Limits = Limits(iterations=2)) -> int:
+    """How many matches `r` alone applies while saturating `program`."""
+    mod = IRModule.from_expr(program)
+    ir.infer_type(mod)
+    report = saturate(lower(mod).egraph, ruleset(r.name, [r]), limits)
+    return report.applied_per_rule.get(r.name, 0)
+
+
+def audit_rules(rules: Iterable[Rule]) -> list[RuleVerdict]:
+    """A verdict per rule, in order: `check_rule` on its example, then each near miss must not fire."""
+    return [_audit(r) for r in rules]
+
+
+def _audit(r: Rule) -> RuleVerdict:
+    start = time.perf_counter()
+    example = rule_example(r)
+    if example is None:
+        return RuleVerdict(r.name, "no-example", detail="no example program (give the rule one)")
+    try:
+        checked = check_rule(r, example)
+    except RuleError as err:
+        return RuleVerdict(r.name, "silent", seconds=time.perf_counter() - start, detail=_first_line(err))
+    except AssertionError as err:
+        return RuleVerdict(r.name, "unsound", seconds=time.perf_counter() - start, detail=_first_line(err))
+    misses = tuple(getattr(r, "near_misses", ()))
+    for k, miss in enumerate(misses):
+        fired = fires_on(r, miss())
+        if fired:
+            return RuleVerdict(r.name, "near-miss", checked.applied, checked.programs, len(misses),
+                               time.perf_counter() - start, f"fired {fired} time(s) on near miss {k + 1}")
+    return RuleVerdict(r.name, "ok", checked.applied, checked.programs, len(misses), time.perf_counter() - start)
+
+
+def _first_line(err: BaseException) -> str:
+    return str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
