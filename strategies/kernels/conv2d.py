@@ -11,7 +11,7 @@ is built (`strategies.kernels.prepared`), and any other weight on every call.
   The columns come straight from the unpadded input; the padding strips are zeroed, never copied;
 - `direct`: accumulate one GEMM per kernel tap, never building the column matrix (knob
   `oc_block`: output channels per accumulation block); depthwise convolutions become a
-  multiply-add per tap;
+  multiply-add per tap. Any spatial rank: it also runs `nn.conv1d` and `nn.conv3d`;
 - `winograd`: F(2x2, 3x3) for 3x3 kernels with stride 1, dilation 1 and one group: 16 GEMMs on
   transformed 4x4 tiles, 2.25x fewer multiplications than the direct form. The weights are
   transformed when packed; the input and output transforms run on strided slices of the whole
@@ -21,6 +21,7 @@ is built (`strategies.kernels.prepared`), and any other weight on every call.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, Callable, Mapping, Sequence
@@ -32,7 +33,7 @@ from ir.types import Type
 
 from .elementwise import epilogue
 from .gemm import gemm
-from .layout import from_nchw, inside_range, tap_slices, to_nchw, weight_to_oihw
+from .layout import from_nchw, inside_range, to_nchw, weight_to_oihw
 from .prepared import Kernel, PreparedCompute
 
 __all__ = ["ALGORITHMS", "Algorithm", "conv2d_compute", "winograd_applies", "gemm_1x1_applies", "is_depthwise"]
@@ -51,20 +52,15 @@ def _out_size(size: int, kernel: int, stride: int, dilation: int) -> int:
 
 
 def _padded(attrs: Attrs, x: np.ndarray) -> np.ndarray:
-    top, left, bottom, right = attrs.padding
-    if not (top or left or bottom or right):
+    """Channels-first `x` padded by the call's (befores..., afters...) along its spatial axes."""
+    pad, rank = attrs.padding, x.ndim - 2
+    if not any(pad):
         return x
-    return np.pad(x, ((0, 0), (0, 0), (top, bottom), (left, right)))
-
-
-def _tap(xp: np.ndarray, attrs: Attrs, p: int, q: int, oh: int, ow: int) -> np.ndarray:
-    """The input pixels kernel tap (p, q) meets, as a strided [N, C, OH, OW] view."""
-    rows, cols = tap_slices(p, q, attrs.strides, attrs.dilation, (oh, ow))
-    return xp[:, :, rows, cols]
+    return np.pad(x, [(0, 0), (0, 0)] + list(zip(pad[:rank], pad[rank:])))
 
 
 def _grouped(attrs: Attrs, w: np.ndarray) -> np.ndarray:
-    """The weight as a contiguous [G, OCg, Cg, KH, KW]."""
+    """The weight as a contiguous [G, OCg, Cg, k...]."""
     oc = w.shape[0]
     return np.ascontiguousarray(w).reshape(attrs.groups, oc // attrs.groups, *w.shape[1:])
 
@@ -133,27 +129,32 @@ def is_depthwise(attrs: Attrs, in_channels: int) -> bool:
 
 
 def _pack_direct(attrs: Attrs, w: np.ndarray) -> np.ndarray:
-    """[KH, KW, G, OCg, Cg]: each tap's weights are one contiguous block of matrices."""
-    return np.ascontiguousarray(_grouped(attrs, w).transpose(3, 4, 0, 1, 2))
+    """[k..., G, OCg, Cg]: each tap's weights are one contiguous block of matrices."""
+    grouped = _grouped(attrs, w)
+    rank = grouped.ndim - 3
+    return np.ascontiguousarray(grouped.transpose(*range(3, 3 + rank), 0, 1, 2))
 
 
 def _direct(attrs: Attrs, x: np.ndarray, weights: np.ndarray, config: Mapping[str, Any]) -> np.ndarray:
+    """One GEMM per kernel tap, of any spatial rank (1-D, 2-D, 3-D)."""
     xp = _padded(attrs, x)
-    n, _, hp, wp = xp.shape
-    kh, kw, groups, ocg, cg = weights.shape
-    oh = _out_size(hp, kh, attrs.strides[0], attrs.dilation[0])
-    ow = _out_size(wp, kw, attrs.strides[1], attrs.dilation[1])
-    out = np.zeros((n, groups, ocg, oh * ow), dtype=np.result_type(x, weights))
+    n = xp.shape[0]
+    *kernel, groups, ocg, cg = weights.shape
+    out_sizes = [_out_size(size, k, s, d) for size, k, s, d in zip(xp.shape[2:], kernel, attrs.strides,
+                                                                   attrs.dilation)]
+    pixels_out = math.prod(out_sizes)
+    out = np.zeros((n, groups, ocg, pixels_out), dtype=np.result_type(x, weights))
     block = config.get("oc_block") or ocg
-    for p in range(kh):
-        for q in range(kw):
-            pixels = _tap(xp, attrs, p, q, oh, ow).reshape(n, groups, cg, oh * ow)
-            if cg == 1:  # depthwise-like: a broadcast multiply-add, no GEMM
-                out += weights[p, q, None] * pixels
-                continue
-            for start in range(0, ocg, block):
-                out[:, :, start:start + block] += gemm(weights[p, q, :, start:start + block], pixels)
-    return out.reshape(n, groups * ocg, oh, ow)
+    for tap in np.ndindex(*kernel):
+        where = tuple(slice(t * d, t * d + s * (o - 1) + 1, s)
+                      for t, d, s, o in zip(tap, attrs.dilation, attrs.strides, out_sizes))
+        pixels = xp[(slice(None), slice(None)) + where].reshape(n, groups, cg, pixels_out)
+        if cg == 1:  # depthwise-like: a broadcast multiply-add, no GEMM
+            out += weights[tap][None] * pixels
+            continue
+        for start in range(0, ocg, block):
+            out[:, :, start:start + block] += gemm(weights[tap][:, start:start + block], pixels)
+    return out.reshape(n, groups * ocg, *out_sizes)
 
 
 # -- winograd F(2x2, 3x3) -----------------------------------------------------------------------
@@ -246,7 +247,8 @@ def _cast(attrs: Attrs, value: np.ndarray) -> np.ndarray:
 
 
 def conv2d_compute(algorithm: str, fused: bool = False) -> PreparedCompute:
-    """`nn.conv2d` (or, `fused`, `nn.conv2d_bias_act`) by the named algorithm, in the call's layouts.
+    """`nn.conv2d` (or, `fused`, `nn.conv2d_bias_act`; or, by `direct`, `nn.conv1d` / `nn.conv3d`) by the named
+    algorithm, in the call's layouts.
 
     A constant weight is packed once when the call is prepared; a constant bias is shaped once.
     """

@@ -1,4 +1,5 @@
-"""cpu strategies for `nn.conv2d` and the fused `nn.conv2d_bias_act`: four algorithms compete.
+"""cpu strategies for `nn.conv2d` and the fused `nn.conv2d_bias_act` (four algorithms compete), and for
+`nn.conv1d` / `nn.conv3d` (the direct algorithm, which works in any spatial rank).
 
 Untuned priorities (measured on a two-core x86 host with OpenBLAS, one BLAS thread): a 1x1 kernel
 as a plain GEMM (20) beats everything it applies to; depthwise convolutions run best as per-tap
@@ -27,9 +28,9 @@ from ..roofline import Work
 from ..strategy import ConfigSpace, OpStrategy
 from ..target import Target
 from ..work import conv_macs, dim_size, numel, op_work
-from .generic import no_knobs
+from .generic import host_reference, no_knobs
 
-__all__ = ["conv2d_strategy_cpu", "kernel_hw"]
+__all__ = ["conv2d_strategy_cpu", "conv_nd_strategy_cpu", "kernel_hw"]
 
 
 def kernel_hw(attrs: Attrs, weight: TensorType) -> tuple[int, int]:
@@ -55,16 +56,18 @@ def _estimate(algorithm: str):
         base = op_work("nn.conv2d", attrs, in_types, out_type)
         if algorithm == "gemm_1x1":
             return base.scaled(efficiency=0.95)
-        kh, kw = kernel_hw(attrs, in_types[1])
-        c_axis, h_axis, w_axis = LAYOUTS[attrs.data_layout]
+        weight = in_types[1]
+        taps = math.prod(dim_size(weight.shape[a]) for a in KERNEL_LAYOUTS[attrs.kernel_layout][2:])
+        c_axis, *spatial = LAYOUTS[attrs.data_layout]
         in_c, out_c = dim_size(in_types[0].shape[c_axis]), dim_size(out_type.shape[c_axis])
         itemsize = np.dtype(out_type.dtype).itemsize
-        pixels = numel(out_type) // out_c                       # N x OH x OW
-        columns = pixels * in_c * kh * kw * itemsize            # the column matrix, or all tap copies
+        pixels = numel(out_type) // out_c                       # N x output positions
+        columns = pixels * in_c * taps * itemsize               # the column matrix, or all tap copies
         if algorithm == "im2col":
-            return base.scaled(efficiency=0.85) + Work(0.0, 2.0 * columns, launches=kh * kw)
+            return base.scaled(efficiency=0.85) + Work(0.0, 2.0 * columns, launches=taps)
         if algorithm == "direct":
-            return base.scaled(efficiency=0.6) + Work(0.0, 2.0 * columns, launches=2 * kh * kw)
+            return base.scaled(efficiency=0.6) + Work(0.0, 2.0 * columns, launches=2 * taps)
+        h_axis, w_axis = spatial
         tiles = (dim_size(out_type.shape[0]) * math.ceil(dim_size(out_type.shape[h_axis]) / 2)
                  * math.ceil(dim_size(out_type.shape[w_axis]) / 2))
         macs = conv_macs(attrs, in_types, out_type) * 16 / 36    # 4x4 products per 2x2 outputs, not 4 x 9
@@ -114,5 +117,24 @@ def conv2d_strategy_cpu(op_name: str):
     return strategy
 
 
+def conv_nd_strategy_cpu(op_name: str):
+    """The cpu strategy of `nn.conv1d` or `nn.conv3d`: one GEMM per kernel tap (10) against the
+    reference's einsum over materialised windows (0)."""
+    direct, reference = kernels.conv2d_compute("direct"), host_reference(op_name)
+    prefix = op_name.split(".")[1]
+
+    def strategy(attrs: Attrs, in_types: Sequence[Type], out_type: Type, target: Target) -> OpStrategy:
+        s = OpStrategy()
+        s.add_implementation(direct, _schedule_direct, name=f"{prefix}_direct.cpu", plevel=10,
+                             estimate=_estimate("direct"))
+        s.add_implementation(reference, no_knobs, name=f"{prefix}_windows.cpu", plevel=0)
+        return s
+
+    strategy.__name__ = f"{prefix}_strategy_cpu"
+    return strategy
+
+
 for _op in ("nn.conv2d", "nn.conv2d_bias_act"):
     get_op(_op).get_attr("FTVMStrategy").register("cpu", conv2d_strategy_cpu(_op), override=_op == "nn.conv2d")
+for _op in ("nn.conv1d", "nn.conv3d"):
+    get_op(_op).get_attr("FTVMStrategy").register("cpu", conv_nd_strategy_cpu(_op), override=True)
