@@ -7,7 +7,8 @@
 
 The answer, in the order it is decided (`WhyNot.cause`):
 
-1. `applied`: the rule did rewrite the class (its result is there).
+1. `applied`: the rule did rewrite the class (its result is there); for an `optimize` result a
+   note says whether the extracted program uses it, or what it computes the class with instead.
 2. The rule's queries, run afresh on the saturated e-graph, match the class: then `dtype_group`
    (the rule holds for other dtypes), `guard` (its `when` returned false), `declined` (it, or
    its callback, returned nothing new), `type_rejected` (its result is ill-typed or of another
@@ -90,10 +91,12 @@ class _Source:
 
     def __init__(self, source: Any):
         from .optimize import Optimized, Saturated
+        self.result: Optimized | None = None
+        """the `optimize` result asked about, whose extraction the answer can comment on."""
         if isinstance(source, Optimized):
             if source.saturated is None:
                 raise EqsatError("this result holds no e-graph; pass the `Saturated` run instead")
-            source = source.saturated
+            self.result, source = source, source.saturated
         if isinstance(source, Saturated):
             self.egraph, self.view, self.report = source.lowered.egraph, source.view, source.report
         elif isinstance(source, EGraph):
@@ -254,6 +257,26 @@ def _limit_note(report: Report | None) -> tuple[str, ...]:
             "might still make the missing form",)
 
 
+def _extraction_note(src: _Source, rule: str, cls: ClassId) -> tuple[str, ...]:
+    """For an `optimize` result: whether its program uses what the rule made at the class."""
+    res = src.result
+    if res is None:
+        return ()
+    where = f"the program extracted for {res.target} ({res.extractor})"
+    if res.choice.info.get("kept_input"):
+        return (f"{where} is the input: nothing cheaper was found",)
+    if cls not in set(res.choice.classes(src.view)):
+        return (f"{where} does not compute e-class {cls}",)
+    node = res.choice.node_of[cls]
+    chain = res.saturated.provenance.chain(node)
+    label = src.view.nodes[node].label()
+    made = f"made by {' > '.join(chain)}" if chain else "from the input"
+    if rule in chain:
+        return (f"{where} uses it: {label}, {made}",)
+    return (f"{where} computes e-class {cls} with {label} ({made}) instead: the rule's form costs more on "
+            f"{res.target}, cannot run there, or needs values its region hides",)
+
+
 def _walk(pattern: DFPattern, src: _Source, cls: ClassId) -> MatchExplanation:
     program = src.egraph.program_nodes()
     graph = EGraphForms(src.view, src.names, program=program[0] if program else None)
@@ -284,7 +307,8 @@ def why_not(source: Any, rule: Any, node: Any) -> WhyNot:
             return WhyNot(resolved.name, where, cls, expl.cause or "unexplained", "the rule rewrote the class, but "
                           "the lowered program does not satisfy its pattern, so extraction will not use the result",
                           expl)
-        return WhyNot(resolved.name, where, cls, "applied", f"the rule rewrote e-class {cls}: its result is there")
+        return WhyNot(resolved.name, where, cls, "applied", f"the rule rewrote e-class {cls}: its result is there",
+                      notes=_extraction_note(src, resolved.name, cls))
     matches = _matches_at(resolved, egraph, cls)
     if matches:
         refused = _verdict(resolved, matches, egraph)
@@ -300,7 +324,7 @@ def why_not(source: Any, rule: Any, node: Any) -> WhyNot:
                           f"stopped ({report.stop_reason} after {report.iterations} iteration(s)) before the rule "
                           "saw the forms this match needs")
         return WhyNot(resolved.name, where, cls, "applied", "the rule matches and its result was already in the "
-                      "class (another rule made it first)")
+                      "class (another rule made it first)", notes=_extraction_note(src, resolved.name, cls))
     walks = [_walk(p, src, cls) for p in left_sides(resolved)]
     expl = next((w for w in walks if not w.matched), None)
     if expl is None:

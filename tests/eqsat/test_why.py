@@ -123,6 +123,14 @@ def test_a_limit_hit_before_the_rule_ran(bert):
     assert eqsat.why_not(eqsat.optimize(mod, params, verify=False), "dense-bias-tanh", node).cause == "applied"
 
 
+def test_an_applied_rule_says_whether_the_target_extracted_its_result(bert):
+    mod, params = bert
+    notes = {target: eqsat.why_not(eqsat.optimize(mod, params, target=target, verify=False), "skip-layer-norm",
+                                   "%5").notes[0] for target in ("cpu", "cuda")}
+    assert "uses it: nn.skip_layer_norm, made by skip-layer-norm" in notes["cuda"]
+    assert "computes e-class" in notes["cpu"] and "with nn.layer_norm (from the input) instead" in notes["cpu"]
+
+
 def test_a_zoo_model_relu6_is_not_the_relu_a_fusion_expects():
     mod, params = ir.models.get("mobilenet_v2", small=True)
     clip = next(n for n in ir.post_order(mod["main"].body) if isinstance(n, ir.Call) and n.op.name == "clip")
