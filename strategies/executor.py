@@ -6,7 +6,9 @@
 
 Selection follows the op-strategy rules (`strategies.select`), with the tuning history of the
 enclosing `apply_history_best` block. Each distinct workload is logged once on the "strategies"
-logger (INFO): which implementation, and why (tuned / plevel / fallback). A call whose shapes are
+logger (INFO): which implementation, and why (tuned / plevel / fallback); a build warns once, in
+one line each, about the ops that fall back to generic implementations and, within a tuning
+history, about the workloads it has no record for. A call whose shapes are
 symbolic is checked when building (some implementation must be possible) and selects when it
 runs, per actual shape, among the implementations whose condition holds (memoized per shape).
 
@@ -184,6 +186,8 @@ class Executable:
         self._history = history
         self._selections: dict[str, Selection] = {}
         self._fallbacks: set[str] = set()
+        self._untuned: set[str] = set()
+        """workloads the tuning history has no usable record for (with a history only)."""
         self._kernels: dict[int, _CallKernel] = {}
         self._times: list[tuple[_CallKernel, float]] | None = None
         self._device_constants: dict[int, Any] = {}
@@ -207,6 +211,8 @@ class Executable:
         self._selections[workload.key] = selection
         if selection.reason == "fallback":
             self._fallbacks.add(workload.op)
+        if self._history is not None and selection.reason != "tuned":
+            self._untuned.add(workload.key)
         logger.info("%s", selection.describe(self.target))
         return selection
 
@@ -225,6 +231,10 @@ class Executable:
         if self._fallbacks:
             logger.warning("target %s has no implementation of %s; they fall back to the generic ones",
                            self.target, ", ".join(sorted(self._fallbacks)))
+        if self._untuned:
+            logger.warning("%s has no usable record for %d of %d workload(s) on target %s; they run untuned "
+                           "(strategies.coverage.tuning_coverage lists them)", self._history.source,
+                           len(self._untuned), len(self._selections), self.target)
 
     @property
     def selections(self) -> list[Selection]:

@@ -38,3 +38,17 @@ def test_another_model_is_covered_where_its_workloads_were_tuned(resnet_log):
     assert untuned and all(r.reason.startswith(("plevel", "fallback")) and r.implementation for r in untuned)
     assert f"{100 * cov.untuned_share:.1f}% of the cost" in cov.summary()
     assert len(cov.table().splitlines()) == len(cov.rows) + 1
+
+
+def test_a_build_warns_once_about_the_workloads_a_log_does_not_cover(resnet_log, caplog):
+    mod, params = ir.models.get("mobilenet_v2", small=True)
+    untuned = sum(not r.tuned for r in tuning_coverage(mod, "cpu", resnet_log, params).rows)
+    with caplog.at_level("WARNING", logger="strategies"), strategies.apply_history_best(resnet_log):
+        strategies.build(mod, "cpu", params)
+    warnings = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
+    assert len(warnings) == 1 and f"no usable record for {untuned} of " in warnings[0], warnings
+    caplog.clear()
+    mod, params = ir.models.get("resnet50", small=True)
+    with caplog.at_level("WARNING", logger="strategies"), strategies.apply_history_best(resnet_log):
+        strategies.build(mod, "cpu", params)
+    assert not [r for r in caplog.records if r.levelname == "WARNING"]
