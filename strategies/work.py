@@ -13,6 +13,7 @@ from typing import Sequence
 import numpy as np
 
 from ir.attrs import Attrs
+from ir.op.layout import BLOCKED_CONVS, plain_conv_types
 from ir.op.shapes import normalize_axis
 from ir.types import TensorType, TupleType, Type
 
@@ -81,6 +82,10 @@ def op_work(op_name: str, attrs: Attrs, in_types: Sequence[Type], out_type: Type
         return Work(0.0, 0.0, launches=0)
     if op_name in _CONVOLUTIONS:
         return Work(2.0 * conv_macs(attrs, in_types, out_type, assumed_dim) + 2.0 * out_elems, moved)
+    if op_name in BLOCKED_CONVS:  # the convolution of the NCHW / OIHW views
+        plain = attrs.with_(data_layout="NCHW", kernel_layout="OIHW", out_layout="")
+        data, weight, out = plain_conv_types(attrs, in_types, out_type)
+        return Work(2.0 * conv_macs(plain, [data, weight], out, assumed_dim) + 2.0 * out_elems, moved)
     if op_name in ("nn.dense", "nn.dense_bias_act"):
         k = dim_size(in_types[0].shape[-1], assumed_dim)  # type: ignore[union-attr]
         return Work(2.0 * out_elems * k + 2.0 * out_elems, moved)

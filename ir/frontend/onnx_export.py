@@ -31,6 +31,7 @@ from ..visitor import children, post_order
 from ..types import TensorType, TupleType, Type
 from . import export_elemwise, export_indexing, export_nn, export_piecewise, export_tensor  # noqa: F401  (emitters)
 from . import export_image  # noqa: F401  (the image.resize emitters)
+from . import export_nchwc  # noqa: F401  (layout_transform and the blocked convolutions)
 from .export_attention import ONE_NODE_OPSETS
 from .errors import FrontendError
 from .export_context import CONTRIB_DOMAIN, EMITTERS, EmitContext, Names, Value
@@ -282,6 +283,7 @@ def to_onnx(mod: IRModule | Expr, params: Mapping[str, np.ndarray] | None = None
     ir_version = onnx.helper.find_min_ir_version_for(opset_ids)
     if contrib:
         opset_ids.append(onnx.helper.make_opsetid(CONTRIB_DOMAIN, CONTRIB_OPSET))
+        opset_ids.append(onnx.helper.make_opsetid(export_nchwc.NCHWC_DOMAIN, CONTRIB_OPSET))
     model = onnx.helper.make_model(graph, opset_imports=opset_ids, producer_name="relay-eqsat",
                                    ir_version=ir_version)
     exporter.write_initializers(model.graph)

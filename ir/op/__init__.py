@@ -2,6 +2,7 @@
 
 from . import activation, fused, generate, indexing, nn, piecewise, reduce, scan, tensor, transform  # noqa: F401
 from . import image  # noqa: F401  (registers the image ops)
+from . import layout  # noqa: F401  (layout_transform and the blocked convolutions)
 from .registry import REQUIRED, AttrField, Op, OpPattern, get_op, list_ops, make_call, register_op
 
 __all__ = ["AttrField", "Op", "OpPattern", "REQUIRED", "get_op", "list_ops", "make_call", "register_op"]

@@ -128,10 +128,30 @@ GOOD = {
                        "Tensor[(1, 3, 7, 2), float32]"),
     "image.resize3d": (lambda: relay.image.resize3d(v((1, 2, 3, 4, 5), "float16"), (6, 2, 1)),
                        "Tensor[(1, 2, 6, 2, 1), float16]"),
+    "layout_transform": (lambda: relay.layout_transform(v((1, 8, 3, 5)), "NCHW", "NCHW4c"),
+                         "Tensor[(1, 2, 3, 5, 4), float32]"),
+    "nn.contrib_conv2d_NCHWc": (lambda: relay.nn.contrib_conv2d_NCHWc(
+        v((1, 2, 6, 6, 4)), v((3, 2, 3, 3, 4, 4), name="w"), strides=2, data_layout="NCHW4c",
+        kernel_layout="OIHW4i4o", out_layout="NCHW4c"), "Tensor[(1, 3, 2, 2, 4), float32]"),
+    "nn.contrib_conv2d_NCHWc_bias_act": (lambda: relay.nn.contrib_conv2d_NCHWc_bias_act(
+        v((1, 3, 6, 6)), v((2, 3, 3, 3, 4), name="w"), v((8,), name="b"), padding=1, data_layout="NCHW",
+        kernel_layout="OIHW4o", out_layout="NCHW4c"), "Tensor[(1, 2, 6, 6, 4), float32]"),
+    "nn.contrib_conv2d_NCHWc_bias_sum_act": (lambda: relay.nn.contrib_conv2d_NCHWc_bias_sum_act(
+        v((1, 2, 6, 6, 4)), v((2, 1, 3, 3, 1, 4), name="w"), v((8,), name="b"), v((1, 8, 6, 6), name="s"),
+        padding=1, groups=8, data_layout="NCHW4c", kernel_layout="OIHW1i4o", out_layout="NCHW"),
+        "Tensor[(1, 8, 6, 6), float32]"),
 }
 
 # op name -> builder of an ill-typed call, and a fragment the error must contain
 BAD = {
+    "layout_transform": (lambda: relay.layout_transform(v((1, 6, 3, 5)), "NCHW", "NCHW4c"), "blocks of 4"),
+    "layout_transform-axes": (lambda: relay.layout_transform(v((1, 8, 3, 5)), "NCHW", "NCDW"), "same axes"),
+    "nn.contrib_conv2d_NCHWc": (lambda: relay.nn.contrib_conv2d_NCHWc(
+        v((1, 2, 6, 6, 4)), v((3, 1, 3, 3, 4, 4), name="w"), data_layout="NCHW4c", kernel_layout="OIHW4i4o",
+        out_layout="NCHW4c"), "8 channels"),
+    "nn.contrib_conv2d_NCHWc_bias_sum_act": (lambda: relay.nn.contrib_conv2d_NCHWc_bias_sum_act(
+        v((1, 2, 6, 6, 4)), v((2, 2, 1, 1, 4, 4), name="w"), v((8,), name="b"), v((1, 2, 6, 6, 8), name="s"),
+        data_layout="NCHW4c", kernel_layout="OIHW4i4o", out_layout="NCHW4c"), "sum input"),
     "add": (lambda: relay.add(v((2, 3)), v((4, 3), name="y")), "dimension 0 is 2 vs 4"),
     "add-dtype": (lambda: relay.add(v(F), v(F, "int32", "y")), "one dtype"),
     "nn.conv2d": (lambda: relay.nn.conv2d(v(IMG), v((6, 3, 3, 3), name="w")), "4 channels"),

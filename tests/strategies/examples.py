@@ -168,4 +168,13 @@ EXAMPLES: list[Example] = [
     ex("tile", normal(2, 3), reps=(2, 1, 2)),
     ex("trilu", normal(2, 3, 4), k=-1, upper=False),
     ex("arange", np.array(1.0, "float32"), np.array(4.0, "float32"), np.array(0.5, "float32"), dtype="float32"),
+    ex("layout_transform", normal(1, 8, 3, 5), src_layout="NCHW", dst_layout="NCHW4c"),
+    ex("layout_transform", normal(1, 2, 3, 5, 4), src_layout="NCHW4c", dst_layout="NHWC"),
+    ex("nn.contrib_conv2d_NCHWc", normal(1, 2, 6, 6, 4), normal(3, 2, 3, 3, 4, 4), padding=1,
+       data_layout="NCHW4c", kernel_layout="OIHW4i4o", out_layout="NCHW4c"),
+    ex("nn.contrib_conv2d_NCHWc_bias_act", normal(1, 3, 6, 6), normal(2, 3, 3, 3, 4), normal(8), strides=2,
+       data_layout="NCHW", kernel_layout="OIHW4o", out_layout="NCHW4c", activation="relu"),
+    ex("nn.contrib_conv2d_NCHWc_bias_sum_act", normal(1, 2, 5, 5, 4), normal(2, 1, 3, 3, 1, 4), normal(8),
+       normal(1, 2, 5, 5, 4), padding=1, groups=8, data_layout="NCHW4c", kernel_layout="OIHW1i4o",
+       out_layout="NCHW4c", activation="relu"),
 ]

@@ -12,7 +12,8 @@
 | `merge`    | two conv2d / dense sharing an input become one wider op and a split   |
 | `ac`       | commute + associativity of add and multiply (grows without bound)     |
 | `default`  | simplify + algebra + layout-commute + commute + idioms + folding + fusion + merge |
-| `all`      | default + associativity                                               |
+| `layout`   | convolutions in ONNX Runtime's NCHW{B}c blocks; layout transforms moved outward and cancelled |
+| `all`      | default + associativity + layout                                      |
 
 Families recognised by `default` (each from any spelling the axioms relate): LayerNorm (with or
 without affine parts, + residual as SkipLayerNorm), RMSNorm, exact GELU (+ bias as BiasGelu),
@@ -35,18 +36,20 @@ from .algebra import ALGEBRA
 from .folding import FOLDING
 from .fusion import FUSION
 from .idioms import IDIOMS
+from .layout import LAYOUT
 from .layout_commute import LAYOUT_COMMUTE
 from .merge import MERGE
 from .simplify import SIMPLIFY
 
 __all__ = ["FAMILIES", "RULESETS", "resolve_rules", "AC", "ALGEBRA", "COMMUTE", "FOLDING", "FUSION", "IDIOMS",
-           "LAYOUT_COMMUTE", "MERGE", "SIMPLIFY"]
+           "LAYOUT", "LAYOUT_COMMUTE", "MERGE", "SIMPLIFY"]
 
 _DEFAULT = ruleset("default", [*SIMPLIFY, *ALGEBRA, *LAYOUT_COMMUTE, *COMMUTE, *IDIOMS, *FOLDING, *FUSION, *MERGE])
 RULESETS: dict[str, RuleSet] = {
     "simplify": SIMPLIFY, "algebra": ALGEBRA, "layout-commute": LAYOUT_COMMUTE, "commute": COMMUTE,
     "idioms": IDIOMS, "folding": FOLDING, "fusion": FUSION, "merge": MERGE, "ac": AC,
-    "default": _DEFAULT, "all": ruleset("all", [*_DEFAULT, *(r for r in AC if r.name not in COMMUTE.names)]),
+    "layout": LAYOUT,
+    "default": _DEFAULT, "all": ruleset("all", [*_DEFAULT, *(r for r in AC if r.name not in COMMUTE.names), *LAYOUT]),
 }
 
 

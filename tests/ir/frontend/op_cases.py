@@ -323,4 +323,19 @@ CASES += [
     Case("arange", {"x": ix(3, dtype="int64")},  # summed, as its length is known only at run time
          lambda x: relay.sum(relay.arange(*(relay.const(np.int64(v)) for v in (2, 11, 3)), dtype="int64")) + x,
          lambda x: 2 + 5 + 8 + x),
+    Case("layout_transform", {"x": fx(2, 8, 3, 5)}, lambda x: relay.layout_transform(x, "NCHW", "NCHW4c"),
+         lambda x: x.reshape(2, 2, 4, 3, 5).transpose(0, 1, 3, 4, 2)),
+    Case("layout_transform-blocked-to-nhwc", {"x": fx(1, 2, 3, 5, 4)},
+         lambda x: relay.layout_transform(x, "NCHW4c", "NHWC"), lambda x: x.transpose(0, 2, 3, 1, 4).reshape(1, 3, 5, 8)),
+    Case("nn.contrib_conv2d_NCHWc", {"x": fx(1, 2, 6, 6, 4), "w": fx(3, 2, 3, 3, 4, 4)},
+         lambda x, w: relay.nn.contrib_conv2d_NCHWc(x, w, padding=1, strides=2, data_layout="NCHW4c",
+                                                    kernel_layout="OIHW4i4o", out_layout="NCHW4c")),
+    Case("nn.contrib_conv2d_NCHWc_bias_act", {"x": fx(1, 3, 6, 6), "w": fx(2, 3, 3, 3, 4), "b": fx(8)},
+         lambda x, w, b: relay.nn.contrib_conv2d_NCHWc_bias_act(x, w, b, data_layout="NCHW", kernel_layout="OIHW4o",
+                                                                out_layout="NCHW4c", activation="sigmoid")),
+    Case("nn.contrib_conv2d_NCHWc_bias_sum_act", {"x": fx(1, 2, 5, 5, 4), "w": fx(2, 1, 3, 3, 1, 4), "b": fx(8),
+                                                  "s": fx(1, 2, 5, 5, 4)},
+         lambda x, w, b, s: relay.nn.contrib_conv2d_NCHWc_bias_sum_act(
+             x, w, b, s, padding=1, groups=8, data_layout="NCHW4c", kernel_layout="OIHW1i4o", out_layout="NCHW4c",
+             activation="relu")),
 ]

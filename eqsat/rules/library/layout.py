@@ -1,0 +1,200 @@
+"""Blocked layouts as a choice: convolutions in NCHW{B}c, layout transforms moved outward and cancelled.
+
+    conv2d(x, w)                          -> layout_transform(contrib_conv2d_NCHWc(layout_transform(x), w'), back)
+    f(layout_transform(a))                -> layout_transform(f(a))              f element-wise
+    add(layout_transform(a), layout_transform(b)) -> layout_transform(add(a, b))  one layout, one type
+    add(layout_transform(a), c)           -> layout_transform(add(a, c'))         c per channel, c' blocked
+    layout_transform(layout_transform(x, A -> B), B -> A) -> x
+    act(conv_NCHWc(...) + bias [+ sum])   -> conv_NCHWc(...; activation)          ONNX Runtime's fused forms
+
+`B` is the channel block of ONNX Runtime's NCHWc kernels on this machine (`ort_nchwc_block_size`;
+8 where ONNX Runtime is missing), so the blocked forms are the ones the ort target runs. The weight
+`w'` is `w` reordered once, as a constant. Every convolution gets a blocked twin wrapped in
+transforms from and back to its own layout, so a blocked value never reaches a graph input or
+output: the extractor keeps a region blocked only where the transforms between its convolutions
+cancel. Every rule is exact: a blocked convolution computes the plain one's sums in the same
+order, and element-wise ops compute each element alone, wherever the layout puts it.
+
+Not in `default`: only the ort target has kernels for the blocked forms (see
+`benchmarks/results/nchwc.md` for what they gain there); use `rules="default+layout"`.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ir import Expr, relay
+from ir.frontend.export_nchwc import ort_nchwc_block_size
+from ir.op.layout import blocked_layout
+from ir.op.registry import make_call
+
+from strategies.kernels.nchwc import transform_layout
+
+from ..match import Match
+from ..pattern import call, const_pat, pvars
+from ..rule import Rewrite, rule, ruleset
+
+__all__ = ["LAYOUT", "block_size"]
+
+x, a, b, s, wt, bias = pvars("x a b s wt bias")
+
+#: element-wise ops of one input that commute with any layout change
+_UNARY = ("nn.relu", "sigmoid", "tanh", "clip", "nn.leaky_relu")
+_ACTIVATIONS = (("nn.relu", "relu"), ("sigmoid", "sigmoid"), ("tanh", "tanh"))
+_EXAMPLE_ATTRS = {"clip": {"a_min": -1.0, "a_max": 1.0}}
+
+
+def block_size() -> int:
+    """The channel block the rules introduce: this machine's ONNX Runtime NCHWc block, else 8."""
+    return ort_nchwc_block_size() or 8
+
+
+def _lt(data: Expr, src: str, dst: str) -> Expr:
+    return make_call("layout_transform", [data], {"src_layout": src, "dst_layout": dst})
+
+
+def _forms(data_channels: int, out_channels: int, groups: int, block: int) -> tuple[str, str] | None:
+    """(data layout, kernel layout) of the blocked twin of an NCHW convolution, or None when it has none."""
+    if out_channels % block:
+        return None
+    if groups == 1 and data_channels < block:
+        return "NCHW", f"OIHW{block}o"
+    if data_channels % block:
+        return None
+    if groups == 1:
+        return blocked_layout("NCHW", "C", block), f"OIHW{block}i{block}o"
+    if groups == data_channels == out_channels:
+        return blocked_layout("NCHW", "C", block), f"OIHW1i{block}o"
+    return None
+
+
+def _to_blocked(fused: bool):
+    """The blocked twin of `nn.conv2d` (or `nn.conv2d_bias_act`) with a constant weight."""
+    def build(m: Match) -> Expr | None:
+        attrs, block = m["c"], block_size()
+        if attrs.data_layout != "NCHW" or attrs.kernel_layout != "OIHW" or attrs.out_dtype:
+            return None
+        weight = m.const("w")
+        forms = _forms(m.shape("x")[1], weight.shape[0], attrs.groups, block)
+        if forms is None or not isinstance(m.shape("x")[1], int):
+            return None
+        data_layout, kernel_layout = forms
+        out_layout = blocked_layout("NCHW", "C", block)
+        data = m.expr("x") if data_layout == "NCHW" else _lt(m.expr("x"), "NCHW", data_layout)
+        new_attrs = {**attrs, "data_layout": data_layout, "kernel_layout": kernel_layout, "out_layout": out_layout}
+        args = [data, relay.const(transform_layout(weight, "OIHW", kernel_layout))]
+        if fused:
+            args.append(m.expr("bias"))
+        op = "nn.contrib_conv2d_NCHWc_bias_act" if fused else "nn.contrib_conv2d_NCHWc"
+        return _lt(make_call(op, args, new_attrs), out_layout, "NCHW")
+    return build
+
+
+def _channel_constant(m: Match) -> Expr | None:
+    """`c` laid out like the blocked data when it holds one value per channel: (C, 1, 1) or (1, C, 1, 1)."""
+    src, dst = m["lt"].src_layout, m["lt"].dst_layout
+    if dst != "NCHW" or m.ndim("a") != 5 or src != blocked_layout("NCHW", "C", m.shape("a")[-1]):
+        return None
+    c, channels = m.const("c"), m.shape("a")[1] * m.shape("a")[-1]
+    if m.dtype("c") != m.dtype("a") or c.shape not in ((channels, 1, 1), (1, channels, 1, 1)):
+        return None
+    blocked = transform_layout(c.reshape(1, channels, 1, 1), "NCHW", src)
+    return _lt(make_call("add", [m.expr("a"), relay.const(blocked)]), src, "NCHW")
+
+
+def _same_layout(m: Match) -> bool:
+    l1, l2 = m["l1"], m["l2"]
+    return (l1.src_layout, l1.dst_layout) == (l2.src_layout, l2.dst_layout) and m.type("a") == m.type("b")
+
+
+def _inverse(m: Match) -> bool:
+    return (m["l1"].src_layout, m["l1"].dst_layout) == (m["l2"].dst_layout, m["l2"].src_layout)
+
+
+# -- examples (built when a test asks, so the block size is probed then) ----------------------------
+
+def _image(channels: int, name: str = "x", size: int = 5) -> Expr:
+    return relay.var(name, shape=(1, channels, size, size))
+
+
+def _weight(out_channels: int, in_channels: int, seed: int = 0) -> Expr:
+    rng = np.random.default_rng(seed)
+    return relay.const(rng.standard_normal((out_channels, in_channels, 3, 3)).astype("float32"))
+
+
+def _blocked_relu(name: str = "a") -> Expr:
+    bl = blocked_layout("NCHW", "C", block_size())
+    return _lt(relay.var(name, shape=(1, 2, 3, 3, block_size())), bl, "NCHW")
+
+
+def _blocked_conv(activation: str = "none", with_sum: bool = False) -> Expr:
+    B = block_size()
+    bl = blocked_layout("NCHW", "C", B)
+    weight = relay.const(transform_layout(np.asarray(_weight(B, B).data), "OIHW", f"OIHW{B}i{B}o"))
+    bias = relay.const(np.linspace(-1, 1, B).astype("float32"))
+    attrs = {"padding": 1, "data_layout": bl, "kernel_layout": f"OIHW{B}i{B}o", "out_layout": bl,
+             "activation": activation}
+    data = relay.var("x", shape=(1, 1, 5, 5, B))
+    if with_sum:
+        return make_call("nn.contrib_conv2d_NCHWc_bias_sum_act", [data, weight, bias, relay.var("s", shape=(1, 1, 5, 5, B))],
+                         attrs)
+    return make_call("nn.contrib_conv2d_NCHWc_bias_act", [data, weight, bias], attrs)
+
+
+def _through(op: str) -> Rewrite:
+    return rule(f"{op}-through-layout-transform",
+                call(op, call("layout_transform", a, bind_attrs="lt"), bind_attrs="f"),
+                call("layout_transform", call(op, a, attrs_from="f"), attrs_from="lt"),
+                example=lambda: make_call(op, [_blocked_relu()], _EXAMPLE_ATTRS.get(op, {})),
+                near_miss=lambda: make_call(op, [relay.transpose(_image(4), (0, 2, 3, 1))], _EXAMPLE_ATTRS.get(op, {})))
+
+
+def _fuse_activation(op: str, activation: str, conv: str, inputs) -> Rewrite:
+    return rule(f"nchwc-{'sum-' if 'sum' in conv else ''}{activation}",
+                call(op, call(conv, *inputs, activation="none", bind_attrs="f")),
+                call(conv, *inputs, attrs_from="f", activation=activation),
+                example=lambda: make_call(op, [_blocked_conv(with_sum="sum" in conv)]),
+                near_miss=lambda: make_call(op, [_blocked_conv("tanh" if activation != "tanh" else "relu",
+                                                               with_sum="sum" in conv)]))
+
+
+_BIAS_ACT = "nn.contrib_conv2d_NCHWc_bias_act"
+_SUM_ACT = "nn.contrib_conv2d_NCHWc_bias_sum_act"
+w = const_pat("w")  # a constant weight: the blocked twin reorders it once
+
+LAYOUT = ruleset("layout", [
+    rule("conv2d-to-nchwc", call("nn.conv2d", x, w, bind_attrs="c"), _to_blocked(fused=False),
+         example=lambda: relay.nn.conv2d(_image(block_size()), _weight(block_size(), block_size()), padding=1),
+         near_miss=lambda: relay.nn.conv2d(_image(block_size() + 4), _weight(block_size(), block_size() + 4))),
+    rule("conv2d-bias-act-to-nchwc", call("nn.conv2d_bias_act", x, w, bias, bind_attrs="c"), _to_blocked(fused=True),
+         example=lambda: relay.nn.conv2d_bias_act(_image(3), _weight(block_size(), 3), relay.const(
+             np.ones(block_size(), "float32")), strides=2, padding=1, activation="relu"),
+         near_miss=lambda: relay.nn.conv2d_bias_act(_image(3), _weight(4, 3), relay.const(np.ones(4, "float32")))),
+    *(_through(op) for op in _UNARY),
+    rule("add-through-layout-transform",
+         call("add", call("layout_transform", a, bind_attrs="l1"), call("layout_transform", b, bind_attrs="l2")),
+         call("layout_transform", call("add", a, b), attrs_from="l1"), when=_same_layout,
+         example=lambda: relay.add(_blocked_relu("a"), _blocked_relu("b")),
+         near_miss=lambda: relay.add(_blocked_relu("a"), relay.transpose(
+             relay.var("b", shape=(1, 2 * block_size(), 3, 3)), (0, 1, 3, 2)))),
+    rule("add-channel-constant-through-layout-transform",
+         call("add", call("layout_transform", a, bind_attrs="lt"), const_pat("c")), _channel_constant,
+         example=lambda: relay.add(_blocked_relu(), relay.const(np.arange(2 * block_size(), dtype="float32")
+                                                                 .reshape(-1, 1, 1))),
+         near_miss=lambda: relay.add(_blocked_relu(), relay.const(np.ones((1, 1, 3, 3), "float32")))),
+    rule("layout-transform-inverse",
+         call("layout_transform", call("layout_transform", x, bind_attrs="l1"), bind_attrs="l2"), x, when=_inverse,
+         example=lambda: _lt(_lt(_image(block_size()), "NCHW", blocked_layout("NCHW", "C", block_size())),
+                             blocked_layout("NCHW", "C", block_size()), "NCHW"),
+         near_miss=lambda: _lt(_lt(_image(4), "NCHW", "NHWC"), "NHWC", "NHWC")),
+    *(_fuse_activation(op, act, _BIAS_ACT, (x, wt, bias)) for op, act in _ACTIVATIONS),
+    rule("nchwc-sum", call("add", call(_BIAS_ACT, x, wt, bias, activation="none", bind_attrs="f"), s),
+         call(_SUM_ACT, x, wt, bias, s, attrs_from="f"), when=lambda m: m.type("s") == m.root_type(),
+         example=lambda: relay.add(_blocked_conv(), relay.var("s", shape=(1, 1, 5, 5, block_size()))),
+         near_miss=lambda: relay.add(_blocked_conv(), relay.var("s", shape=(1, 1, 1, 1, block_size())))),
+    rule("nchwc-sum-commuted", call("add", s, call(_BIAS_ACT, x, wt, bias, activation="none", bind_attrs="f")),
+         call(_SUM_ACT, x, wt, bias, s, attrs_from="f"), when=lambda m: m.type("s") == m.root_type(),
+         example=lambda: relay.add(relay.var("s", shape=(1, 1, 5, 5, block_size())), _blocked_conv()),
+         near_miss=lambda: relay.add(relay.var("s", shape=(1, 1, 5, 1, block_size())), _blocked_conv())),
+    *(_fuse_activation(op, act, _SUM_ACT, (x, wt, bias, s)) for op, act in _ACTIVATIONS),
+])

@@ -1,0 +1,240 @@
+"""Emitters of `layout_transform` and the blocked convolutions: standard ONNX, or ONNX Runtime's NCHWc kernels.
+
+Standard ONNX (any block size, runs anywhere): a layout change is Transpose and Reshape nodes, a
+blocked convolution its operands laid out as NCHW / OIHW around a `Conv`.
+
+With `to_onnx(contrib=True)`, float32 programs use ONNX Runtime's CPU kernels of the
+`com.microsoft.nchwc` domain, whose channel block is the machine's (MLAS: 16 where AVX-512 is
+available, else 8 on x86; `ort_nchwc_block_size()` asks the installed ONNX Runtime):
+
+    layout_transform NCHW -> NCHW{B}c      ReorderInput(x)                (NHWC -> NCHW{B}c: channels_last=1)
+    layout_transform NCHW{B}c -> NCHW      ReorderOutput(x; channels)     (-> NHWC: channels_last=1)
+    nn.contrib_conv2d_NCHWc*               Conv(X, W[, B[, Sum]]; activation)
+
+ONNX Runtime holds a blocked tensor as 4-D (N, C, H, W) in blocked order; the program's value is
+the IR's 5-D `(N, C // B, H, W, B)`, so Reshape nodes (which alias, not copy) turn one into the
+other around each NCHWc node. A weight in `OIHW{B}i{B}o` (`OIHW{B}o` for unblocked input,
+`OIHW1i{B}o` for a depthwise convolution) is the filter order MLAS reorders weights to, so it is
+handed over as it is. A program blocked for another block size than this machine's is refused: its
+NCHWc nodes would read the blocks wrongly (optimize it again here, or export with `contrib=False`).
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import tempfile
+from typing import Sequence
+
+import numpy as np
+import onnx
+
+from ..attrs import Attrs
+from ..expr import Call
+from ..op.layout import BLOCKED_CONVS, parse_layout, primal_axes
+from .errors import FrontendError
+from .export_context import EmitContext, Value, emits
+from .export_contrib import CONTRIB_EMITTERS
+from .export_nn import ONNX_ACTIVATIONS
+
+__all__ = ["NCHWC_DOMAIN", "ort_nchwc_block_size", "ort_conv_block", "relayout"]
+
+#: ONNX Runtime's domain of the NCHWc kernels
+NCHWC_DOMAIN = "com.microsoft.nchwc"
+
+
+@functools.lru_cache(maxsize=1)
+def ort_nchwc_block_size() -> int | None:
+    """The channel block of the installed ONNX Runtime's NCHWc kernels on this machine (None without it).
+
+    MLAS decides it from the CPU (`MlasNchwcGetBlockSize`) and Python cannot ask it directly, so
+    this optimizes a one-channel convolution with ONNX Runtime's layout transformer on and reads the
+    padded channel count of the reordered weight in the saved graph.
+    """
+    try:
+        import onnxruntime as ort
+    except ImportError:
+        return None
+    from onnx import TensorProto, helper, numpy_helper
+    weight = numpy_helper.from_array(np.ones((1, 4, 1, 1), np.float32), "w")
+    graph = helper.make_graph([helper.make_node("Conv", ["x", "w"], ["y"])], "probe",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4, 2, 2])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 1, 2, 2])], [weight])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    with tempfile.TemporaryDirectory() as tmp:
+        options = ort.SessionOptions()
+        options.log_severity_level = 3
+        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+        options.optimized_model_filepath = os.path.join(tmp, "probe.onnx")
+        ort.InferenceSession(model.SerializeToString(), options, providers=["CPUExecutionProvider"])
+        optimized = onnx.load(options.optimized_model_filepath)
+    if not any(n.domain == NCHWC_DOMAIN for n in optimized.graph.node):
+        return None
+    weights = [list(t.dims) for t in optimized.graph.initializer if len(t.dims) == 4]
+    return int(weights[0][0]) if weights else None
+
+
+# -- standard ONNX ---------------------------------------------------------------------------------
+
+def relayout(ctx: EmitContext, name: str, shape: Sequence[int], src: str, dst: str) -> str:
+    """`name` (of static `shape`, laid out as `src`) laid out as `dst` with Transpose and Reshape nodes."""
+    axes = parse_layout(src)
+    letters = [a for a, _ in axes]
+    order, primal_shape = [], []
+    for letter in primal_axes(src):  # merge each block back into its primal axis
+        picked = [letters.index(letter)] + ([letters.index(letter.lower())] if letter.lower() in letters else [])
+        order += picked
+        primal_shape.append(int(np.prod([shape[i] for i in picked])))
+    if order != sorted(order):
+        name = ctx.node("Transpose", [name], perm=order)
+    if len(primal_shape) != len(shape):
+        name = ctx.node("Reshape", [name, ctx.ints(primal_shape)])
+    source, target = primal_axes(src), primal_axes(dst)
+    perm = [source.index(p) for p in target]
+    if perm != sorted(perm):
+        name = ctx.node("Transpose", [name], perm=perm)
+    blocks = {a.upper(): b for a, b in parse_layout(dst) if b is not None}
+    if not blocks:
+        return name
+    split_shape, split_letters = [], []
+    for letter in target:
+        size, block = primal_shape[source.index(letter)], blocks.get(letter)
+        split_shape += [size] if block is None else [size // block, block]
+        split_letters += [letter] if block is None else [letter, letter.lower()]
+    name = ctx.node("Reshape", [name, ctx.ints(split_shape)])
+    final = [split_letters.index(a) for a, _ in parse_layout(dst)]
+    return name if final == sorted(final) else ctx.node("Transpose", [name], perm=final)
+
+
+@emits("layout_transform")
+def emit_layout_transform(ctx: EmitContext, call: Call, args: Sequence[Value]) -> Value:
+    shape = ctx.static_shape(call.args[0], "layout_transform")
+    return relayout(ctx, args[0], shape, call.attrs.src_layout, call.attrs.dst_layout)
+
+
+def _conv_attrs(call: Call, kernel: Sequence[int]) -> dict:
+    attrs = call.attrs
+    return dict(kernel_shape=list(kernel), strides=list(attrs.strides), pads=list(attrs.padding),
+                dilations=list(attrs.dilation), group=attrs.groups)
+
+
+@emits(*BLOCKED_CONVS)
+def emit_blocked_conv(ctx: EmitContext, call: Call, args: Sequence[Value]) -> Value:
+    attrs = call.attrs
+    out_layout = attrs.out_layout or attrs.data_layout
+    data = relayout(ctx, args[0], ctx.static_shape(call.args[0], "the data"), attrs.data_layout, "NCHW")
+    weight_shape = ctx.static_shape(call.args[1], "the kernel")
+    weight = relayout(ctx, args[1], weight_shape, attrs.kernel_layout, "OIHW")
+    kernel = [weight_shape[[a for a, _ in parse_layout(attrs.kernel_layout)].index(ch)] for ch in "HW"]
+    out = ctx.node("Conv", [data, weight, *args[2:3]], **_conv_attrs(call, kernel))
+    if call.op.name.endswith("_sum_act"):
+        out_shape = ctx.static_shape(call, "the output")
+        out = ctx.node("Add", [out, relayout(ctx, args[3], out_shape, out_layout, "NCHW")])
+    if call.op.name != "nn.contrib_conv2d_NCHWc" and attrs.activation != "none":
+        out = ctx.node(ONNX_ACTIVATIONS[attrs.activation], [out],
+                       alpha=attrs.alpha if attrs.activation == "leaky_relu" else None)
+    out_shape = ctx.static_shape(call, "the output")
+    plain = [out_shape[0], int(np.prod([d for i, d in enumerate(out_shape) if i not in (0, 2, 3)])),
+             out_shape[2], out_shape[3]]
+    return relayout(ctx, out, plain, "NCHW", out_layout)
+
+
+# -- ONNX Runtime's NCHWc kernels ------------------------------------------------------------------
+
+def _machine_block(ctx: EmitContext, call: Call, block: int) -> bool:
+    """Whether this machine's ONNX Runtime works in blocks of `block`; refuses another block size."""
+    machine = ort_nchwc_block_size()
+    if machine is None:
+        return False
+    if block != machine:
+        raise FrontendError(f"{call.op.name} works in channel blocks of {block}, but ONNX Runtime's NCHWc kernels "
+                            f"on this machine use blocks of {machine}: optimize the program again on this machine, "
+                            f"or export it with contrib=False (standard ONNX)")
+    return True
+
+
+def _float32(ctx: EmitContext, call: Call) -> bool:
+    return ctx.type_of(call).dtype == "float32"
+
+
+def _view(ctx: EmitContext, name: str, shape: Sequence[int]) -> str:
+    """`name` reshaped (an alias, no copy) to `shape`; 0 keeps the input's size at that position."""
+    return ctx.node("Reshape", [name, ctx.ints(shape)])
+
+
+def _blocked(layout: str, plain: str) -> int | None:
+    """The block of C when `layout` is `plain` plus a channel block (NCHW{B}c / NHWC{B}c), else None."""
+    axes = parse_layout(layout)
+    if primal_axes(layout) != plain or len(axes) != len(plain) + 1 or axes[-1][0] != "c":
+        return None
+    return axes[-1][1]
+
+
+def emit_reorder(ctx: EmitContext, call: Call, args: Sequence[Value]) -> Value | None:
+    """NCHW/NHWC <-> NCHW{B}c as ReorderInput / ReorderOutput (4-D float32, channels a multiple of B)."""
+    src, dst = call.attrs.src_layout, call.attrs.dst_layout
+    if not _float32(ctx, call) or ctx.type_of(call.args[0]).ndim not in (4, 5):
+        return None
+    for plain in ("NCHW", "NHWC"):
+        if src == plain and (block := _blocked(dst, "NCHW")) is not None and _machine_block(ctx, call, block):
+            out = ctx.node("ReorderInput", [args[0]], domain=NCHWC_DOMAIN, channels_last=int(plain == "NHWC"))
+            return _view(ctx, out, [0, -1, 0, 0, block])
+        if dst == plain and (block := _blocked(src, "NCHW")) is not None and _machine_block(ctx, call, block):
+            n, outer, h, w, _ = ctx.static_shape(call.args[0], "the blocked data")
+            flat = _view(ctx, args[0], [0, outer * block, 0, 0])
+            return ctx.node("ReorderOutput", [flat], domain=NCHWC_DOMAIN, channels=outer * block,
+                            channels_last=int(plain == "NHWC"))
+    return None
+
+
+def ort_conv_block(attrs: Attrs, in_channels: int, out_channels: int) -> int | None:
+    """The block of a blocked convolution that ONNX Runtime's NCHWc Conv runs as it is laid out, else None:
+    blocked data and OIHW{B}i{B}o weights; unblocked data of fewer than B channels and OIHW{B}o weights;
+    or a depthwise convolution on blocked data with OIHW1i{B}o weights."""
+    block = _blocked(attrs.out_layout or attrs.data_layout, "NCHW")
+    if block is None:
+        return None
+    if attrs.groups == 1 and attrs.data_layout == "NCHW" and in_channels < block:
+        expected = ("NCHW", f"OIHW{block}o")
+    elif attrs.groups == 1:
+        expected = (f"NCHW{block}c", f"OIHW{block}i{block}o")
+    elif attrs.groups == in_channels == out_channels:
+        expected = (f"NCHW{block}c", f"OIHW1i{block}o")
+    else:
+        return None
+    return block if (attrs.data_layout, attrs.kernel_layout) == expected else None
+
+
+def emit_nchwc_conv(ctx: EmitContext, call: Call, args: Sequence[Value]) -> Value | None:
+    """A blocked convolution as ONNX Runtime's NCHWc Conv (bias, activation and Sum fused)."""
+    attrs = call.attrs
+    if not _float32(ctx, call) or attrs.out_dtype not in ("", "float32"):
+        return None
+    data_shape, out_shape = ctx.static_shape(call.args[0], "the data"), ctx.static_shape(call, "the output")
+    in_channels = data_shape[1] * (data_shape[4] if len(data_shape) == 5 else 1)
+    out_channels = out_shape[1] * out_shape[4] if len(out_shape) == 5 else out_shape[1]
+    block = ort_conv_block(attrs, in_channels, out_channels)
+    if block is None or not _machine_block(ctx, call, block):
+        return None
+    weight_shape = ctx.static_shape(call.args[1], "the kernel")
+    kh, kw = weight_shape[2], weight_shape[3]
+    data = args[0] if attrs.data_layout == "NCHW" else _view(ctx, args[0], [0, in_channels, 0, 0])
+    weight = _view(ctx, args[1], [out_channels, in_channels // attrs.groups, kh, kw])
+    inputs = [data, weight]
+    if call.op.name != "nn.contrib_conv2d_NCHWc":
+        inputs.append(args[2])
+    if call.op.name.endswith("_sum_act"):
+        inputs.append(_view(ctx, args[3], [0, out_channels, 0, 0]))
+    activation = getattr(attrs, "activation", "none") if call.op.name != "nn.contrib_conv2d_NCHWc" else "none"
+    extra = {}
+    if activation != "none":
+        extra["activation"] = ONNX_ACTIVATIONS[activation]
+        if activation == "leaky_relu":
+            extra["activation_params"] = [attrs.alpha]
+    out = ctx.node("Conv", inputs, domain=NCHWC_DOMAIN, **_conv_attrs(call, [kh, kw]), **extra)
+    return _view(ctx, out, [0, out_shape[1], 0, 0, block])
+
+
+CONTRIB_EMITTERS["layout_transform"] = emit_reorder
+for _name in BLOCKED_CONVS:
+    CONTRIB_EMITTERS[_name] = emit_nchwc_conv

@@ -1,0 +1,77 @@
+"""ort strategies of the blocked convolutions: ONNX Runtime's NCHWc `Conv` where it runs the call as laid out.
+
+ONNX Runtime's NCHWc convolution (MLAS) works on channel blocks that fit the machine's vector
+registers, with bias, activation and a residual sum applied while the block is in registers and
+no column matrix: it counts as the convolution's work at the efficiency of a 1x1 GEMM (0.95),
+where the plain convolution pays im2col's column matrix. A call it cannot run as laid out (another
+block size than this machine's, a dtype other than float32, a layout pairing the kernel lacks)
+keeps only the host reference kernel, whose cost keeps extraction away from it. On cuda they have
+no implementation: the blocked layouts are the CPU kernels'.
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+from ir.attrs import Attrs
+from ir.frontend.export_nchwc import ort_conv_block, ort_nchwc_block_size
+from ir.op.layout import BLOCKED_CONVS, logical_sizes
+from ir.op.registry import get_op
+from ir.types import TensorType, Type
+
+from ..roofline import Work
+from ..strategy import OpStrategy
+from ..target import Target
+from ..work import op_work
+from .generic import REFERENCE_EFFICIENCY, host_reference, no_knobs
+
+__all__ = ["NCHWC_EFFICIENCY", "runs_as_nchwc", "blocked_conv_strategy_ort"]
+
+#: the share of the roofline ONNX Runtime's NCHWc convolution reaches (a 1x1 GEMM's)
+NCHWC_EFFICIENCY = 0.95
+
+
+def runs_as_nchwc(attrs: Attrs, in_types: Sequence[Type], out_type: Type) -> bool:
+    """Whether ONNX Runtime on this machine runs this blocked convolution as one NCHWc `Conv`."""
+    data, weight = in_types[0], in_types[1]
+    if not (isinstance(data, TensorType) and isinstance(out_type, TensorType)) or out_type.dtype != "float32":
+        return False
+    in_c = logical_sizes(data.shape, attrs.data_layout)["C"]
+    out_c = logical_sizes(out_type.shape, attrs.out_layout or attrs.data_layout)["C"]
+    if not (isinstance(in_c, int) and isinstance(out_c, int)):
+        return False
+    block = ort_conv_block(attrs, in_c, out_c)
+    return block is not None and block == ort_nchwc_block_size()
+
+
+def _work(op_name: str, efficiency: float):
+    def estimate(attrs: Attrs, in_types: Sequence[Type], out_type: Type) -> Work:
+        return op_work(op_name, attrs, in_types, out_type).scaled(efficiency=efficiency)
+    return estimate
+
+
+def blocked_conv_strategy_ort(op_name: str):
+    """The ort strategy of a blocked convolution: the NCHWc kernel where it applies, the reference always."""
+    reference = host_reference(op_name)
+    short = op_name.split(".", 1)[1]
+
+    def strategy(attrs: Attrs, in_types: Sequence[Type], out_type: Type, target: Target) -> OpStrategy:
+        s = OpStrategy()
+        s.add_implementation(reference, no_knobs, name=f"{short}.reference", plevel=0,
+                             estimate=_work(op_name, REFERENCE_EFFICIENCY))
+        if runs_as_nchwc(attrs, in_types, out_type):
+            s.add_implementation(reference, no_knobs, name=f"{short}.ort", plevel=10,
+                                 estimate=_work(op_name, NCHWC_EFFICIENCY))
+        return s
+
+    strategy.__name__ = f"{short}_strategy_ort"
+    return strategy
+
+
+def _no_gpu_kernel(attrs: Attrs, in_types: Sequence[Type], out_type: Type, target: Target) -> OpStrategy:
+    return OpStrategy()
+
+
+for _name in BLOCKED_CONVS:
+    get_op(_name).get_attr("FTVMStrategy").register("ort", blocked_conv_strategy_ort(_name))
+    get_op(_name).get_attr("FTVMStrategy").register("cuda", _no_gpu_kernel, override=True)
