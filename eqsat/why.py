@@ -37,6 +37,7 @@ from ir import Expr
 from ir.dataflow_pattern import DFPattern, DFPatternCallback, MatchExplanation
 from ir.dataflow_pattern.explain import Explainer, explain
 from ir.printer import node_names
+from ir.type_infer import types_compatible
 
 from .egraph.egraph import EGraph
 from .egraph.pattern_graph import EGraphForms
@@ -77,6 +78,7 @@ class WhyNot:
     explanation: MatchExplanation | None = None
     """for a failed match: the walk of the rule's left side over the class's forms."""
     notes: tuple[str, ...] = ()
+    """what else helps: a limit that may have kept a form from appearing, what extraction chose."""
 
     def __str__(self) -> str:
         lines = [f"{self.rule} at {self.node} (e-class {self.eclass}): {self.cause}", f"  {self.reason}"]
@@ -238,7 +240,7 @@ def _verdict(rule: Rule, matches: list[Any], egraph: EGraph) -> tuple[str, str] 
                 refusals.append(("type_rejected", f"the result does not type-check: {err}"))
                 break
             have, got = egraph.type_of(res.root), res.expr.checked_type
-            if have != got:
+            if not types_compatible(have, got):  # what `EGraph.union` refuses
                 refusals.append(("type_rejected", f"the result has type {got}, the class {have}"))
                 break
         else:
