@@ -71,6 +71,9 @@ def test_conv_against_ort(x_shape, w_shape, attrs):
     ((1, 2, 3, 4), (2, 2, 3, 3), dict(strides=[2, 2], output_shape=[7, 9])),
     ((1, 2, 3, 4), (2, 2, 3, 3), dict(strides=[2, 2], output_shape=[8, 10])),
     ((1, 2, 3, 4), (2, 2, 2, 3), dict(strides=[2, 2], auto_pad="SAME_UPPER")),
+    ((1, 2, 3, 4), (2, 2, 3, 3), dict(strides=[2, 2], output_shape=[6, 8])),  # odd total paddings
+    ((1, 2, 3, 4), (2, 2, 3, 3), dict(strides=[2, 2], output_shape=[6, 8], auto_pad="SAME_UPPER")),
+    ((1, 2, 3, 4), (2, 2, 3, 3), dict(strides=[2, 2], auto_pad="SAME_LOWER")),
     ((1, 2, 3, 2, 3), (2, 1, 2, 2, 2), dict(strides=[1, 2, 2], pads=[0, 1, 0, 1, 0, 0])),
 ])
 def test_conv_transpose_against_ort(x_shape, w_shape, attrs):
