@@ -1,60 +1,25 @@
-"""The attention ops: type relation, reference kernel against loops, ONNX export run in ONNX Runtime."""
+"""The attention ops: type relation, ONNX export run in ONNX Runtime (against `attention_loops`), and\nONNX `Attention` import."""
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
+import onnx
 import onnxruntime as ort
 import pytest
+from onnx import helper
 
 import ir
+import strategies
 from ir import relay
 from ir.errors import TypeInferenceError
-from ir.frontend import DEFAULT_OPSET, to_onnx
-from strategies.kernels.reference import run_reference
-
-B, H, S, T, D, DV = 2, 3, 5, 7, 4, 6
-
-
-def _inputs(mask_shape=None, seed=0) -> dict[str, np.ndarray]:
-    rng = np.random.default_rng(seed)
-    shapes = {"q": (B, H, S, D), "k": (B, H, T, D), "v": (B, H, T, DV)}
-    if mask_shape is not None:
-        shapes["mask"] = mask_shape
-    return {n: rng.standard_normal(s).astype(np.float32) for n, s in shapes.items()}
+from ir.frontend import DEFAULT_OPSET, FrontendError, from_onnx, to_onnx
+from tests.ir.attention_cases import DV, B, D, H, S, T, attention_inputs, attention_loops
 
 
 def _program(values: dict[str, np.ndarray], scale: float) -> ir.IRModule:
     args = [relay.var(n, shape=v.shape) for n, v in values.items()]
     op = relay.nn.masked_attention if "mask" in values else relay.nn.attention
     return ir.IRModule.from_expr(relay.Function(args, op(*args, scale=scale)))
-
-
-def _loops(values: dict[str, np.ndarray], scale: float) -> np.ndarray:
-    """Attention written element by element, in float64."""
-    q, k, v = (values[n].astype(np.float64) for n in "qkv")
-    mask = np.broadcast_to(values["mask"], (B, H, S, T)) if "mask" in values else np.zeros((B, H, S, T))
-    out = np.zeros((B, H, S, DV))
-    for b in range(B):
-        for h in range(H):
-            for i in range(S):
-                scores = [sum(q[b, h, i, d] * k[b, h, j, d] for d in range(D)) * scale + mask[b, h, i, j]
-                          for j in range(T)]
-                top = max(scores)
-                weights = [math.exp(s - top) for s in scores]
-                total = sum(weights)
-                for e in range(DV):
-                    out[b, h, i, e] = sum(w / total * v[b, h, j, e] for j, w in enumerate(weights))
-    return out
-
-
-@pytest.mark.parametrize("mask_shape", [None, (B, 1, 1, T), (S, T)])
-def test_reference_kernel_matches_the_loops(mask_shape):
-    values = _inputs(mask_shape)
-    op = "nn.masked_attention" if mask_shape else "nn.attention"
-    got = run_reference(op, ir.Attrs({"scale": 0.3}), list(values.values()))
-    np.testing.assert_allclose(got, _loops(values, 0.3), rtol=1e-5, atol=1e-6)
 
 
 def test_type_relation_gives_the_context_shape_and_refuses_bad_operands():
@@ -77,17 +42,58 @@ def test_type_relation_gives_the_context_shape_and_refuses_bad_operands():
 @pytest.mark.parametrize("mask_shape", [None, (B, 1, 1, T), (1, 1, S, T), (S, T), (T,), (H, 1, T)])
 @pytest.mark.parametrize("opset", [DEFAULT_OPSET, 23])
 def test_export_runs_in_onnx_runtime(mask_shape, opset):
-    values = _inputs(mask_shape)
+    values = attention_inputs(mask_shape)
     model = to_onnx(_program(values, 0.3), opset=opset)
     ops = [n.op_type for n in model.graph.node]
     assert ("Attention" in ops) == (opset >= 23)
     session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
-    np.testing.assert_allclose(session.run(None, values)[0], _loops(values, 0.3), rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(session.run(None, values)[0], attention_loops(values, 0.3), rtol=1e-4, atol=1e-5)
 
 
 def test_export_rises_to_the_first_opset_with_attention_unless_told():
-    values = _inputs((B, 1, 1, T))
+    values = attention_inputs((B, 1, 1, T))
     assert to_onnx(_program(values, 0.5)).opset_import[0].version == 23
     assert to_onnx(_program(values, 0.5), opset=17).opset_import[0].version == 17
     plain = ir.IRModule.from_expr(relay.nn.relu(relay.var("x", shape=(2, 3))))
     assert to_onnx(plain).opset_import[0].version == DEFAULT_OPSET
+
+
+def _attention_model(inputs: dict[str, np.ndarray], **attrs) -> onnx.ModelProto:
+    node = helper.make_node("Attention", list(inputs), ["y"], **attrs)
+    graph = helper.make_graph([node], "attention",
+                              [helper.make_tensor_value_info(n, helper.np_dtype_to_tensor_dtype(v.dtype), v.shape)
+                               for n, v in inputs.items()],
+                              [helper.make_tensor_value_info("y", onnx.TensorProto.FLOAT, None)])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 23)])
+
+
+@pytest.mark.parametrize("mask, attrs", [
+    (None, {}), ("float", {"scale": 0.7}), ("bool", {}), (None, {"is_causal": 1}), ("float", {"is_causal": 1}),
+])
+def test_onnx_attention_imports_and_matches_onnx_runtime(mask, attrs):
+    values = attention_inputs()
+    if mask == "float":
+        values["mask"] = np.random.default_rng(1).standard_normal((B, 1, S, T)).astype(np.float32)
+    elif mask == "bool":
+        values["mask"] = np.random.default_rng(1).random((S, T)) < 0.7
+        values["mask"][:, 0] = True  # every query attends to something
+    model = _attention_model(values, **attrs)
+    want = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, values)[0]
+    mod, params = from_onnx(model)
+    got = strategies.evaluate(mod, values, params=params)
+    np.testing.assert_allclose(np.asarray(got), want, rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("change, message", [
+    (lambda m: m.graph.node[0].input.extend(["", "past_key"]), "past_key"),
+    (lambda m: m.graph.node[0].attribute.append(helper.make_attribute("softcap", 2.0)), "softcap"),
+    (lambda m: m.graph.input[0].type.tensor_type.shape.dim.pop(), "4-D"),
+])
+def test_onnx_attention_forms_not_taken_are_refused_by_name(change, message):
+    values = attention_inputs()
+    model = _attention_model(values)
+    change(model)
+    if message == "past_key":
+        model.graph.input.append(helper.make_tensor_value_info("past_key", onnx.TensorProto.FLOAT, [B, H, 1, D]))
+    with pytest.raises(FrontendError, match=message):
+        from_onnx(model)

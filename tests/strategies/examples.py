@@ -118,6 +118,8 @@ EXAMPLES: list[Example] = [
     ex("nn.layer_norm", normal(2, 3, 8), normal(8), normal(8)),
     ex("nn.layer_norm", normal(2, 5, 3), normal(5), normal(5), axis=1, center=False),
     ex("nn.skip_layer_norm", normal(2, 3, 8), normal(2, 3, 8), normal(8), normal(8)),
+    ex("nn.attention", normal(2, 3, 5, 4), normal(2, 3, 6, 4), normal(2, 3, 6, 2), scale=0.5),
+    ex("nn.masked_attention", normal(2, 3, 5, 4), normal(2, 3, 6, 4), normal(2, 3, 6, 2), normal(2, 1, 1, 6)),
     ex("nn.softmax", normal(3, 5)), ex("nn.softmax", normal(3, 5, 2), axis=1),
     ex("nn.log_softmax", normal(3, 5)),
     ex("nn.max_pool2d", normal(1, 2, 7, 6), pool_size=3, strides=2, padding=1, ceil_mode=True),
