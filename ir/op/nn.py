@@ -8,7 +8,8 @@ from ..attrs import Attrs
 from ..errors import ShapeError
 from ..types import Any, TensorType, TupleType, Type
 from .registry import AttrField, OpPattern, register_op
-from .shapes import broadcast_shapes, dims_match, known, normalize_axis, same_dtype, tensor, window_out_dim
+from .shapes import (broadcast_shapes, dims_match, known, normalize_axis, same_dtype, symbolic, tensor,
+                     window_out_dim)
 
 
 #: spatial rank -> the letters of its spatial axes, in order
@@ -133,10 +134,10 @@ def conv_transpose_out_dim(size, kernel: int, pad_before: int, pad_after: int, s
     if output_padding >= max(stride, dilation):
         raise ShapeError(f"{what}: output_padding {output_padding} must be smaller than the stride {stride} "
                          f"or the dilation {dilation}")
-    if not known(size):
+    if not (known(size) or symbolic(size)):
         return Any
     out = (size - 1) * stride + dilation * (kernel - 1) + 1 + output_padding - pad_before - pad_after
-    if out < 1:
+    if known(size) and out < 1:
         raise ShapeError(f"{what}: padding {pad_before} + {pad_after} leaves no output (length {out})")
     return out
 

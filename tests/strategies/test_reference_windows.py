@@ -118,6 +118,14 @@ def test_window_type_errors_name_the_problem(build, message):
         _infer(build())
 
 
+def test_symbolic_sizes_give_expressions():
+    n = relay.SizeVar("n")
+    x = relay.var("x", ir.TensorType((1, 2, n, 5)))
+    out = _infer(relay.nn.conv2d_transpose(x, relay.var("w", shape=(2, 3, 3, 3)), strides=2, padding=1))
+    assert str(out) == "Tensor[(1, 3, n*2 - 1, 9), float32]"
+    assert str(_infer(relay.nn.avg_pool2d(x, pool_size=2, strides=2))) == "Tensor[(1, 2, (n - 2) // 2 + 1, 2), float32]"
+
+
 def test_window_attribute_errors():
     with pytest.raises(ir.errors.AttrsError, match="expected 1, 3 or 6 values"):
         relay.nn.conv3d(relay.var("x", shape=(1, 1, 2, 2, 2)), relay.var("w", shape=(1, 1, 1, 1, 1)), padding=(1, 1))
