@@ -96,6 +96,8 @@ def upgrade(proto: onnx.ModelProto) -> onnx.ModelProto:
     if opset >= OLDEST_OPSET:
         return proto
     typed = _with_value_infos(proto)
+    if opset < 7:
+        _channel_slopes(typed)
     try:
         upgraded = version_converter.convert_version(typed, OLDEST_OPSET)
     except Exception as err:  # the converter raises RuntimeError or ValueError with its C++ assertion text
@@ -122,6 +124,28 @@ def _with_value_infos(proto: onnx.ModelProto) -> onnx.ModelProto:
         return onnx.shape_inference.infer_shapes(typed)
     except Exception:  # noqa: BLE001 (the converter reports what is wrong with the model)
         return typed
+
+
+def _channel_slopes(typed: onnx.ModelProto) -> None:
+    """Give each PRelu a slope that broadcasts as before opset 7, where a 1-D slope (an initializer)
+    ran along the channel axis (1); the version converter leaves the slope as it is."""
+    graph = typed.graph
+    ranks = {v.name: len(v.type.tensor_type.shape.dim) for v in [*graph.input, *graph.value_info]
+             if v.type.tensor_type.HasField("shape")}
+    initializers = {t.name: t for t in graph.initializer}
+    for node in graph.node:
+        if node.op_type != "PRelu" or len(node.input) < 2:
+            continue
+        slope, rank = initializers.get(node.input[1]), ranks.get(node.input[0], 0)
+        if slope is None or len(slope.dims) != 1 or slope.dims[0] == 1 or rank < 3:
+            continue
+        values = onnx.numpy_helper.to_array(slope).reshape((-1,) + (1,) * (rank - 2))
+        channel = onnx.numpy_helper.from_array(values, f"{slope.name}_per_channel")
+        if channel.name not in initializers:
+            graph.initializer.append(channel)
+            graph.input.append(onnx.helper.make_tensor_value_info(channel.name, channel.data_type, channel.dims))
+            initializers[channel.name] = channel
+        node.input[1] = channel.name
 
 
 def _unconvertible_ops(typed: onnx.ModelProto, opset: int) -> list[str]:
