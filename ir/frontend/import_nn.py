@@ -30,10 +30,11 @@ def _per_axis(ctx: NodeContext, key: str, rank: int, default: int | list[int]) -
     return value
 
 
-def _spatial_sizes(ctx: NodeContext, data: Expr, auto_pad: str) -> list[int]:
+def _spatial_sizes(ctx: NodeContext, data: Expr, what: str) -> list[int]:
+    """The spatial lengths of NC... `data`, which must be static for `what`."""
     shape = ctx.type_of(data).shape[2:]
     if not all(known(d) for d in shape):
-        raise FrontendError(f"auto_pad={auto_pad} needs static spatial dimensions, got input shape "
+        raise FrontendError(f"{what} needs static spatial dimensions, got input shape "
                             f"{ctx.type_of(data).shape_str()}")
     return list(shape)
 
@@ -64,7 +65,7 @@ def _window_padding(ctx: NodeContext, data: Expr, kernel: list[int], strides: li
     if auto_pad == "VALID":
         return [0] * 2 * len(kernel)
     totals = [max((-(-size // s) - 1) * s + (k - 1) * d + 1 - size, 0)
-              for size, k, s, d in zip(_spatial_sizes(ctx, data, auto_pad), kernel, strides, dilations)]
+              for size, k, s, d in zip(_spatial_sizes(ctx, data, f"auto_pad={auto_pad}"), kernel, strides, dilations)]
     return _split_padding(ctx, auto_pad, totals)
 
 
@@ -88,36 +89,42 @@ def convert_conv(ctx: NodeContext) -> Expr:
     return out
 
 
-@converter("ConvTranspose")
-def convert_conv_transpose(ctx: NodeContext) -> Expr:
-    """`output_shape` (or SAME auto_pad: size x stride) fixes the total padding of each axis,
-    stride * (size - 1) + output_padding + dilation * (kernel - 1) + 1 - output size, split in halves
-    with the odd one at the end for SAME_UPPER and at the start otherwise (the ONNX spec's rule); an
-    output longer than that extent grows at the end, like output_padding."""
-    data, weight = ctx.input(0), ctx.input(1)
-    rank, kernel, strides, dilations = _conv_geometry(ctx, data, weight)
-    output_padding = _per_axis(ctx, "output_padding", rank, 0)
+def _transpose_padding(ctx: NodeContext, data: Expr, kernel: list[int], strides: list[int], dilations: list[int],
+                       output_padding: list[int]) -> tuple[list[int], list[int]]:
+    """(padding, output_padding) of a ConvTranspose node. `output_shape` (or SAME auto_pad: size x stride)
+    fixes the total padding of each axis, stride * (size - 1) + output_padding + dilation * (kernel - 1)
+    + 1 - output size, split in halves with the odd one at the end for SAME_UPPER and at the start
+    otherwise (the ONNX spec's rule); an output longer than that extent grows at the end, like
+    output_padding."""
+    rank = len(kernel)
     auto_pad = ctx.attr("auto_pad", "NOTSET")
-    if ctx.has_attr("output_shape") or auto_pad in ("SAME_UPPER", "SAME_LOWER"):
-        sizes = _spatial_sizes(ctx, data, "output_shape" if ctx.has_attr("output_shape") else auto_pad)
-        targets = ([s * stride for s, stride in zip(sizes, strides)] if not ctx.has_attr("output_shape")
-                   else list(ctx.attr("output_shape"))[-rank:])
+    if ctx.has_attr("output_shape"):
+        sizes = _spatial_sizes(ctx, data, "output_shape")
+        targets = list(ctx.attr("output_shape"))[-rank:]
         if len(targets) != rank:
-            raise FrontendError(f"attribute output_shape={list(ctx.attr('output_shape'))} must give {rank} "
-                                f"spatial sizes")
-        totals = [s * (size - 1) + extra + d * (k - 1) + 1 - target for size, k, s, d, extra, target in
-                  zip(sizes, kernel, strides, dilations, output_padding, targets)]
-        if any(t < 0 for t in totals):
-            # the output grows past the full extent: the growth is output padding at the end
-            output_padding = [extra - min(t, 0) for extra, t in zip(output_padding, totals)]
-            totals = [max(t, 0) for t in totals]
-        padding = _split_padding(ctx, "SAME_UPPER" if auto_pad == "SAME_UPPER" else "SAME_LOWER", totals)
+            raise FrontendError(f"attribute output_shape={targets} must give {rank} spatial sizes")
+    elif auto_pad in ("SAME_UPPER", "SAME_LOWER"):
+        sizes = _spatial_sizes(ctx, data, f"auto_pad={auto_pad}")
+        targets = [size * s for size, s in zip(sizes, strides)]
     elif auto_pad == "VALID":
-        padding = [0] * 2 * rank
+        return [0] * 2 * rank, output_padding
     elif auto_pad == "NOTSET":
-        padding = _explicit_pads(ctx, rank)
+        return _explicit_pads(ctx, rank), output_padding
     else:
         raise ctx.unsupported("auto_pad", auto_pad, "use NOTSET, VALID, SAME_UPPER or SAME_LOWER")
+    totals = [s * (size - 1) + extra + d * (k - 1) + 1 - target
+              for size, k, s, d, extra, target in zip(sizes, kernel, strides, dilations, output_padding, targets)]
+    output_padding = [extra - min(t, 0) for extra, t in zip(output_padding, totals)]
+    totals = [max(t, 0) for t in totals]
+    return _split_padding(ctx, "SAME_UPPER" if auto_pad == "SAME_UPPER" else "SAME_LOWER", totals), output_padding
+
+
+@converter("ConvTranspose")
+def convert_conv_transpose(ctx: NodeContext) -> Expr:
+    data, weight = ctx.input(0), ctx.input(1)
+    rank, kernel, strides, dilations = _conv_geometry(ctx, data, weight)
+    padding, output_padding = _transpose_padding(ctx, data, kernel, strides, dilations,
+                                                 _per_axis(ctx, "output_padding", rank, 0))
     out = ctx.call(f"nn.conv{rank}d_transpose", data, weight, strides=strides, dilation=dilations,
                    groups=ctx.attr("group", 1), padding=padding, output_padding=output_padding, kernel_size=kernel)
     if ctx.has_input(2):
