@@ -18,7 +18,8 @@ from ir.frontend import from_onnx
 
 #: onnx's case module of each op type
 _MODULES = {"Conv": "conv", "ConvTranspose": "convtranspose", "MaxPool": "maxpool", "AveragePool": "averagepool",
-            "Resize": "resize", "Upsample": "upsample",
+            "Resize": "resize", "Upsample": "upsample", "GlobalAveragePool": "globalaveragepool",
+            "GlobalMaxPool": "globalmaxpool",
             **{op: op.lower() for op in ("Elu", "Selu", "Celu", "Shrink", "PRelu", "Sign", "Mod", "Where", "Tile",
                                          "Expand", "Trilu", "LogSoftmax", "CumSum", "OneHot", "GatherElements",
                                          "ScatterND", "TopK", "ArgMax", "ArgMin")},

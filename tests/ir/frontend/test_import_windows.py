@@ -17,7 +17,8 @@ from tests.ir.frontend.ort_helpers import run_ort
 #: onnx cases that import on purpose with an error (what they need is not supported)
 REFUSED = {"test_maxpool_with_argmax_2d_precomputed_pads": "'z' .* is not supported",
            "test_maxpool_with_argmax_2d_precomputed_strides": "'z' .* is not supported"}
-CASES = [c for op in ("Conv", "ConvTranspose", "MaxPool", "AveragePool") for c in node_cases(op)
+CASES = [c for op in ("Conv", "ConvTranspose", "MaxPool", "AveragePool", "GlobalAveragePool", "GlobalMaxPool")
+         for c in node_cases(op)
          if "large" not in c.name]  # the large 3-D pools take seconds on the loops they are checked against
 
 
@@ -90,6 +91,12 @@ def test_conv_transpose_against_ort(x_shape, w_shape, attrs):
 ])
 def test_pool_against_ort(op_type, x_shape, attrs):
     _against_ort(_single_node(op_type, x_shape, **attrs))
+
+
+@pytest.mark.parametrize("op_type", ["GlobalAveragePool", "GlobalMaxPool"])
+@pytest.mark.parametrize("x_shape", [(2, 3, 5), (1, 2, 3, 4), (1, 2, 3, 4, 2)])
+def test_global_pool_against_ort(op_type, x_shape):
+    _against_ort(_single_node(op_type, x_shape))
 
 
 @pytest.mark.parametrize("op_type, x_shape, w_shape, attrs, message", [
