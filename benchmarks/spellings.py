@@ -406,17 +406,20 @@ def _attention(form: str) -> Builder:
 # -- torch exports ---------------------------------------------------------------------------------------------
 
 def _torch_export(make_module: Callable[..., object], shape: Callable[[Size], tuple[int, ...]],
-                  opset: int = OPSET) -> Builder:
-    """`torch.onnx.export` (the TorchScript exporter) of `make_module(torch, size)` on an input of `shape(size)`."""
+                  opset: int = OPSET,
+                  inputs: Callable[[Size], Mapping[str, tuple[int, ...]]] | None = None) -> Builder:
+    """`torch.onnx.export` (the TorchScript exporter) of `make_module(torch, size)` on an input `x` of
+    `shape(size)`, or on the named `inputs(size)`."""
     def build(size: Size) -> onnx.ModelProto:
         if importlib.util.find_spec("torch") is None:
             raise Unavailable("torch is not installed")
         import torch
         module = make_module(torch, size)
         options = {"dynamo": False} if "dynamo" in inspect.signature(torch.onnx.export).parameters else {}
+        shapes = inputs(size) if inputs is not None else {"x": shape(size)}
         buffer = io.BytesIO()
-        torch.onnx.export(module, (torch.zeros(shape(size)),), buffer, opset_version=opset, input_names=["x"],
-                          output_names=["y"], **options)
+        torch.onnx.export(module, tuple(torch.zeros(s) for s in shapes.values()), buffer, opset_version=opset,
+                          input_names=list(shapes), output_names=["y"], **options)
         return onnx.load_from_string(buffer.getvalue())
     return build
 
@@ -438,6 +441,34 @@ def _functional(name: str) -> Callable[[object, Size], object]:
         class Module(torch.nn.Module):
             def forward(self, x):
                 return fn(x)
+        return Module().eval()
+    return make
+
+
+def _attention_inputs(size: Size) -> dict[str, tuple[int, ...]]:
+    batch, seq, heads, dim = _heads(size)
+    hidden = (batch, seq, heads * dim)
+    return {"q": hidden, "k": hidden, "v": hidden, "mask": (batch, 1, 1, seq)}
+
+
+def _torch_attention(form: str) -> Callable[[object, Size], object]:
+    """Self-attention over split heads as PyTorch code writes it: Hugging Face BERT's
+    `matmul / sqrt(d) + mask` (`"bert"`), or `F.scaled_dot_product_attention` (`"sdpa"`)."""
+    def make(torch: object, size: Size) -> object:
+        batch, seq, heads, dim = _heads(size)
+
+        def split(t):
+            return t.view(batch, seq, heads, dim).permute(0, 2, 1, 3)
+
+        class Module(torch.nn.Module):
+            def forward(self, q, k, v, mask):
+                q, k, v = split(q), split(k), split(v)
+                if form == "sdpa":
+                    context = torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+                else:
+                    scores = torch.matmul(q, k.transpose(-1, -2)) / dim ** 0.5 + mask
+                    context = torch.matmul(torch.softmax(scores, dim=-1), v)
+                return context.permute(0, 2, 1, 3).reshape(batch, seq, heads * dim)
         return Module().eval()
     return make
 
@@ -530,6 +561,8 @@ FAMILIES: dict[str, Family] = {f.name: f for f in [
         "both_scaled": _attention("both_scaled"),
         "einsum": _attention("einsum"),
         "mask_first": _attention("mask_first"),
+        "torch_bert": _torch_export(_torch_attention("bert"), _tokens, inputs=_attention_inputs),
+        "torch_sdpa": _torch_export(_torch_attention("sdpa"), _tokens, inputs=_attention_inputs),
     }, frozenset({"nn.masked_attention"})),
 ]}
 
