@@ -8,7 +8,7 @@ from ..attrs import Attrs
 from ..errors import ShapeError
 from ..types import Any, TensorType, TupleType, Type
 from .registry import AttrField, OpPattern, register_op
-from .shapes import (broadcast_shapes, dims_match, known, normalize_axis, same_dtype, symbolic, tensor,
+from .shapes import (broadcast_shapes, dims_match, known, normalize_axis, product, same_dtype, symbolic, tensor,
                      window_out_dim)
 
 
@@ -78,8 +78,8 @@ def _window_shape(data: TensorType, c_axis: int, spatial: Sequence[int], channel
 
 
 def _conv_operands(args: Sequence[Type], attrs: Attrs, rank: int, transposed: bool):
-    """Checks shared by convolution and transposed convolution; returns (data, dtype, data axes,
-    kernel sizes, in channels, out channels)."""
+    """Checks shared by convolution and transposed convolution; returns (data, dtype, channel axis,
+    spatial axes, kernel sizes, output channels)."""
     data, weight = tensor(args[0], "data"), tensor(args[1], "weight")
     if data.ndim != rank + 2 or weight.ndim != rank + 2:
         raise ShapeError(f"needs {rank + 2}-D data and weight, got data {data} and weight {weight}")
@@ -276,11 +276,7 @@ def batch_flatten_rel(args: Sequence[Type], attrs: Attrs) -> Type:
     data = tensor(args[0], "data")
     if data.ndim < 1:
         raise ShapeError(f"needs data of rank >= 1, got {data}")
-    rest = data.shape[1:]
-    size = 1
-    for d in rest:
-        size = size * d if known(d) and known(size) else Any
-    return TensorType((data.shape[0], size), data.dtype)
+    return TensorType((data.shape[0], product(data.shape[1:])), data.dtype)
 
 
 def pad_rel(args: Sequence[Type], attrs: Attrs) -> Type:
@@ -291,7 +287,7 @@ def pad_rel(args: Sequence[Type], attrs: Attrs) -> Type:
     for d, (before, after) in zip(data.shape, attrs.pad_width):
         if before < 0 or after < 0:
             raise ShapeError(f"negative padding {before, after} is not supported")
-        out.append(d + before + after if known(d) else Any)
+        out.append(d + before + after if symbolic(d) else Any)
     return TensorType(out, data.dtype)
 
 
