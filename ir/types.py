@@ -95,7 +95,8 @@ class DimExpr(_DimArithmetic):
     def __str__(self) -> str:
         text = ""
         for monomial, coefficient in self.terms:
-            factors = [str(monomial[0])] if len(monomial) == 1 and abs(coefficient) == 1 else list(map(_atom_str, monomial))
+            alone = len(monomial) == 1 and abs(coefficient) == 1  # a lone atom needs no parentheses
+            factors = [str(monomial[0])] if alone else list(map(_atom_str, monomial))
             if abs(coefficient) != 1 or not factors:
                 factors.append(str(abs(coefficient)))
             sign = ("-" if coefficient < 0 else "") if not text else (" - " if coefficient < 0 else " + ")

@@ -143,7 +143,8 @@ def strided_slice_rel(args: Sequence[Type], attrs: Attrs) -> Type:
             raise ShapeError("a stride of 0 is not allowed")
         if attrs.slice_mode == "size" and known(data.shape[ax]):  # a negative begin counts from the end
             e = data.shape[ax] if e < 0 else (max(b + data.shape[ax], 0) if b < 0 else b) + e
-        out[ax] = len(slice_bounds(data.shape[ax], b, e, s)) if known(data.shape[ax]) else _sliced(data.shape[ax], b, e, s)
+        size = data.shape[ax]
+        out[ax] = len(slice_bounds(size, b, e, s)) if known(size) else _sliced(size, b, e, s)
     return TensorType(out, data.dtype)
 
 

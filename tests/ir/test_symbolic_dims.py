@@ -56,6 +56,8 @@ def v(name: str, *shape) -> ir.Var:
     (lambda: relay.nn.softmax(v("x", N, S, 16)), "(N, S, 16)"),
     (lambda: relay.nn.layer_norm(v("x", N, S, 16), v("g", 16), v("b", 16)), "(N, S, 16)"),
     (lambda: relay.strided_slice(v("x", N, 4), [1], [2**31 - 1], axes=[0]), "(N - 1, 4)"),
+    (lambda: relay.nn.pad(v("x", N, 3, S, 8), ((0, 0), (0, 0), (1, 1), (2, 2))), "(N, 3, S + 2, 12)"),
+    (lambda: relay.nn.batch_flatten(v("x", N, 3, S, 8)), "(N, S*24)"),
 ])
 def test_relations_keep_symbolic_dims(build, expected):
     assert infer(build()) == f"Tensor[{expected}, float32]"

@@ -49,10 +49,11 @@ def left_out(model: onnx.ModelProto) -> str | None:
     if any(n.op_type in _SEQUENCE_OPS for n in nodes) or any(
             v.type.HasField("sequence_type") for v in (*model.graph.input, *model.graph.output)):
         return "uses sequences"
-    if any(n.domain == _TRAINING_DOMAIN for n in nodes) or any(o.domain == _TRAINING_DOMAIN for o in model.opset_import):
+    if any(x.domain == _TRAINING_DOMAIN for x in (*nodes, *model.opset_import)):
         return "uses the training domain"
     tensors = [v.type.tensor_type.elem_type for v in (*model.graph.input, *model.graph.output)]
-    if onnx.TensorProto.STRING in tensors or any(t.data_type == onnx.TensorProto.STRING for t in model.graph.initializer):
+    tensors += [t.data_type for t in model.graph.initializer]
+    if onnx.TensorProto.STRING in tensors:
         return "uses string tensors"
     return None
 

@@ -92,7 +92,8 @@ def expand_to_computed_shape():
 def where_equal_on_shapes():
     """`Where(Equal(target, 0), shape, target)` (ONNX's copy-this-dimension spelled out) with
     `Equal(shape, -1)` deciding nothing for a symbolic size, as a reshape target, then Unsqueeze."""
-    return [node("Shape", ["x"], "s"), node("Equal", ["target", "zero"], "copy"), node("Where", ["copy", "s", "target"], "t"),
+    return [node("Shape", ["x"], "s"), node("Equal", ["target", "zero"], "copy"),
+            node("Where", ["copy", "s", "target"], "t"),
             node("Equal", ["s", "minus1"], "never"), node("Where", ["never", "one", "t"], "u"),
             node("Reshape", ["x", "u"], "r"), node("Unsqueeze", ["r", "axes0"], "y")], \
         {"target": ints(0, 4, -1), "zero": ints(0), "minus1": ints(-1), "one": ints(1), "axes0": ints(0)}
@@ -122,7 +123,8 @@ def constant_of_shape_and_range():
     fill = onnx.numpy_helper.from_array(np.array([0.5], np.float32))
     return [node("Shape", ["x"], "s"), node("ConstantOfShape", ["s"], "c", value=fill),
             node("Gather", ["s", "two"], "w"), node("Cast", ["w"], "wf", to=F), node("Mul", ["wf", "half"], "hf"),
-            node("Floor", ["hf"], "fl"), node("Cast", ["fl"], "lim", to=I64), node("Range", ["zero", "lim", "one"], "r"),
+            node("Floor", ["hf"], "fl"), node("Cast", ["fl"], "lim", to=I64),
+            node("Range", ["zero", "lim", "one"], "r"),
             node("Cast", ["r"], "rf", to=F), node("Pad", ["rf", "pads"], "rp"), node("Add", ["c", "rp"], "y")], \
         {"two": ints(2)[0], "half": np.array(0.5, np.float32), "zero": ints(0)[0], "one": ints(1)[0],
          "pads": ints(0, 3)}

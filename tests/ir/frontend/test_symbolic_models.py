@@ -41,7 +41,8 @@ def cnn() -> onnx.ModelProto:
     n = helper.make_node
     nodes = [n("Conv", ["x", "w", "b"], ["c"], pads=[1, 1, 1, 1]), n("Relu", ["c"], ["r"]),
              n("MaxPool", ["r"], ["p"], kernel_shape=[2, 2], strides=[2, 2]),
-             n("Shape", ["p"], ["s"]), n("Gather", ["s", "zero"], ["nb"], axis=0), n("Unsqueeze", ["nb", "ax0"], ["nbu"]),
+             n("Shape", ["p"], ["s"]), n("Gather", ["s", "zero"], ["nb"], axis=0),
+             n("Unsqueeze", ["nb", "ax0"], ["nbu"]),
              n("Concat", ["nbu", "minus1"], ["target"], axis=0), n("Reshape", ["p", "target"], ["f"]),
              n("Gemm", ["f", "fw", "fb"], ["y"], transB=1)]
     inits = {"w": weight(4, 3, 3, 3), "b": weight(4), "zero": np.array(0, np.int64), "ax0": ints(0),
@@ -63,10 +64,11 @@ def transformer(seq: int | str = 8) -> onnx.ModelProto:
         nodes += [n("MatMul", ["ln1", f"w{p}"], [f"{p}0"]), n("Add", [f"{p}0", f"b{p}"], [f"{p}1"]),
                   n("Reshape", [f"{p}1", "split"], [f"{p}2"]),
                   n("Transpose", [f"{p}2"], [f"{p}3"], perm=[0, 2, 3, 1] if p == "k" else [0, 2, 1, 3])]
-    nodes += [n("MatMul", ["q3", "k3"], ["qk"]), n("Div", ["qk", "scale"], ["qks"]), n("Softmax", ["qks"], ["att"], axis=-1),
-              n("MatMul", ["att", "v3"], ["ctx"]), n("Transpose", ["ctx"], ["ctxt"], perm=[0, 2, 1, 3]),
-              n("Reshape", ["ctxt", "merge"], ["ctxm"]), n("MatMul", ["ctxm", "wo"], ["o0"]), n("Add", ["o0", "bo"], ["o1"]),
-              n("Add", ["x", "o1"], ["r1"]), n("LayerNormalization", ["r1", "g2", "b2"], ["ln2"], axis=-1, epsilon=1e-5),
+    nodes += [n("MatMul", ["q3", "k3"], ["qk"]), n("Div", ["qk", "scale"], ["qks"]),
+              n("Softmax", ["qks"], ["att"], axis=-1), n("MatMul", ["att", "v3"], ["ctx"]),
+              n("Transpose", ["ctx"], ["ctxt"], perm=[0, 2, 1, 3]), n("Reshape", ["ctxt", "merge"], ["ctxm"]),
+              n("MatMul", ["ctxm", "wo"], ["o0"]), n("Add", ["o0", "bo"], ["o1"]), n("Add", ["x", "o1"], ["r1"]),
+              n("LayerNormalization", ["r1", "g2", "b2"], ["ln2"], axis=-1, epsilon=1e-5),
               n("MatMul", ["ln2", "w1"], ["f0"]), n("Add", ["f0", "c1"], ["f1"]), n("Relu", ["f1"], ["f2"]),
               n("MatMul", ["f2", "w2"], ["f3"]), n("Add", ["f3", "c2"], ["f4"]), n("Add", ["r1", "f4"], ["y"])]
     inits = {"g1": weight(dim) + 1, "b1": weight(dim), "g2": weight(dim) + 1, "b2": weight(dim),
