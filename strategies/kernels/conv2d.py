@@ -33,7 +33,7 @@ from ir.types import Type
 
 from .elementwise import epilogue
 from .gemm import gemm
-from .layout import from_nchw, inside_range, to_nchw, weight_to_oihw
+from .layout import from_nchw, inside_range, pad_spatial, to_nchw, weight_to_oihw
 from .prepared import Kernel, PreparedCompute
 
 __all__ = ["ALGORITHMS", "Algorithm", "conv2d_compute", "winograd_applies", "gemm_1x1_applies", "is_depthwise"]
@@ -49,14 +49,6 @@ class Algorithm:
 
 def _out_size(size: int, kernel: int, stride: int, dilation: int) -> int:
     return (size - dilation * (kernel - 1) - 1) // stride + 1
-
-
-def _padded(attrs: Attrs, x: np.ndarray) -> np.ndarray:
-    """Channels-first `x` padded by the call's (befores..., afters...) along its spatial axes."""
-    pad, rank = attrs.padding, x.ndim - 2
-    if not any(pad):
-        return x
-    return np.pad(x, [(0, 0), (0, 0)] + list(zip(pad[:rank], pad[rank:])))
 
 
 def _grouped(attrs: Attrs, w: np.ndarray) -> np.ndarray:
@@ -137,7 +129,7 @@ def _pack_direct(attrs: Attrs, w: np.ndarray) -> np.ndarray:
 
 def _direct(attrs: Attrs, x: np.ndarray, weights: np.ndarray, config: Mapping[str, Any]) -> np.ndarray:
     """One GEMM per kernel tap, of any spatial rank (1-D, 2-D, 3-D)."""
-    xp = _padded(attrs, x)
+    xp = pad_spatial(x, attrs.padding)
     n = xp.shape[0]
     *kernel, groups, ocg, cg = weights.shape
     out_sizes = [_out_size(size, k, s, d) for size, k, s, d in zip(xp.shape[2:], kernel, attrs.strides,

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["to_nchw", "from_nchw", "weight_to_oihw", "tap_slices", "inside_range", "pool_padding"]
+__all__ = ["to_nchw", "from_nchw", "weight_to_oihw", "pad_spatial", "tap_slices", "inside_range", "pool_padding"]
 
 _SPATIAL = {3: "W", 4: "HW", 5: "DHW"}  # by rank
 
@@ -31,6 +31,14 @@ def from_nchw(x: np.ndarray, layout: str) -> np.ndarray:
 def weight_to_oihw(w: np.ndarray, kernel_layout: str) -> np.ndarray:
     """A view of a convolution weight in `kernel_layout` as O, I, spatial axes (OIW, OIHW or OIDHW)."""
     return _permute(w, kernel_layout, "OI" + _SPATIAL[w.ndim])
+
+
+def pad_spatial(x: np.ndarray, padding: tuple[int, ...], fill: float = 0) -> np.ndarray:
+    """Channels-first `x` padded with `fill` by (befores..., afters...) along its spatial axes."""
+    rank = x.ndim - 2
+    if not any(padding):
+        return x
+    return np.pad(x, [(0, 0), (0, 0)] + list(zip(padding[:rank], padding[rank:])), constant_values=fill)
 
 
 def tap_slices(p: int, q: int, strides: tuple[int, int], dilation: tuple[int, int],

@@ -14,7 +14,7 @@ import numpy as np
 
 from ir.attrs import Attrs
 
-from .layout import from_nchw, inside_range, to_nchw
+from .layout import from_nchw, inside_range, pad_spatial, to_nchw
 
 __all__ = ["max_pool_taps", "avg_pool_taps"]
 
@@ -52,12 +52,10 @@ def avg_pool_taps(attrs: Attrs, data: np.ndarray, out_sizes: Sequence[int]) -> n
     total = _fold_taps(x, attrs, out_sizes, 0, np.add)
     # the divisor: window positions inside the input (plus the explicit padding when
     # count_include_pad), never the extra room ceil mode adds
-    rank = len(out_sizes)
     inside = np.ones((1, 1) + x.shape[2:], dtype=x.dtype)
     if attrs.count_include_pad:
-        pad = attrs.padding
-        inside = np.pad(inside, [(0, 0), (0, 0)] + list(zip(pad[:rank], pad[rank:])), constant_values=1)
-        attrs = attrs.with_(padding=(0,) * 2 * rank)
+        inside = pad_spatial(inside, attrs.padding, fill=1)
+        attrs = attrs.with_(padding=(0,) * len(attrs.padding))
     count = _fold_taps(inside, attrs, out_sizes, 0, np.add)
     total /= np.maximum(count, 1)
     return from_nchw(total, attrs.layout)

@@ -27,7 +27,7 @@ from ir.type_infer import types_compatible
 from ir.types import TensorType, TupleType, Type
 
 from ..errors import KernelError
-from .layout import from_nchw, pool_padding, to_nchw, weight_to_oihw
+from .layout import from_nchw, pad_spatial, pool_padding, to_nchw, weight_to_oihw
 
 __all__ = [
     "Kernel", "reference_kernel", "ops_with_reference", "run_reference", "value_type", "cast_to_type",
@@ -326,14 +326,6 @@ def _strided_windows(x: np.ndarray, kernel: Sequence[int], strides: Sequence[int
     return windows[(slice(None), slice(None)) + steps]
 
 
-def _pad_spatial(x: np.ndarray, padding: Sequence[int], fill: float = 0) -> np.ndarray:
-    """Channels-first `x` padded by (befores..., afters...) along its spatial axes."""
-    rank = x.ndim - 2
-    if not any(padding):
-        return x
-    return np.pad(x, [(0, 0), (0, 0)] + list(zip(padding[:rank], padding[rank:])), constant_values=fill)
-
-
 _OUT, _TAP = "xyz", "ijk"  # einsum letters of output positions and kernel taps, per spatial axis
 
 
@@ -345,7 +337,7 @@ def _conv_channels_first(attrs: Attrs, data: np.ndarray, weight: np.ndarray) -> 
         x, w = x.astype(attrs.out_dtype), w.astype(attrs.out_dtype)
     out_c, in_per_group, *kernel = w.shape
     rank, groups = len(kernel), attrs.groups
-    windows = _strided_windows(_pad_spatial(x, attrs.padding), kernel, attrs.strides, attrs.dilation)
+    windows = _strided_windows(pad_spatial(x, attrs.padding), kernel, attrs.strides, attrs.dilation)
     n, out_sizes = windows.shape[0], windows.shape[2:2 + rank]
     windows = windows.reshape(n, groups, in_per_group, *out_sizes, *kernel)
     w = w.reshape(groups, out_c // groups, in_per_group, *kernel)
@@ -504,7 +496,7 @@ def pool_windows(attrs: Attrs, x: np.ndarray, fill: float, out_sizes: Sequence[i
     The padding is the explicit one plus, in ceil mode, whatever the last window needs past it.
     """
     padding = pool_padding(attrs.padding, attrs.pool_size, attrs.strides, attrs.dilation, x.shape[2:], out_sizes)
-    windows = _strided_windows(_pad_spatial(x, padding, fill), attrs.pool_size, attrs.strides, attrs.dilation)
+    windows = _strided_windows(pad_spatial(x, padding, fill), attrs.pool_size, attrs.strides, attrs.dilation)
     return windows[(slice(None), slice(None)) + tuple(slice(o) for o in out_sizes)]
 
 
@@ -533,7 +525,7 @@ def _avg_pool(op_name: str) -> Kernel:
         inside = np.ones((1, 1) + x.shape[2:], dtype=x.dtype)
         count_attrs = attrs
         if attrs.count_include_pad:
-            inside = _pad_spatial(inside, attrs.padding, fill=1)
+            inside = pad_spatial(inside, attrs.padding, fill=1)
             count_attrs = attrs.with_(padding=(0,) * len(attrs.padding))
         count = pool_windows(count_attrs, inside, 0, out_sizes).sum(axis=taps)
         return from_nchw(total / np.maximum(count, 1), attrs.layout)
