@@ -1,0 +1,77 @@
+"""Blocked regions exported as ONNX Runtime's NCHWc kernels (and as standard ONNX) run in ONNX Runtime
+with the reference interpreter's outputs; a program blocked for another machine's block size is refused."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import ir
+from ir import relay
+from ir.frontend import to_onnx
+from ir.frontend.errors import FrontendError
+from ir.frontend.export_nchwc import NCHWC_DOMAIN, ort_nchwc_block_size
+from strategies.interpreter import evaluate
+from strategies.kernels.nchwc import transform_layout
+from tests.ir.frontend.ort_helpers import run_ort
+
+pytest.importorskip("onnxruntime")
+BLOCK = ort_nchwc_block_size()
+RNG = np.random.default_rng(5)
+
+
+def _region(form: str, block: int) -> tuple[ir.IRModule, dict[str, np.ndarray]]:
+    """NCHW in, a blocked convolution (with bias, relu and a residual sum where the form has them), NCHW out."""
+    blocked = f"NCHW{block}c"
+    in_c, groups, kernel = {"blocked": (2 * block, 1, f"OIHW{block}i{block}o"), "first-layer": (3, 1, f"OIHW{block}o"),
+                            "depthwise": (2 * block, 2 * block, f"OIHW1i{block}o")}[form]
+    out_c = 2 * block
+    x = relay.var("x", shape=(2, in_c, 9, 7))
+    weight = RNG.standard_normal((out_c, in_c // groups, 3, 3)).astype("float32")
+    data = x if form == "first-layer" else relay.layout_transform(x, "NCHW", blocked)
+    attrs = dict(padding=(1, 0, 1, 2), strides=2, groups=groups, data_layout="NCHW" if form == "first-layer" else blocked,
+                 kernel_layout=kernel, out_layout=blocked)
+    w, b = relay.const(transform_layout(weight, "OIHW", kernel)), relay.const(RNG.standard_normal(out_c).astype("float32"))
+    if form == "blocked":
+        s = relay.var("s", shape=(2, out_c, 5, 4))
+        conv = relay.nn.contrib_conv2d_NCHWc_bias_sum_act(data, w, b, relay.layout_transform(s, "NCHW", blocked),
+                                                          activation="relu", **attrs)
+    elif form == "first-layer":
+        conv = relay.nn.contrib_conv2d_NCHWc_bias_act(data, w, b, activation="leaky_relu", alpha=0.1, **attrs)
+    else:
+        conv = relay.nn.contrib_conv2d_NCHWc(data, w, **attrs)
+    body = relay.layout_transform(relay.nn.relu(conv), blocked, "NCHW")
+    mod = ir.infer_type(ir.IRModule.from_expr(body))
+    inputs = {p.name_hint: RNG.standard_normal(p.checked_type.concrete_shape).astype("float32")
+              for p in mod["main"].params}
+    return mod, inputs
+
+
+def _nchwc_ops(model) -> list[str]:
+    return sorted({n.op_type for n in model.graph.node if n.domain == NCHWC_DOMAIN})
+
+
+def test_the_block_size_is_ort_s():
+    assert BLOCK in (4, 8, 16)
+
+
+@pytest.mark.parametrize("form", ["blocked", "first-layer", "depthwise"])
+def test_nchwc_region_round_trip_in_ort(form):
+    mod, inputs = _region(form, BLOCK)
+    want = evaluate(mod, inputs)
+    contrib = to_onnx(mod, contrib=True)
+    assert "Conv" in _nchwc_ops(contrib) and "ReorderOutput" in _nchwc_ops(contrib)
+    standard = to_onnx(mod)
+    assert _nchwc_ops(standard) == []
+    for model in (contrib, standard):
+        got = run_ort(model, inputs)[0]
+        np.testing.assert_allclose(got, want, rtol=0, atol=1e-4 * np.abs(want).max())
+
+
+def test_another_block_size_is_refused_and_exports_as_standard_onnx():
+    other = 8 if BLOCK == 16 else 16
+    mod, inputs = _region("blocked", other)
+    with pytest.raises(FrontendError, match=f"blocks of {other}.*blocks of {BLOCK}"):
+        to_onnx(mod, contrib=True)
+    got = run_ort(to_onnx(mod), inputs)[0]
+    np.testing.assert_allclose(got, evaluate(mod, inputs), rtol=0, atol=1e-4 * np.abs(got).max())
