@@ -1,4 +1,5 @@
-"""Every notebook under notebooks/ runs top to bottom without an error."""
+"""Every notebook under notebooks/ runs top to bottom without an error (plots need matplotlib,
+which the test extra installs)."""
 
 from __future__ import annotations
 
@@ -17,6 +18,9 @@ def test_notebook_runs(path: Path) -> None:
     nb = nbformat.read(path, as_version=4)
     client = nbclient.NotebookClient(nb, timeout=600, kernel_name="python3",
                                      resources={"metadata": {"path": str(path.parent.parent)}})
-    client.execute()
+    try:
+        client.execute()
+    except nbclient.exceptions.CellExecutionError as err:
+        pytest.fail(f"{path.name}: {str(err).strip().splitlines()[-1]}", pytrace=False)
     errors = [o for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", []) if o.output_type == "error"]
-    assert not errors
+    assert not errors, [f"{e.ename}: {e.evalue}" for e in errors]
