@@ -9,4 +9,4 @@ cpu when torch is installed).
 from . import generic  # noqa: F401  (registration order matters: generic first, torch_backed last)
 from . import conv2d, contrib, dense, elementwise, norm, pool  # noqa: F401
 from . import torch_backed  # noqa: F401
-from . import nchwc  # noqa: F401  (after torch_backed: the blocked convolutions have no cuda kernel)
+from . import nchwc  # noqa: F401  (after torch_backed: the blocked convolutions run on the ort target only)

@@ -5,8 +5,9 @@ registers, with bias, activation and a residual sum applied while the block is i
 no column matrix: it counts as the convolution's work at the efficiency of a 1x1 GEMM (0.95),
 where the plain convolution pays im2col's column matrix. A call it cannot run as laid out (another
 block size than this machine's, a dtype other than float32, a layout pairing the kernel lacks)
-keeps only the host reference kernel, whose cost keeps extraction away from it. On cuda they have
-no implementation: the blocked layouts are the CPU kernels'.
+keeps only the host reference kernel, whose cost keeps extraction away from it. Other targets
+(cpu, cuda) have no implementation, as for the other fused forms: the blocked layouts are ONNX
+Runtime's kernels', so only the ort target extracts them.
 """
 
 from __future__ import annotations
@@ -68,10 +69,10 @@ def blocked_conv_strategy_ort(op_name: str):
     return strategy
 
 
-def _no_gpu_kernel(attrs: Attrs, in_types: Sequence[Type], out_type: Type, target: Target) -> OpStrategy:
+def _no_kernel(attrs: Attrs, in_types: Sequence[Type], out_type: Type, target: Target) -> OpStrategy:
     return OpStrategy()
 
 
 for _name in BLOCKED_CONVS:
     get_op(_name).get_attr("FTVMStrategy").register("ort", blocked_conv_strategy_ort(_name))
-    get_op(_name).get_attr("FTVMStrategy").register("cuda", _no_gpu_kernel, override=True)
+    get_op(_name).get_attr("FTVMStrategy").register(["cpu", "cuda", "generic"], _no_kernel, override=True)

@@ -1,0 +1,56 @@
+"""The layout rules on a ResNet: the ort target extracts blocked regions that ONNX Runtime runs with the
+original's outputs, blocked layouts never reach a graph input or output, and the cpu target keeps NCHW."""
+
+from __future__ import annotations
+
+import collections
+
+import numpy as np
+import pytest
+
+import eqsat
+import ir
+from ir.frontend import to_onnx
+from ir.frontend.export_nchwc import NCHWC_DOMAIN
+from ir.op.layout import BLOCKED_CONVS
+from strategies.interpreter import evaluate
+from tests.ir.frontend.ort_helpers import run_ort
+
+pytest.importorskip("onnxruntime")
+
+
+@pytest.fixture(scope="module")
+def resnet():
+    mod, params = ir.models.get("resnet50", small=True)
+    return mod, params, eqsat.optimize(mod, params, target="ort", rules="default+layout")
+
+
+def _ops(mod: ir.IRModule) -> collections.Counter:
+    return collections.Counter(n.op.name for n in ir.post_order(mod["main"]) if isinstance(n, ir.Call))
+
+
+def test_ort_extracts_blocked_regions_that_run_in_ort(resnet):
+    mod, params, res = resnet
+    assert sum(_ops(res.mod)[name] for name in BLOCKED_CONVS) >= 40
+    model = to_onnx(res.mod, res.params, contrib=True)
+    nchwc = collections.Counter(n.op_type for n in model.graph.node if n.domain == NCHWC_DOMAIN)
+    assert nchwc["Conv"] >= 40 and nchwc["ReorderInput"] + nchwc["ReorderOutput"] <= 6
+    x = np.random.default_rng(0).standard_normal((1, 3, 32, 32)).astype("float32")
+    want = evaluate(mod, {"data": x}, params)
+    got = run_ort(model, {"data": x})[0]
+    np.testing.assert_allclose(got, want, rtol=0, atol=1e-4 * np.abs(want).max())
+
+
+def test_blocked_layouts_stay_inside(resnet):
+    mod, _, res = resnet
+    before, after = mod["main"], res.mod["main"]
+    assert [p.checked_type for p in after.params if p.name_hint == "data"] == [before.params[0].checked_type]
+    assert after.body.checked_type == before.body.checked_type
+    uses = [n for n in ir.post_order(after) if isinstance(n, ir.Call) and any(a is after.params[0] for a in n.args)]
+    assert all(n.op.name not in BLOCKED_CONVS or n.attrs.data_layout == "NCHW" for n in uses)
+
+
+def test_cpu_keeps_nchw():
+    mod, params = ir.models.get("resnet50", small=True)
+    res = eqsat.optimize(mod, params, target="cpu", rules="default+layout")
+    assert not {"layout_transform", *BLOCKED_CONVS} & set(_ops(res.mod))
