@@ -22,7 +22,7 @@ _ORT_ACTIVATION_DTYPES = ("float32", "float16")
 _UNARY = {
     "abs": "Abs", "negative": "Neg", "copy": "Identity", "sign": "Sign", "nn.relu": "Relu", "sigmoid": "Sigmoid",
     "tanh": "Tanh", "erf": "Erf", "exp": "Exp", "log": "Log", "sqrt": "Sqrt", "floor": "Floor", "ceil": "Ceil",
-    "round": "Round", "logical_not": "Not",
+    "round": "Round", "logical_not": "Not", "isnan": "IsNaN", "isinf": "IsInf",
 }
 _BINARY = {
     "add": "Add", "subtract": "Sub", "multiply": "Mul", "divide": "Div", "power": "Pow", "maximum": "Max",
@@ -34,6 +34,12 @@ _BINARY = {
 @emits(*_UNARY)
 def emit_unary(ctx: EmitContext, call: Call, args: Sequence[Value]) -> Value:
     return ctx.node(_UNARY[call.op.name], args)
+
+
+@emits("isfinite")
+def emit_isfinite(ctx: EmitContext, call: Call, args: Sequence[Value]) -> Value:
+    """ONNX has no IsFinite: not (NaN or infinite)."""
+    return ctx.node("Not", [ctx.node("Or", [ctx.node("IsNaN", args), ctx.node("IsInf", args)])])
 
 
 @emits(*_BINARY)

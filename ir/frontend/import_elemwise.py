@@ -22,7 +22,7 @@ from .onnx_types import dtype_of_elem
 _UNARY = {
     "Relu": "nn.relu", "Sigmoid": "sigmoid", "Tanh": "tanh", "Exp": "exp", "Log": "log", "Sqrt": "sqrt",
     "Abs": "abs", "Neg": "negative", "Erf": "erf", "Floor": "floor", "Ceil": "ceil", "Round": "round",
-    "Sign": "sign", "Not": "logical_not",
+    "Sign": "sign", "Not": "logical_not", "IsNaN": "isnan",
 }
 
 
@@ -50,6 +50,20 @@ def convert_unary(ctx: NodeContext) -> Expr:
         fold = {"Neg": np.negative, "Not": np.logical_not, "Abs": np.abs}[ctx.op_type]
         return ctx.const(fold(value))
     return ctx.call(_UNARY[ctx.op_type], data)
+
+
+@converter("IsInf")
+def convert_isinf(ctx: NodeContext) -> Expr:
+    """`isinf`, narrowed to one sign by `detect_positive=0` or `detect_negative=0`."""
+    data = ctx.input(0)
+    positive, negative = ctx.attr("detect_positive", 1), ctx.attr("detect_negative", 1)
+    infinite = ctx.call("isinf", data)
+    if positive and negative:
+        return infinite
+    if not (positive or negative):
+        return ctx.call("logical_and", infinite, ctx.const(np.zeros((), bool)))
+    side = ctx.call("greater" if positive else "less", data, ctx.const(0, ctx.type_of(data).dtype))
+    return ctx.call("logical_and", infinite, side)
 
 
 @converter(*_BINARY)

@@ -107,6 +107,8 @@ GOOD = {
     "nn.bias_gelu": (lambda: relay.nn.bias_gelu(v(F), v((3,), name="b")), "Tensor[(2, 3), float32]"),
     "nn.skip_layer_norm": (lambda: relay.nn.skip_layer_norm(v(F), v(F, name="s"), v((3,), name="g"),
                                                             v((3,), name="b")), "Tensor[(2, 3), float32]"),
+    **{name: (lambda name=name: getattr(relay, name)(v((2, 3))), "Tensor[(2, 3), bool]")
+       for name in ("isnan", "isinf", "isfinite")},
     "nn.attention": (lambda: relay.nn.attention(v((2, 3, 5, 4)), v((2, 3, 6, 4), name="k"), v((2, 3, 6, 2), name="w")),
                      "Tensor[(2, 3, 5, 2), float32]"),
     "nn.masked_attention": (lambda: relay.nn.masked_attention(v((2, 3, 5, 4)), v((2, 3, 6, 4), name="k"),

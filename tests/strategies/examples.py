@@ -118,6 +118,7 @@ EXAMPLES: list[Example] = [
     ex("nn.layer_norm", normal(2, 3, 8), normal(8), normal(8)),
     ex("nn.layer_norm", normal(2, 5, 3), normal(5), normal(5), axis=1, center=False),
     ex("nn.skip_layer_norm", normal(2, 3, 8), normal(2, 3, 8), normal(8), normal(8)),
+    *(ex(name, np.array([0.0, np.nan, np.inf, -np.inf, 2.0], "float32")) for name in ("isnan", "isinf", "isfinite")),
     ex("nn.attention", normal(2, 3, 5, 4), normal(2, 3, 6, 4), normal(2, 3, 6, 2), scale=0.5),
     ex("nn.masked_attention", normal(2, 3, 5, 4), normal(2, 3, 6, 4), normal(2, 3, 6, 2), normal(2, 1, 1, 6)),
     ex("nn.softmax", normal(3, 5)), ex("nn.softmax", normal(3, 5, 2), axis=1),

@@ -198,6 +198,7 @@ CASES += [
          lambda x, g: x / np.sqrt((x * x).mean(1, keepdims=True) + 1e-5) * g[:, None]),
     Case("nn.skip_layer_norm", {"x": fx(2, 3, 8), "s": fx(2, 3, 8), "g": fx(8), "b": fx(8)},
          relay.nn.skip_layer_norm, lambda x, s, g, b: R.layer_norm(x + s, g, b)),
+    *(Case(name, {"x": fx(2, 3)}, getattr(relay, name), getattr(np, name)) for name in ("isnan", "isinf", "isfinite")),
     Case("nn.attention", {"q": fx(2, 3, 5, 4), "k": fx(2, 3, 6, 4), "v": fx(2, 3, 6, 2)},
          lambda q, k, v: relay.nn.attention(q, k, v, scale=0.5),
          lambda q, k, v: R.softmax(q @ k.swapaxes(-1, -2) * np.float32(0.5), -1) @ v),
