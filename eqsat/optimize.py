@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import time
 from collections import Counter
 from dataclasses import dataclass, field
@@ -198,7 +199,7 @@ class Optimized:
         return "\n".join([
             self.report.summary(),
             f"cost on {self.target} with {self.extractor}: {self.cost_before:.4g} -> {self.cost_after:.4g} "
-            f"{self.unit}{gain}; extraction {self.extract_seconds:.3f} s",
+            f"{self.unit}{gain}; extraction {self.extract_seconds:.3f} s{_gap_note(self.info)}",
             f"ops changed: {self.op_changes()}",
             *([f"tuning log: {self.coverage.summary()}"] if self.coverage is not None else []),
             check,
@@ -218,6 +219,14 @@ class Optimized:
         why; largest saving first. Then the rule chains behind the program's nodes (`provenance`)."""
         return "\n".join([format_changes(self.changes, self.unit, limit),
                           format_provenance(self.mod, self.provenance, limit)])
+
+
+def _gap_note(info: Mapping[str, Any]) -> str:
+    """"; gap 0.12% (Time limit reached)" for an extractor that reports an optimality gap, else ""."""
+    if "gap" not in info:
+        return ""
+    gap = info["gap"]
+    return f"; gap {gap:.2%} ({info.get('status', '-')})" if math.isfinite(gap) else f"; gap unknown ({info.get('status', '-')})"
 
 
 def optimize(mod: IRModule, params: Mapping[str, Any] | None = None, *, target: str | CostModel = "cpu",

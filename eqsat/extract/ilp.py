@@ -1,18 +1,28 @@
-"""Exact DAG extraction as a mixed-integer program (scipy `milp`, i.e. HiGHS).
+"""Exact DAG extraction as a mixed-integer program, solved by HiGHS from the greedy program.
 
-Variables: `x[n]` (node n chosen, binary) and, for classes on a cycle of the class graph only,
-an order `o[c]` in [0, K]. Constraints: a root takes one node; a class takes at most one; a
-chosen node's child classes take one; a chosen node in class a with child b in the same strongly
-connected component forces `o[a] >= o[b] + 1` (so no cycle can be chosen); an escaping-
-intermediate constraint forbids its node together with any node outside its region (its own
-class and the protected classes) that uses a protected class.
-The greedy DAG result is computed first. Its cost prunes the problem (a node whose lower-bound
-cost already exceeds it cannot be in a better program), and it is returned instead whenever the
-solver stops (time limit) with nothing better, so ILP is never worse than greedy. The objective is
-not bounded by a constraint: that dense row keeps HiGHS's heuristics from finding any feasible
-point on e-graphs of ~20k nodes. `info` holds the solver status, `source` ("ilp" or "greedy"),
-`fell_back`, and `gap`: the returned program's distance from HiGHS's proven lower bound (its dual
-bound), 0 when proven optimal, inf when the solver proved no bound.
+The problem is first reduced (`prune.reduce_problem`): nodes that cannot be in a program cheaper
+than greedy's, and nodes dominated by a no dearer node of their class that needs a subset of their
+children, are dropped; classes that every program contains are found. Then:
+
+- variables: `x[n]` per candidate node (binary) and, for classes on a cycle of the class graph
+  only, an order `o[c]` in [0, K];
+- a class takes one node when it is mandatory (the roots among them; a lone candidate is fixed to
+  1), at most one otherwise;
+- for a class a and a child class b of its candidates, the candidates of a that use b take no more
+  than b's (one row per pair: tighter than a row per node, since a takes one node at most; none
+  when b is mandatory);
+- a chosen node in class a with child b in the same strongly connected component forces
+  `o[a] >= o[b] + 1`, so no cycle can be chosen;
+- an escaping-intermediate constraint forbids its node together with any node outside its region
+  (its own class and the protected classes) that uses a protected class.
+
+HiGHS starts from the greedy program (its dropped nodes swapped for their dominators), so it has
+an incumbent from the first moment, and the result is never worse than greedy's; on the time
+limit the best program found is returned. `info` holds the solver `status`, `source` ("ilp", or
+"greedy" when HiGHS returned no program), `fell_back`, `gap` (the returned program's relative
+distance from HiGHS's proven lower bound `dual_bound`: 0 when proven optimal, inf when no bound
+was proven), `greedy_cost`, `start_cost`, and the reduction's counts (`nodes_before`,
+`unusable_nodes`, `dominated_nodes`, `nodes_after`, `mandatory_classes`, `fixed_nodes`).
 """
 
 from __future__ import annotations
@@ -20,66 +30,25 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import dataclass
-from typing import ClassVar, Literal, Sequence
+from typing import ClassVar, Literal, Mapping, Sequence
 
 import numpy as np
-from scipy.optimize import Bounds, LinearConstraint, milp
+from highspy import HighsLp, HighsSolution, HighsVarType, MatrixFormat
+from highspy._core import _Highs  # the public `Highs` prints a banner on construction, before it can be silenced
 from scipy.sparse import coo_matrix
 
+from ir.visitor import post_order_from
+
 from ..egraph.view import ClassId, EGraphView, NodeId
-from ..errors import ExtractionError
 from .base import Choice, CostModel, reachable_choice
 from .cost import resolve_costs
 from .greedy import GreedyDagExtractor
+from .prune import Reduced, reduce_problem
 
-__all__ = ["IlpExtractor"]
+__all__ = ["IlpExtractor", "IlpModel", "build_model"]
 
-
-def _prune(view: EGraphView, roots: Sequence[ClassId], costs: Sequence[float],
-           budget: float = math.inf) -> dict[ClassId, list[NodeId]]:
-    """Candidate nodes per class reachable from `roots`: finite cost, not their own child, every
-    child class has candidates, and a lower bound on any program using the node within `budget`."""
-    classes = view.reachable(roots)
-    cand = {c: [n for n in view.classes[c] if costs[n] < math.inf and c not in view.nodes[n].children]
-            for c in classes}
-    bound = _lower_bounds(view, cand, costs)
-    changed = True
-    while changed:
-        changed = False
-        for c in classes:
-            keep = [n for n in cand[c] if bound[n] <= budget and all(cand.get(k) for k in view.nodes[n].children)]
-            if len(keep) != len(cand[c]):
-                cand[c], changed = keep, True
-    for r in roots:
-        if not cand[r]:
-            raise ExtractionError(f"root e-class {r} has no finite-cost acyclic program")
-    return cand
-
-
-def _lower_bounds(view: EGraphView, cand: dict[ClassId, list[NodeId]], costs: Sequence[float],
-                  passes: int = 64) -> dict[NodeId, float]:
-    """A lower bound on the DAG cost of any acyclic program that uses each candidate node: its own
-    cost plus the largest bound among its child classes (a class's bound is its cheapest node's).
-
-    Bounds start at each node's own cost and only grow, so they are valid after any number of
-    passes; on an acyclic class graph enough passes reach the exact fixed point.
-    """
-    node_bound = {n: costs[n] for ns in cand.values() for n in ns}
-    class_bound = {c: min((node_bound[n] for n in ns), default=math.inf) for c, ns in cand.items()}
-    for _ in range(passes):
-        changed = False
-        for c, ns in cand.items():
-            for n in ns:
-                kids = view.nodes[n].children
-                b = costs[n] + max((class_bound.get(k, math.inf) for k in kids), default=0.0)
-                if b > node_bound[n]:
-                    node_bound[n], changed = b, True
-            best = min((node_bound[n] for n in ns), default=math.inf)
-            if best > class_bound[c]:
-                class_bound[c], changed = best, True
-        if not changed:
-            break
-    return node_bound
+_FEASIBLE = 2
+"""HiGHS's `SolutionStatus.kSolutionStatusFeasible`: the solver holds a feasible primal solution."""
 
 
 def _sccs(graph: dict[ClassId, list[ClassId]]) -> dict[ClassId, int]:
@@ -123,82 +92,155 @@ def _sccs(graph: dict[ClassId, list[ClassId]]) -> dict[ClassId, int]:
     return comp
 
 
+
+@dataclass(frozen=True)
+class IlpModel:
+    """The mixed-integer program of one reduced extraction problem (columns: nodes, then orders)."""
+
+    nodes: list[NodeId]
+    cyclic: list[ClassId]
+    """classes on a cycle of the class graph, each with an order column after the node columns."""
+    objective: np.ndarray
+    matrix: "coo_matrix"
+    row_lower: np.ndarray
+    row_upper: np.ndarray
+    col_lower: np.ndarray
+    col_upper: np.ndarray
+
+    @property
+    def n_cols(self) -> int:
+        return len(self.objective)
+
+    def start(self, node_of: Mapping[ClassId, NodeId], view: EGraphView, roots: Sequence[ClassId]) -> np.ndarray:
+        """The column values of the acyclic choice `node_of` (orders: children first)."""
+        col = {n: i for i, n in enumerate(self.nodes)}
+        values = np.zeros(self.n_cols)
+        for n in node_of.values():
+            values[col[n]] = 1.0
+        order_col = {c: len(self.nodes) + i for i, c in enumerate(self.cyclic)}
+        rank = 0
+        for c in post_order_from(roots, lambda c: view.nodes[node_of[c]].children):
+            if c in order_col:
+                values[order_col[c]] = rank
+                rank += 1
+        return values
+
+
+def build_model(view: EGraphView, reduced: Reduced, costs: Sequence[float]) -> IlpModel:
+    """The program described in the module docstring, over `reduced`'s candidates."""
+    cand, mandatory = reduced.candidates, reduced.mandatory
+    nodes = [n for c in sorted(cand) for n in cand[c]]
+    col = {n: i for i, n in enumerate(nodes)}
+    graph = {c: sorted({k for n in cand[c] for k in view.nodes[n].children}) for c in sorted(cand)}
+    comp = _sccs(graph)
+    cyclic = sorted(c for c in cand if any(comp[k] == comp[c] for k in graph[c]))
+    order_col = {c: len(nodes) + i for i, c in enumerate(cyclic)}
+    n_vars = len(nodes) + len(cyclic)
+    big = float(len(cyclic) + 1)
+    rows: list[int] = []
+    cols: list[int] = []
+    vals: list[float] = []
+    lo: list[float] = []
+    hi: list[float] = []
+
+    def constraint(entries: list[tuple[int, float]], lower: float, upper: float) -> None:
+        r = len(lo)
+        for j, v in entries:
+            rows.append(r)
+            cols.append(j)
+            vals.append(v)
+        lo.append(lower)
+        hi.append(upper)
+
+    for c in sorted(cand):
+        constraint([(col[n], 1.0) for n in cand[c]], 1.0 if c in mandatory else 0.0, 1.0)
+    for c in sorted(cand):
+        users: dict[ClassId, list[NodeId]] = {}
+        for n in cand[c]:
+            for k in dict.fromkeys(view.nodes[n].children):
+                users.setdefault(k, []).append(n)
+                if k in order_col and comp[k] == comp[c]:  # o[a] - o[b] - big * x[n] >= 1 - big
+                    constraint([(order_col[c], 1.0), (order_col[k], -1.0), (col[n], -big)], 1.0 - big, math.inf)
+        for k, ns in users.items():
+            if k not in mandatory:
+                constraint([(col[n], 1.0) for n in ns] + [(col[m], -1.0) for m in cand[k]], -math.inf, 0.0)
+    for x in view.exclusions:
+        if x.node in col:
+            inside = x.classes | {view.nodes[x.node].eclass}
+            for n in nodes:
+                if view.nodes[n].eclass not in inside and x.classes.intersection(view.nodes[n].children):
+                    constraint([(col[x.node], 1.0), (col[n], 1.0)], -math.inf, 1.0)
+    objective = np.zeros(n_vars)
+    objective[:len(nodes)] = [costs[n] for n in nodes]
+    col_lower = np.zeros(n_vars)
+    col_lower[[col[n] for n in reduced.fixed]] = 1.0
+    col_upper = np.ones(n_vars)
+    col_upper[len(nodes):] = big
+    matrix = coo_matrix((vals, (rows, cols)), shape=(len(lo), n_vars))
+    return IlpModel(nodes, cyclic, objective, matrix, np.array(lo), np.array(hi), col_lower, col_upper)
+
+
+def _solve(model: IlpModel, start: np.ndarray, seconds: float) -> tuple[str, np.ndarray | None, float]:
+    """HiGHS's status, its best solution (None when it holds none) and its proven lower bound."""
+    highs = _Highs()
+    highs.setOptionValue("output_flag", False)
+    highs.setOptionValue("time_limit", float(seconds))
+    lp = HighsLp()
+    lp.num_col_, lp.num_row_ = model.n_cols, len(model.row_lower)
+    lp.col_cost_, lp.col_lower_, lp.col_upper_ = model.objective, model.col_lower, model.col_upper
+    lp.row_lower_, lp.row_upper_ = model.row_lower, model.row_upper
+    csc = model.matrix.tocsc()
+    lp.a_matrix_.format_ = MatrixFormat.kColwise
+    lp.a_matrix_.start_, lp.a_matrix_.index_, lp.a_matrix_.value_ = csc.indptr, csc.indices, csc.data
+    lp.integrality_ = [HighsVarType.kInteger] * len(model.nodes) + [HighsVarType.kContinuous] * len(model.cyclic)
+    highs.passModel(lp)
+    solution = HighsSolution()
+    solution.col_value = start
+    solution.value_valid = True
+    highs.setSolution(solution)
+    highs.run()
+    info = highs.getInfo()
+    status = highs.modelStatusToString(highs.getModelStatus())
+    values = np.asarray(highs.getSolution().col_value) if int(info.primal_solution_status) == _FEASIBLE else None
+    return status, values, float(info.mip_dual_bound)
+
+
 @dataclass
 class IlpExtractor:
     """Optimal for DAG cost within `seconds`; reports the solver status and optimality gap."""
 
     seconds: float = 60.0
-    """solver time limit; on timeout the best solution found (or greedy's) is returned."""
+    """time limit for the whole extraction (greedy and reduction included); on the limit the best
+    program found is returned with its gap."""
     name: ClassVar[str] = "ilp"
     optimal_for: ClassVar[Literal["tree", "dag", "none"]] = "dag"
 
     def extract(self, view: EGraphView, roots: Sequence[ClassId], cost: CostModel | Sequence[float]) -> Choice:
         costs = resolve_costs(view, cost)
-        start = time.perf_counter()
+        begin = time.perf_counter()
         greedy = GreedyDagExtractor().extract(view, roots, costs)
         greedy_cost = greedy.dag_cost(view, costs)
-        cand = _prune(view, roots, costs, greedy_cost + 1e-9)
-        nodes = [n for c in sorted(cand) for n in cand[c]]
-        col = {n: i for i, n in enumerate(nodes)}
-        graph = {c: sorted({k for n in cand[c] for k in view.nodes[n].children}) for c in sorted(cand)}
-        comp = _sccs(graph)
-        cyclic = sorted(c for c in cand if any(comp[k] == comp[c] for k in graph[c]))
-        order_col = {c: len(nodes) + i for i, c in enumerate(cyclic)}
-        n_vars = len(nodes) + len(cyclic)
-        big = float(len(cyclic) + 1)
-        rows: list[int] = []
-        cols: list[int] = []
-        vals: list[float] = []
-        lo: list[float] = []
-        hi: list[float] = []
-
-        def constraint(entries: list[tuple[int, float]], lower: float, upper: float) -> None:
-            r = len(lo)
-            for j, v in entries:
-                rows.append(r)
-                cols.append(j)
-                vals.append(v)
-            lo.append(lower)
-            hi.append(upper)
-
-        for c in sorted(cand):
-            constraint([(col[n], 1.0) for n in cand[c]], 1.0 if c in roots else 0.0, 1.0)
-        for n in nodes:
-            node = view.nodes[n]
-            for k in dict.fromkeys(node.children):
-                constraint([(col[n], 1.0)] + [(col[m], -1.0) for m in cand[k]], -math.inf, 0.0)
-                if k in order_col and comp[k] == comp[node.eclass]:  # o[a] - o[b] - big * x[n] >= 1 - big
-                    order = [(order_col[node.eclass], 1.0), (order_col[k], -1.0), (col[n], -big)]
-                    constraint(order, 1.0 - big, math.inf)
-        for x in view.exclusions:
-            if x.node in col:
-                inside = x.classes | {view.nodes[x.node].eclass}
-                for n in nodes:
-                    if view.nodes[n].eclass not in inside and x.classes.intersection(view.nodes[n].children):
-                        constraint([(col[x.node], 1.0), (col[n], 1.0)], -math.inf, 1.0)
-        objective = np.zeros(n_vars)
-        objective[:len(nodes)] = [costs[n] for n in nodes]
-        integrality = np.zeros(n_vars)
-        integrality[:len(nodes)] = 1
-        upper = np.ones(n_vars)
-        upper[len(nodes):] = big
-        a = coo_matrix((vals, (rows, cols)), shape=(len(lo), n_vars)).tocsr()
-        remaining = max(self.seconds - (time.perf_counter() - start), 0.1)
-        res = milp(objective, constraints=LinearConstraint(a, lo, hi), integrality=integrality,
-                   bounds=Bounds(np.zeros(n_vars), upper), options={"time_limit": remaining, "disp": False})
-        info = {"status": res.message, "greedy_cost": greedy_cost, "variables": n_vars, "constraints": len(lo),
-                "order_variables": len(cyclic), "pruned_nodes": sum(len(view.classes[c]) for c in cand) - len(nodes),
-                "seconds": time.perf_counter() - start}
-        dual = getattr(res, "mip_dual_bound", None)
-        if res.x is not None:
-            chosen = {view.nodes[n].eclass: n for n in nodes if res.x[col[n]] > 0.5}
-            node_of = {c: chosen[c] for c in reachable_choice(view, chosen, roots)}
-            ilp_cost = Choice(tuple(roots), node_of).dag_cost(view, costs)
-            if ilp_cost <= greedy_cost:
-                return Choice(tuple(roots), node_of, {**info, "source": "ilp", "fell_back": False,
-                                                      "gap": _gap(ilp_cost, dual)})
-        return Choice(greedy.roots, greedy.node_of, {**info, "source": "greedy", "fell_back": True,
-                                                     "gap": _gap(greedy_cost, dual)})
+        reduced = reduce_problem(view, roots, costs, greedy_cost * (1 + 1e-9) + 1e-9)
+        start = Choice(tuple(roots), reduced.repair(view, greedy.node_of, roots))
+        start_cost = start.dag_cost(view, costs)
+        model = build_model(view, reduced, costs)
+        remaining = max(self.seconds - (time.perf_counter() - begin), 0.1)
+        status, values, dual = _solve(model, model.start(start.node_of, view, roots), remaining)
+        info = {"status": status, "greedy_cost": greedy_cost, "start_cost": start_cost, "dual_bound": dual,
+                "nodes_before": reduced.nodes_before, "unusable_nodes": reduced.unusable,
+                "dominated_nodes": reduced.dominated, "nodes_after": reduced.nodes_after,
+                "mandatory_classes": len(reduced.mandatory), "fixed_nodes": len(reduced.fixed),
+                "variables": model.n_cols, "constraints": len(model.row_lower), "order_variables": len(model.cyclic)}
+        if values is not None:
+            chosen = {view.nodes[n].eclass: n for n, v in zip(model.nodes, values) if v > 0.5}
+            found = Choice(tuple(roots), {c: chosen[c] for c in reachable_choice(view, chosen, roots)})
+            cost_found = found.dag_cost(view, costs)
+            if cost_found <= start_cost:
+                return Choice(found.roots, found.node_of, {**info, "source": "ilp", "fell_back": False,
+                                                           "gap": _gap(cost_found, dual),
+                                                           "seconds": time.perf_counter() - begin})
+        return Choice(start.roots, start.node_of, {**info, "source": "greedy", "fell_back": True,
+                                                   "gap": _gap(start_cost, dual), "seconds": time.perf_counter() - begin})
 
 
 def _gap(cost: float, dual_bound: float | None) -> float:
