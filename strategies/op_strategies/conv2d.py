@@ -1,5 +1,6 @@
-"""cpu strategies for `nn.conv2d` and the fused `nn.conv2d_bias_act` (four algorithms compete), and for
-`nn.conv1d` / `nn.conv3d` (the direct algorithm, which works in any spatial rank).
+"""cpu strategies for `nn.conv2d` and the fused `nn.conv2d_bias_act` (four algorithms compete), for
+`nn.conv1d` / `nn.conv3d` (the direct algorithm, which works in any spatial rank) and for the
+transposed convolutions (per-tap GEMMs).
 
 Untuned priorities (measured on a two-core x86 host with OpenBLAS, one BLAS thread): a 1x1 kernel
 as a plain GEMM (20) beats everything it applies to; depthwise convolutions run best as per-tap
@@ -24,13 +25,14 @@ from ir.types import TensorType, Type
 
 from ..condition import InputDim, SpecializedCondition
 from ..kernels import conv2d as kernels
+from ..kernels import conv_transpose as transpose_kernels
 from ..roofline import Work
 from ..strategy import ConfigSpace, OpStrategy
 from ..target import Target
 from ..work import conv_macs, dim_size, numel, op_work
 from .generic import host_reference, no_knobs
 
-__all__ = ["conv2d_strategy_cpu", "conv_nd_strategy_cpu", "kernel_hw"]
+__all__ = ["conv2d_strategy_cpu", "conv_nd_strategy_cpu", "conv_transpose_strategy_cpu", "kernel_hw"]
 
 
 def kernel_hw(attrs: Attrs, weight: TensorType) -> tuple[int, int]:
@@ -134,7 +136,35 @@ def conv_nd_strategy_cpu(op_name: str):
     return strategy
 
 
+def _transpose_estimate(attrs: Attrs, in_types: Sequence[Type], out_type: Type) -> Work:
+    """Per-tap GEMMs, each adding a [N, OC, input positions] block into the output."""
+    base = op_work("nn.conv2d_transpose", attrs, in_types, out_type)
+    taps = math.prod(dim_size(in_types[1].shape[a]) for a in KERNEL_LAYOUTS[attrs.kernel_layout][2:])
+    c_axis = LAYOUTS[attrs.data_layout][0]
+    block = numel(in_types[0]) // dim_size(in_types[0].shape[c_axis]) * dim_size(out_type.shape[c_axis])
+    return base.scaled(efficiency=0.7) + Work(0.0, 2.0 * taps * block * np.dtype(out_type.dtype).itemsize,
+                                              launches=taps)
+
+
+def conv_transpose_strategy_cpu(op_name: str):
+    """The cpu strategy of `nn.conv{1,2,3}d_transpose`: per-tap GEMMs (10) against the reference's per-tap
+    einsum scatter (0)."""
+    gemms, reference = transpose_kernels.conv_transpose_compute(), host_reference(op_name)
+    prefix = op_name.split(".")[1]
+
+    def strategy(attrs: Attrs, in_types: Sequence[Type], out_type: Type, target: Target) -> OpStrategy:
+        s = OpStrategy()
+        s.add_implementation(gemms, no_knobs, name=f"{prefix}_gemm.cpu", plevel=10, estimate=_transpose_estimate)
+        s.add_implementation(reference, no_knobs, name=f"{prefix}_scatter.cpu", plevel=0)
+        return s
+
+    strategy.__name__ = f"{prefix}_strategy_cpu"
+    return strategy
+
+
 for _op in ("nn.conv2d", "nn.conv2d_bias_act"):
     get_op(_op).get_attr("FTVMStrategy").register("cpu", conv2d_strategy_cpu(_op), override=_op == "nn.conv2d")
 for _op in ("nn.conv1d", "nn.conv3d"):
     get_op(_op).get_attr("FTVMStrategy").register("cpu", conv_nd_strategy_cpu(_op), override=True)
+for _op in ("nn.conv1d_transpose", "nn.conv2d_transpose", "nn.conv3d_transpose"):
+    get_op(_op).get_attr("FTVMStrategy").register("cpu", conv_transpose_strategy_cpu(_op), override=True)

@@ -140,6 +140,8 @@ EXAMPLES: list[Example] = [
     ex("nn.conv1d_transpose", normal(1, 4, 5), normal(4, 3, 3), strides=2, padding=1, output_padding=1),
     ex("nn.conv2d_transpose", normal(1, 4, 4, 5), normal(4, 1, 3, 2), strides=(2, 1), dilation=(1, 2), groups=2),
     ex("nn.conv3d_transpose", normal(1, 2, 3, 2, 3), normal(2, 2, 2, 2, 2), strides=2, padding=(1, 0, 0)),
+    ex("nn.conv2d_transpose", normal(2, 3, 4, 3), normal(3, 2, 2, 3), strides=2, data_layout="NHWC",
+       output_padding=(1, 0)),
     ex("image.resize1d", normal(1, 2, 5), size=(8,), method="nearest_neighbor"),
     ex("image.resize2d", normal(1, 2, 4, 5), size=(3, 7), scales=(0.8, 1.5),
        coordinate_transformation_mode="asymmetric"),

@@ -86,7 +86,8 @@ def test_examples_cover_every_op_and_every_conditional_implementation():
                 pass
     for prefix in ("conv2d", "conv2d_bias_act"):
         assert {f"{prefix}_{a}.cpu" for a in ("im2col", "direct", "winograd", "gemm_1x1")} <= offered
-    assert {"conv1d_direct.cpu", "conv3d_direct.cpu", "max_pool1d_taps.cpu", "avg_pool3d_taps.cpu"} <= offered
+    assert {"conv1d_direct.cpu", "conv3d_direct.cpu", "max_pool1d_taps.cpu", "avg_pool3d_taps.cpu",
+            "conv2d_transpose_gemm.cpu", "conv3d_transpose_scatter.cpu"} <= offered
     assert {"dense_gemm.cpu", "dense_blocked.cpu", "dense_einsum.cpu", "dense_bias_act_blocked.cpu"} <= offered
     assert {"batch_matmul_gemm.cpu", "batch_matmul_stacked.cpu", "matmul_stacked.cpu", "matmul_einsum.cpu"} <= offered
     assert {"fused_matmul_stacked.cpu", "bias_gelu.ort", "skip_layer_norm_one_pass.ort"} <= offered
