@@ -6,7 +6,10 @@ from them); otherwise its `size` becomes the sizes input. Channels-last data is 
 
 from __future__ import annotations
 
+import math
 from typing import Sequence
+
+import numpy as np
 
 from ..expr import Call
 from .errors import FrontendError
@@ -14,6 +17,17 @@ from .export_context import EmitContext, Value, emits
 from .export_nn import from_nchw, to_nchw
 
 _MODES = {"nearest_neighbor": "nearest", "linear": "linear", "cubic": "cubic"}
+
+
+def _check_scaled_size(ctx: EmitContext, call: Call) -> None:
+    """ONNX derives the output length from scales, floor(length x scale): it must be the call's size."""
+    attrs = call.attrs
+    shape = ctx.static_shape(call.args[0], "Resize's scales (the input lengths they scale)")
+    lengths = [shape[attrs.layout.index(ch)] for ch in attrs.layout if ch not in "NC"]
+    derived = [math.floor(np.float32(n) * np.float32(s)) for n, s in zip(lengths, attrs.scales)]
+    if derived != list(attrs.size):
+        raise FrontendError(f"{call.op.name}: size {list(attrs.size)} is not floor(input length x scale) = {derived} "
+                            f"for lengths {lengths} and scales {list(attrs.scales)}, which ONNX Resize cannot express")
 
 
 @emits("image.resize1d", "image.resize2d", "image.resize3d")
@@ -29,6 +43,7 @@ def emit_resize(ctx: EmitContext, call: Call, args: Sequence[Value]) -> Value:
     roi = ctx.const([0.0, 0.0, *attrs.roi[:rank], 1.0, 1.0, *attrs.roi[rank:]], "float32") \
         if mode == "tf_crop_and_resize" else ""
     if attrs.scales:
+        _check_scaled_size(ctx, call)
         inputs = [data, roi, ctx.const([1.0, 1.0, *attrs.scales], "float32")]
     else:
         batch_channels = list(ctx.static_shape(call.args[0], "Resize's sizes (the batch and channel lengths)"))

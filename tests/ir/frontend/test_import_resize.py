@@ -9,8 +9,10 @@ import pytest
 from onnx import TensorProto, helper
 
 import strategies
+import ir
+from ir import relay
 from ir.errors import IRError
-from ir.frontend import from_onnx
+from ir.frontend import FrontendError, from_onnx, to_onnx
 from tests.ir.frontend.onnx_node_cases import node_cases, run_node_case
 from tests.ir.frontend.ort_helpers import run_ort
 
@@ -142,3 +144,10 @@ def test_scales_computed_at_run_time_are_refused():
                                             scales], [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)])
     with pytest.raises(IRError, match="the scales.* must be a constant"):
         from_onnx(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]))
+
+
+def test_export_refuses_scales_that_do_not_give_the_size():
+    x = relay.var("x", shape=(1, 2, 4, 5))
+    mod = ir.IRModule({"main": relay.Function([x], relay.image.resize2d(x, size=(3, 8), scales=(0.6, 1.75)))})
+    with pytest.raises(FrontendError, match=r"size \[3, 8\] is not floor\(input length x scale\) = \[2, 8\]"):
+        to_onnx(ir.infer_type(mod))
