@@ -8,8 +8,8 @@ import onnx
 import pytest
 from onnx import TensorProto, helper
 
-import strategies
 import ir
+import strategies
 from ir import relay
 from ir.errors import IRError
 from ir.frontend import FrontendError, from_onnx, to_onnx
