@@ -25,6 +25,7 @@ rule, the iteration, the classes the match bound and both expressions in text.
 
 from __future__ import annotations
 
+import math
 import time
 from dataclasses import dataclass, field
 from typing import Any, Iterator, Mapping, Sequence
@@ -120,10 +121,14 @@ class Bisection:
 def bisect_unsound(mod: IRModule | Expr, params: Mapping[str, Any] | None = None, *, rules: Any = "default",
                    limits: Limits = Limits(), scheduler: Scheduler | None = None,
                    input_sets: int = 3) -> Bisection:
-    """Replay saturating `mod` under `rules` within `limits` (and `scheduler`, as `optimize` ran it)
-    and return the first rule result that differs from the term it was matched on, evaluated on
-    `input_sets` of the model's inputs (kinds cycle through `verify.INPUT_KINDS`: typical, edge
-    values, inf/NaN, ...)."""
+    """Replay saturating `mod` under `rules` within `limits`' iterations and e-nodes (and `scheduler`,
+    as `optimize` ran it) and return the first rule result that differs from the term it was matched
+    on, evaluated on `input_sets` of the model's inputs (kinds cycle through `verify.INPUT_KINDS`:
+    typical, edge values, inf/NaN, ...).
+
+    The time limit does not apply: checking is slower than saturating, so a replay under the same
+    seconds would stop earlier than the run it explains. Give the iterations a run made
+    (`Report.iterations`) to replay no further than it went."""
     start = time.perf_counter()
     mod = mod if isinstance(mod, IRModule) else IRModule.from_expr(mod)
     ir.infer_type(mod)
@@ -134,7 +139,8 @@ def bisect_unsound(mod: IRModule | Expr, params: Mapping[str, Any] | None = None
     checked_rules = [_Checked(r, checker) for r in resolve_rules(rules)]
     culprit = None
     try:
-        saturate(lowered.egraph, checked_rules, limits, scheduler=scheduler, progress=checker.next_iteration)
+        untimed = Limits(iterations=limits.iterations, nodes=limits.nodes, seconds=math.inf)
+        saturate(lowered.egraph, checked_rules, untimed, scheduler=scheduler, progress=checker.next_iteration)
     except _Found as found:
         culprit = found.culprit
     return Bisection(culprit, checker.checked, checker.unchecked, checker.iteration, kinds,
@@ -179,8 +185,8 @@ class _Checker:
         self.unchecked = 0
         from strategies.interpreter import Evaluator
         from strategies.kernels.reference import run_reference
-        self.run_reference = run_reference
         self.evaluator = Evaluator(lambda call, args: run_reference(call.op.name, call.attrs, args))
+        self.selections: dict[str, Any] = {}
 
     def next_iteration(self, row: IterationRow) -> None:
         self.iteration = row.iteration
@@ -216,7 +222,7 @@ class _Checker:
                 if kind is Kind.CONST:
                     return np.asarray(self.egraph.constants[term.payload[0]].data)
                 if kind is Kind.CALL:
-                    return self.run_reference(term.payload[0], self.egraph.attrs[term.payload[1]], args)
+                    return self._run_cpu(term.payload[0], self.egraph.attrs[term.payload[1]], args)
                 if kind is Kind.NIL:
                     return ()
                 if kind is Kind.CONS:
@@ -228,6 +234,16 @@ class _Checker:
         except Exception:  # noqa: BLE001 - a kernel refusing these values: the class is not checked
             return _UNKNOWN
         return _UNKNOWN  # inner functions, their calls, If and Let
+
+    def _run_cpu(self, op: str, attrs: ir.Attrs, args: list[Any]) -> Any:
+        """One call with the implementation the cpu target selects (BLAS-backed, unlike the reference
+        kernels): class values only feed both sides of a check alike, so their kernel does not matter."""
+        import strategies
+        workload = strategies.Workload.of_values(op, attrs, args)
+        selection = self.selections.get(workload.key)
+        if selection is None:
+            selection = self.selections[workload.key] = strategies.select_implementation(workload, "cpu")
+        return selection.implementation.compute(attrs, args, workload.out_type, selection.config)
 
     def evaluate(self, expr: Expr, leaves: Mapping[int, Handle]) -> list[Any]:
         """`expr` on every input set, each leaf variable taking its class's value."""

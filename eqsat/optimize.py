@@ -266,7 +266,8 @@ def _bisection(mod: IRModule, params: Mapping[str, Any] | None, rules: Any, limi
     """The first unsound rule application when the e-graph is small enough to replay at once
     (`BISECT_ENODES`), else how to find it."""
     if report.enodes <= BISECT_ENODES:
-        return bisect_unsound(mod, params, rules=rules, limits=limits).summary()
+        replay = Limits(iterations=max(report.iterations, 1), nodes=limits.nodes, seconds=limits.seconds)
+        return bisect_unsound(mod, params, rules=rules, limits=replay).summary()
     return ("eqsat.bisect_unsound(mod, params, rules=..., limits=...) or `eqsat bisect MODEL` finds the first "
             "rule application that computes something else")
 
