@@ -22,8 +22,10 @@ _MODES = {"nearest_neighbor": "nearest", "linear": "linear", "cubic": "cubic"}
 def _check_scaled_size(ctx: EmitContext, call: Call) -> None:
     """ONNX derives the output length from scales, floor(length x scale): it must be the call's size."""
     attrs = call.attrs
-    shape = ctx.static_shape(call.args[0], "Resize's scales (the input lengths they scale)")
+    shape = ctx.type_of(call.args[0]).shape
     lengths = [shape[attrs.layout.index(ch)] for ch in attrs.layout if ch not in "NC"]
+    if not all(isinstance(n, int) for n in lengths):
+        raise FrontendError(f"{call.op.name} with scales needs static spatial lengths, got input shape {list(shape)}")
     derived = [math.floor(np.float32(n) * np.float32(s)) for n, s in zip(lengths, attrs.scales)]
     if derived != list(attrs.size):
         raise FrontendError(f"{call.op.name}: size {list(attrs.size)} is not floor(input length x scale) = {derived} "
@@ -46,9 +48,14 @@ def emit_resize(ctx: EmitContext, call: Call, args: Sequence[Value]) -> Value:
         _check_scaled_size(ctx, call)
         inputs = [data, roi, ctx.const([1.0, 1.0, *attrs.scales], "float32")]
     else:
-        batch_channels = list(ctx.static_shape(call.args[0], "Resize's sizes (the batch and channel lengths)"))
-        channel_axis = attrs.layout.index("C")
-        inputs = [data, roi, "", ctx.ints([batch_channels[0], batch_channels[channel_axis], *attrs.size])]
+        shape = ctx.type_of(call.args[0]).shape
+        batch_channels = [shape[0], shape[attrs.layout.index("C")]]
+        if all(isinstance(d, int) for d in batch_channels):
+            sizes = ctx.ints([*batch_channels, *attrs.size])
+        else:  # a symbolic batch or channel length is read from the data at run time
+            head = ctx.node("Slice", [ctx.node("Shape", [data]), ctx.ints([0]), ctx.ints([2])])
+            sizes = ctx.node("Concat", [head, ctx.ints(list(attrs.size))], axis=0)
+        inputs = [data, roi, "", sizes]
     cubic = attrs.method == "cubic"
     out = ctx.node("Resize", inputs, mode=_MODES[attrs.method], coordinate_transformation_mode=mode,
                    nearest_mode=attrs.rounding_method if attrs.method == "nearest_neighbor" else None,

@@ -14,6 +14,7 @@ import numpy as np
 
 from ..expr import Expr
 from ..op.image import COORDINATE_MODES, ROUNDING_METHODS
+from ..op.shapes import known
 from .errors import FrontendError
 from .import_context import NodeContext, converter
 
@@ -40,17 +41,21 @@ def _full_rank(ctx: NodeContext, values: np.ndarray, what: str, ndim: int, fill:
 
 def _resize(ctx: NodeContext, data: Expr, scales: list[float] | None, sizes: list[int] | None, method: str,
             mode: str, rounding: str, roi: list[float] | None = None) -> Expr:
-    """The `image.resize{rank}d` call of NC... `data` to `sizes`, or to floor(size x scale) by `scales`."""
-    shape = ctx.static_shape(data, f"{ctx.op_type}")
-    ndim = len(shape)
+    """The `image.resize{rank}d` call of NC... `data` to `sizes`, or to floor(size x scale) by `scales`.
+    Only the spatial lengths must be static (the batch may be symbolic when `scales` are given)."""
+    ty = ctx.type_of(data)
+    shape, ndim = list(ty.shape), ty.ndim
     if not 3 <= ndim <= 5:
         raise FrontendError(f"{ctx.op_type} supports 1-D, 2-D and 3-D images (3-D to 5-D input), got input shape "
-                            f"{list(shape)}")
+                            f"{ty.shape_str()}")
+    if not all(known(n) for n in shape[2:]):
+        raise FrontendError(f"{ctx.op_type} needs static spatial lengths, got input shape {ty.shape_str()}")
     if sizes is None:
-        sizes = [math.floor(np.float32(s) * np.float32(n)) for s, n in zip(scales, shape)]
-    if list(sizes[:2]) != list(shape[:2]) or (scales is not None and list(scales[:2]) != [1.0, 1.0]):
+        sizes = shape[:2] + [math.floor(np.float32(s) * np.float32(n)) for s, n in zip(scales[2:], shape[2:])]
+    kept = scales[:2] == [1.0, 1.0] if scales is not None else sizes[:2] == shape[:2]
+    if not kept:
         raise FrontendError(f"{ctx.op_type} may only resize the spatial axes (2 and later) of input shape "
-                            f"{list(shape)}, got output shape {list(sizes)}")
+                            f"{ty.shape_str()}, got output shape {list(sizes)}")
     if roi is not None and list(roi[:2]) + list(roi[ndim:ndim + 2]) != [0.0, 0.0, 1.0, 1.0]:
         raise FrontendError(f"{ctx.op_type}: roi={list(roi)} crops the batch or channel axis")
     attrs = dict(size=[int(s) for s in sizes[2:]], method=method, coordinate_transformation_mode=mode,
@@ -103,7 +108,7 @@ def convert_resize(ctx: NodeContext) -> Expr:
     scales, sizes = [None if v is None or v.size == 0 else v.tolist() for v in given]
     if (scales is None) == (sizes is None):
         raise FrontendError("exactly one of scales and sizes must be given")
-    shape = ctx.static_shape(data, "Resize")
+    shape = list(ctx.type_of(data).shape)
     if scales is not None:
         scales = _full_rank(ctx, scales, "scales", ndim, [1.0] * ndim)
     else:
@@ -113,6 +118,8 @@ def convert_resize(ctx: NodeContext) -> Expr:
             if policy not in ("not_larger", "not_smaller"):
                 raise ctx.unsupported("keep_aspect_ratio_policy", policy, "use stretch, not_larger or not_smaller")
             axes = [a % ndim for a in ctx.attr("axes", list(range(ndim)))]
+            if not all(known(shape[a]) for a in axes):
+                raise FrontendError(f"keep_aspect_ratio_policy={policy} needs static lengths of the axes {axes}")
             ratios = [sizes[a] / shape[a] for a in axes]
             scale = min(ratios) if policy == "not_larger" else max(ratios)
             scales = [scale if a in axes else 1.0 for a in range(ndim)]

@@ -151,3 +151,19 @@ def test_export_refuses_scales_that_do_not_give_the_size():
     mod = ir.IRModule({"main": relay.Function([x], relay.image.resize2d(x, size=(3, 8), scales=(0.6, 1.75)))})
     with pytest.raises(FrontendError, match=r"size \[3, 8\] is not floor\(input length x scale\) = \[2, 8\]"):
         to_onnx(ir.infer_type(mod))
+
+
+def test_symbolic_batch_round_trip():
+    n = relay.SizeVar("n")
+    x = relay.var("x", ir.TensorType((n, 2, 4, 5)))
+    body = relay.Tuple([relay.image.resize2d(x, size=(7, 3), method="cubic"),
+                        relay.image.resize2d(x, size=(2, 8), scales=(0.6, 1.75))])
+    mod = ir.infer_type(ir.IRModule({"main": relay.Function([x], body)}))
+    model = to_onnx(mod)
+    data = np.random.default_rng(0).standard_normal((3, 2, 4, 5)).astype(np.float32)
+    for expected, actual in zip(strategies.build(mod, "cpu").run(x=data), run_ort(model, {"x": data})):
+        np.testing.assert_allclose(actual, expected, rtol=1e-5, atol=1e-6)
+    reimported, _ = from_onnx(model)
+    assert str(reimported["main"].body.checked_type) == str(mod["main"].body.checked_type)
+    scaled = _model("Resize", 13, ["batch", 2, 4, 5], [("", None), ("scales", f32(1, 1, 2, 0.5))], mode="linear")
+    assert str(from_onnx(scaled)[0]["main"].body.checked_type) == "Tensor[(batch, 2, 8, 2), float32]"
