@@ -10,7 +10,7 @@ from onnx import TensorProto, helper
 
 import strategies
 from ir.errors import IRError
-from ir.frontend import FrontendError, from_onnx
+from ir.frontend import FrontendError, from_onnx, to_onnx
 from tests.ir.frontend.onnx_node_cases import node_cases, run_node_case
 from tests.ir.frontend.ort_helpers import run_ort
 
@@ -110,3 +110,24 @@ def test_global_pool_against_ort(op_type, x_shape):
 def test_bad_window_attributes_are_named(op_type, x_shape, w_shape, attrs, message):
     with pytest.raises(IRError, match=message):
         from_onnx(_single_node(op_type, x_shape, w_shape, **attrs))
+
+
+def test_symbolic_batch_3d_chain_against_ort():
+    """ConvTranspose (output_shape), MaxPool (SAME_UPPER) and AveragePool over a batch named 'b'."""
+    weight = onnx.numpy_helper.from_array(np.random.default_rng(0).standard_normal((2, 3, 3, 3, 3)).astype(np.float32),
+                                          "w")
+    nodes = [helper.make_node("ConvTranspose", ["x", "w"], ["t"], strides=[2, 2, 2], output_shape=[6, 8, 8]),
+             helper.make_node("MaxPool", ["t"], ["p"], kernel_shape=[2, 2, 2], strides=[2, 2, 2],
+                              auto_pad="SAME_UPPER"),
+             helper.make_node("AveragePool", ["p"], ["y"], kernel_shape=[3, 3, 3], pads=[1] * 6, count_include_pad=1)]
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["b", 2, 3, 4, 4])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], [weight])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 19)])
+    mod, params = from_onnx(model)
+    assert str(mod["main"].body.checked_type) == "Tensor[(b, 3, 3, 4, 4), float32]"
+    exported = to_onnx(mod, params)
+    for batch in (1, 3):
+        x = np.random.default_rng(batch).standard_normal((batch, 2, 3, 4, 4)).astype(np.float32)
+        expected = run_ort(model, {"x": x})[0]
+        np.testing.assert_allclose(strategies.build(mod, "cpu", params).run(x=x), expected, rtol=1e-5, atol=1e-5)
+        np.testing.assert_allclose(run_ort(exported, {"x": x})[0], expected, rtol=1e-5, atol=1e-5)
