@@ -28,7 +28,7 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import dataclass, field
-from typing import Any, Iterator, Mapping, Sequence
+from typing import Any, Callable, Iterator, Mapping, Sequence
 
 import numpy as np
 
@@ -119,12 +119,12 @@ class Bisection:
 
 
 def bisect_unsound(mod: IRModule | Expr, params: Mapping[str, Any] | None = None, *, rules: Any = "default",
-                   limits: Limits = Limits(), scheduler: Scheduler | None = None,
-                   input_sets: int = 3) -> Bisection:
+                   limits: Limits = Limits(), scheduler: Scheduler | None = None, input_sets: int = 3,
+                   progress: Callable[[IterationRow], None] | None = None) -> Bisection:
     """Replay saturating `mod` under `rules` within `limits`' iterations and e-nodes (and `scheduler`,
     as `optimize` ran it) and return the first rule result that differs from the term it was matched
     on, evaluated on `input_sets` of the model's inputs (kinds cycle through `verify.INPUT_KINDS`:
-    typical, edge values, inf/NaN, ...).
+    typical, edge values, inf/NaN, ...). `progress` is called after every iteration, as by `saturate`.
 
     The time limit does not apply: checking is slower than saturating, so a replay under the same
     seconds would stop earlier than the run it explains. Give the iterations a run made
@@ -135,7 +135,7 @@ def bisect_unsound(mod: IRModule | Expr, params: Mapping[str, Any] | None = None
     lowered = lower(mod, params)
     kinds = tuple(INPUT_KINDS[k % len(INPUT_KINDS)] for k in range(input_sets))
     inputs = [random_inputs(mod, skip=list(params or {}), seed=k, kind=kind) for k, kind in enumerate(kinds)]
-    checker = _Checker(lowered.egraph, inputs, kinds)
+    checker = _Checker(lowered.egraph, inputs, kinds, progress)
     checked_rules = [_Checked(r, checker) for r in resolve_rules(rules)]
     culprit = None
     try:
@@ -177,8 +177,9 @@ class _Checked(Rule):
 class _Checker:
     """Class values per input set, and the check of one rule result against its matched term."""
 
-    def __init__(self, egraph: EGraph, inputs: list[dict[str, np.ndarray]], kinds: tuple[str, ...]):
-        self.egraph, self.inputs, self.kinds = egraph, inputs, kinds
+    def __init__(self, egraph: EGraph, inputs: list[dict[str, np.ndarray]], kinds: tuple[str, ...],
+                 progress: Callable[[IterationRow], None] | None):
+        self.egraph, self.inputs, self.kinds, self.progress = egraph, inputs, kinds, progress
         self.values: dict[Handle, list[Any]] = {}
         self.iteration = 0
         self.checked = 0
@@ -190,6 +191,8 @@ class _Checker:
 
     def next_iteration(self, row: IterationRow) -> None:
         self.iteration = row.iteration
+        if self.progress is not None:
+            self.progress(row)
 
     # -- class values ----------------------------------------------------------------------------
     def value(self, handle: Handle) -> list[Any]:
@@ -402,7 +405,7 @@ def _difference(wants: list[np.ndarray], gots: list[np.ndarray], exact: bool) ->
 
 
 def _text(expr: Expr) -> str:
-    return ir.astext(expr)
+    return ir.astext(expr, show_types=False)
 
 
 def _indent(text: str) -> str:

@@ -415,7 +415,10 @@ def _cmd_check_rules(args: argparse.Namespace) -> int:
 
 def _cmd_bisect(args: argparse.Namespace) -> int:
     mod, params = _load(args.model, args.small)
-    print(bisect_unsound(mod, params, rules=args.rules, limits=_limits(args), input_sets=args.input_sets))
+    with _progress(args) as show:
+        found = bisect_unsound(mod, params, rules=args.rules, limits=_limits(args), input_sets=args.input_sets,
+                               progress=show)
+    print(found)
     return 0
 
 
