@@ -13,7 +13,8 @@
 | `ac`       | commute + associativity of add and multiply (grows without bound)     |
 | `default`  | simplify + algebra + layout-commute + commute + idioms + folding + fusion + merge |
 | `layout`   | convolutions in ONNX Runtime's NCHW{B}c blocks; layout transforms moved outward and cancelled |
-| `all`      | default + associativity + layout                                      |
+| `taso`     | TASO's substitutions: merges through concat and split, relu / bias add across a concat, matmul re-association |
+| `all`      | default + associativity + layout + taso                               |
 
 Families recognised by `default` (each from any spelling the axioms relate): LayerNorm (with or
 without affine parts, + residual as SkipLayerNorm), RMSNorm, exact GELU (+ bias as BiasGelu),
@@ -40,16 +41,18 @@ from .layout import LAYOUT
 from .layout_commute import LAYOUT_COMMUTE
 from .merge import MERGE
 from .simplify import SIMPLIFY
+from .taso import TASO
 
 __all__ = ["FAMILIES", "RULESETS", "resolve_rules", "AC", "ALGEBRA", "COMMUTE", "FOLDING", "FUSION", "IDIOMS",
-           "LAYOUT", "LAYOUT_COMMUTE", "MERGE", "SIMPLIFY"]
+           "LAYOUT", "LAYOUT_COMMUTE", "MERGE", "SIMPLIFY", "TASO"]
 
 _DEFAULT = ruleset("default", [*SIMPLIFY, *ALGEBRA, *LAYOUT_COMMUTE, *COMMUTE, *IDIOMS, *FOLDING, *FUSION, *MERGE])
 RULESETS: dict[str, RuleSet] = {
     "simplify": SIMPLIFY, "algebra": ALGEBRA, "layout-commute": LAYOUT_COMMUTE, "commute": COMMUTE,
     "idioms": IDIOMS, "folding": FOLDING, "fusion": FUSION, "merge": MERGE, "ac": AC,
-    "layout": LAYOUT,
-    "default": _DEFAULT, "all": ruleset("all", [*_DEFAULT, *(r for r in AC if r.name not in COMMUTE.names), *LAYOUT]),
+    "layout": LAYOUT, "taso": TASO,
+    "default": _DEFAULT,
+    "all": ruleset("all", [*_DEFAULT, *(r for r in AC if r.name not in COMMUTE.names), *LAYOUT, *TASO]),
 }
 
 
