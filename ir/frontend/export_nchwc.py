@@ -17,6 +17,8 @@ other around each NCHWc node. A weight in `OIHW{B}i{B}o` (`OIHW{B}o` for unblock
 `OIHW1i{B}o` for a depthwise convolution) is the filter order MLAS reorders weights to, so it is
 handed over as it is. A program blocked for another block size than this machine's is refused: its
 NCHWc nodes would read the blocks wrongly (optimize it again here, or export with `contrib=False`).
+An exported model carries a guard that makes ONNX Runtime on a machine with another block size
+fail at the first run with an error naming the block size (`NCHWc_block_size_must_be_16`).
 """
 
 from __future__ import annotations
@@ -150,7 +152,24 @@ def _machine_block(ctx: EmitContext, call: Call, block: int) -> bool:
         raise FrontendError(f"{call.op.name} works in channel blocks of {block}, but ONNX Runtime's NCHWc kernels "
                             f"on this machine use blocks of {machine}: optimize the program again on this machine, "
                             f"or export it with contrib=False (standard ONNX)")
+    _guard(ctx, block)
     return True
+
+
+def _guard(ctx: EmitContext, block: int) -> None:
+    """Once per model: nodes that fail, naming the block size, where ONNX Runtime's block is another one.
+
+    ReorderInput pads 4 channels to one block of the running machine; reshaping that to `block`
+    values fails elsewhere, so a model carried to a machine with another block size stops at its
+    first run (ONNX Runtime runs every node, used or not) instead of reading blocks wrongly.
+    """
+    name = f"NCHWc_block_size_must_be_{block}"
+    try:
+        ctx.names.reserve(name)
+    except FrontendError:  # already guarded
+        return
+    padded = ctx.node("ReorderInput", [ctx.const(np.ones((1, 4, 1, 1), np.float32))], domain=NCHWC_DOMAIN)
+    ctx.nodes.append(onnx.helper.make_node("Reshape", [padded, ctx.ints([block])], [name], name=name))
 
 
 def _float32(ctx: EmitContext, call: Call) -> bool:

@@ -10,6 +10,7 @@ import ir
 from ir import relay
 from ir.frontend import to_onnx
 from ir.frontend.errors import FrontendError
+from ir.frontend import export_nchwc
 from ir.frontend.export_nchwc import NCHWC_DOMAIN, ort_nchwc_block_size
 from strategies.interpreter import evaluate
 from strategies.kernels.nchwc import transform_layout
@@ -75,3 +76,12 @@ def test_another_block_size_is_refused_and_exports_as_standard_onnx():
         to_onnx(mod, contrib=True)
     got = run_ort(to_onnx(mod), inputs)[0]
     np.testing.assert_allclose(got, evaluate(mod, inputs), rtol=0, atol=1e-4 * np.abs(got).max())
+
+
+def test_a_model_carried_to_another_block_size_fails_naming_it(monkeypatch):
+    other = 8 if BLOCK == 16 else 16
+    mod, inputs = _region("blocked", other)
+    monkeypatch.setattr(export_nchwc, "ort_nchwc_block_size", lambda: other)  # exported where blocks are `other`
+    model = to_onnx(mod, contrib=True)
+    with pytest.raises(Exception, match=f"NCHWc_block_size_must_be_{other}"):
+        run_ort(model, inputs)
