@@ -240,6 +240,36 @@ def pooling(opset):
 
 
 @case
+def windows_1d_3d_and_transposed(opset):
+    rng = np.random.default_rng(5)
+    nodes = [node("Conv", ["x1", "w1"], "conv1", auto_pad="SAME_UPPER", strides=[2]),
+             node("MaxPool", ["x3"], "pool3", kernel_shape=[2, 2, 2], strides=[2, 1, 2], pads=[0, 1, 0, 1, 0, 1]),
+             node("ConvTranspose", ["x3", "w3"], "up3", strides=[2, 1, 2], pads=[1, 0, 0, 0, 1, 1],
+                  output_padding=[1, 0, 0], group=2)]
+    consts = {"w1": rng.standard_normal((4, 3, 3)).astype(np.float32),
+              "w3": rng.standard_normal((4, 1, 3, 2, 2)).astype(np.float32)}
+    inputs = {"x1": ((2, 3, 9), "float32"), "x3": ((1, 4, 3, 4, 5), "float32")}
+    return Spec(nodes, inputs, dict.fromkeys(["conv1", "pool3", "up3"], "float32"), consts)
+
+
+@case
+def resize_and_upsample(opset):
+    x = {"x": ((1, 2, 4, 5), "float32")}
+    if opset < 10:
+        return Spec([node("Upsample", ["x", "s"], mode="nearest")], x, {"y": "float32"},
+                    {"s": np.array([1, 1, 2, 1.5], np.float32)})
+    if opset < 13:
+        nodes = [node("Resize", ["x", "roi", "s"], mode="linear", coordinate_transformation_mode="align_corners")]
+        return Spec(nodes, x, {"y": "float32"}, {"roi": np.zeros(0, np.float32),
+                                                  "s": np.array([1, 1, 2, 2], np.float32)})
+    if opset < 18:
+        nodes = [node("Resize", ["x", "", "", "sizes"], mode="nearest", nearest_mode="floor")]
+        return Spec(nodes, x, {"y": "float32"}, {"sizes": ints(1, 2, 7, 3)})
+    nodes = [node("Resize", ["x", "", "", "sizes"], mode="cubic", axes=[3, 2], keep_aspect_ratio_policy="not_smaller")]
+    return Spec(nodes, x, {"y": "float32"}, {"sizes": ints(8, 6)})
+
+
+@case
 def lrn_and_activations(opset):
     nodes = [node("LRN", ["x"], "lrn", size=3, alpha=0.01, beta=0.5, bias=1.5),
              node("LeakyRelu", ["x"], "leaky", alpha=0.3), node("PRelu", ["x", "slope"], "prelu"),
