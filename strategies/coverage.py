@@ -26,6 +26,7 @@ from .constants import constant_subgraph
 from .cost import CostModel
 from .errors import NoImplementationError
 from .executor import prepare_program
+from .ort_timing import ORT_IMPLEMENTATION
 from .records import TuningHistory, TuningRecord
 from .select import Selection, candidate_implementations, highest_plevel, select_implementation
 from .workload import Workload
@@ -43,9 +44,11 @@ class WorkloadCoverage:
     """the cost of all its calls (measured where tuned, else estimated); inf when nothing can run it."""
     tuned: bool
     implementation: str | None
-    """the implementation that will run (None: the target has none)."""
+    """the implementation that will run ("onnxruntime" for a workload the log times in ONNX Runtime;
+    None: the target has none)."""
     reason: str
-    """why: "tuned: 12.3 us measured ...", "plevel 10, highest of 3 valid", "fallback: ...", ..."""
+    """why, as the selection states it: "tuned: 12.3 us measured, config {...}", "plevel 10, highest
+    of 3 valid", "fallback: no strategy for keys ...", or why nothing can run it."""
 
 
 @dataclass(frozen=True)
@@ -123,7 +126,7 @@ def _row(model: CostModel, workload: Workload, calls: int, cost_us: float) -> Wo
     except NoImplementationError as err:
         return WorkloadCoverage(workload, calls, cost_us, False, None, str(err))
     if measured is not None:
-        return WorkloadCoverage(workload, calls, cost_us, True, selection.implementation.name,
-                                f"ONNX Runtime: {measured:.1f} us measured")
+        return WorkloadCoverage(workload, calls, cost_us, True, ORT_IMPLEMENTATION,
+                                f"tuned: {measured:.1f} us measured in ONNX Runtime")
     why = selection.describe(target).rsplit(" (", 1)[1].rstrip(")")
     return WorkloadCoverage(workload, calls, cost_us, selection.reason == "tuned", selection.implementation.name, why)

@@ -8,6 +8,7 @@ import ir
 import strategies
 from strategies.coverage import tuning_coverage
 from strategies.executor import prepare_program
+from strategies.tuning import program_workloads
 
 
 @pytest.fixture(scope="module")
@@ -52,3 +53,15 @@ def test_a_build_warns_once_about_the_workloads_a_log_does_not_cover(resnet_log,
     with caplog.at_level("WARNING", logger="strategies"), strategies.apply_history_best(resnet_log):
         strategies.build(mod, "cpu", params)
     assert not [r for r in caplog.records if r.levelname == "WARNING"]
+
+
+def test_ort_workloads_timed_in_onnx_runtime_are_tuned():
+    mod, params = ir.models.get("nasrnn", small=True)
+    workloads = program_workloads(mod, params)
+    records = [strategies.TuningRecord("ort", w.key, w.op, "onnxruntime", {}, (5.0,)) for w in workloads[1:]]
+    cov = tuning_coverage(mod, "ort", records, params)
+    untimed = {r.workload.key: r for r in cov.rows if not r.tuned}
+    assert list(untimed) == [workloads[0].key] and untimed[workloads[0].key].implementation
+    timed = [r for r in cov.rows if r.tuned]
+    assert all(r.implementation == "onnxruntime" and r.cost_us == 5.0 * r.calls for r in timed)
+    assert cov.untuned_share == pytest.approx(untimed[workloads[0].key].cost_us / cov.total_us)
