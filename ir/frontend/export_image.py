@@ -1,4 +1,5 @@
-"""Emitter of `image.resize1d/2d/3d` as ONNX Resize (opset 11 or newer; half_pixel_symmetric from 19).
+"""Emitter of `image.resize1d/2d/3d` as ONNX Resize (opset 11 or newer; antialias from 18,
+half_pixel_symmetric from 19).
 
 The op's `scales`, when given, become Resize's scales input (ONNX derives the same output size
 from them); otherwise its `size` becomes the sizes input. Channels-last data is transposed around.
@@ -36,10 +37,12 @@ def _check_scaled_size(ctx: EmitContext, call: Call) -> None:
 def emit_resize(ctx: EmitContext, call: Call, args: Sequence[Value]) -> Value:
     attrs = call.attrs
     mode = attrs.coordinate_transformation_mode
-    needed = 19 if mode == "half_pixel_symmetric" else 11
-    if ctx.opset < needed:
-        raise FrontendError(f"{call.op.name} with coordinate_transformation_mode {mode} needs opset {needed} or "
-                            f"newer, exporting to opset {ctx.opset}")
+    antialias = attrs.antialias and attrs.method != "nearest_neighbor"
+    for needed, wanted, what in ((19, mode == "half_pixel_symmetric", f"coordinate_transformation_mode {mode}"),
+                                 (18, antialias, "antialias"), (11, True, "Resize's current form")):
+        if wanted and ctx.opset < needed:
+            raise FrontendError(f"{call.op.name} with {what} needs opset {needed} or newer, exporting to opset "
+                                f"{ctx.opset}")
     rank = len(attrs.size)
     data = to_nchw(ctx, args[0], attrs.layout)
     roi = ctx.const([0.0, 0.0, *attrs.roi[:rank], 1.0, 1.0, *attrs.roi[rank:]], "float32") \
@@ -60,6 +63,7 @@ def emit_resize(ctx: EmitContext, call: Call, args: Sequence[Value]) -> Value:
     out = ctx.node("Resize", inputs, mode=_MODES[attrs.method], coordinate_transformation_mode=mode,
                    nearest_mode=attrs.rounding_method if attrs.method == "nearest_neighbor" else None,
                    cubic_coeff_a=attrs.cubic_alpha if cubic else None, exclude_outside=attrs.cubic_exclude or None,
+                   antialias=1 if antialias else None,
                    extrapolation_value=attrs.extrapolation_value if mode == "tf_crop_and_resize" else None)
     if attrs.out_dtype and attrs.out_dtype != ctx.type_of(call.args[0]).dtype:
         out = ctx.node("Cast", [out], to=ctx.elem(attrs.out_dtype))

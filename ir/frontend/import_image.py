@@ -60,7 +60,8 @@ def _resize(ctx: NodeContext, data: Expr, scales: list[float] | None, sizes: lis
         raise FrontendError(f"{ctx.op_type}: roi={list(roi)} crops the batch or channel axis")
     attrs = dict(size=[int(s) for s in sizes[2:]], method=method, coordinate_transformation_mode=mode,
                  rounding_method=rounding, extrapolation_value=ctx.attr("extrapolation_value", 0.0),
-                 cubic_alpha=ctx.attr("cubic_coeff_a", -0.75), cubic_exclude=ctx.attr("exclude_outside", 0))
+                 cubic_alpha=ctx.attr("cubic_coeff_a", -0.75), cubic_exclude=ctx.attr("exclude_outside", 0),
+                 antialias=bool(ctx.attr("antialias", 0)))
     if scales is not None:
         attrs["scales"] = list(scales[2:])
     if roi is not None:
@@ -96,8 +97,6 @@ def convert_resize(ctx: NodeContext) -> Expr:
         return _legacy(ctx, ctx.static_input(1, "scales"))
     data = ctx.input(0)
     ndim = ctx.type_of(data).ndim
-    if ctx.attr("antialias", 0):
-        raise ctx.unsupported("antialias", 1, "only resizing without an antialiasing filter is supported")
     mode = ctx.attr("coordinate_transformation_mode", "half_pixel")
     if mode not in COORDINATE_MODES:
         raise ctx.unsupported("coordinate_transformation_mode", mode, f"use one of {list(COORDINATE_MODES)}")

@@ -20,7 +20,9 @@ round_prefer_ceil round halves down and up) and clamps it into the axis; `linear
 between the two neighbours of the position clamped into [0, in - 1]; `cubic` weighs the four
 neighbours floor(p) - 1 .. floor(p) + 2 of position p by Keys' kernel with `cubic_alpha`
 (repeating the edge for neighbours past it, or, with `cubic_exclude`, dropping them and
-renormalising the rest). Interpolation runs one axis after another.
+renormalising the rest). With `antialias`, an axis shrunk by scale s < 1 widens the linear or cubic
+kernel by 1 / s (weights kernel((j - p) x s) over every input j in the wider support, normalised to
+sum to 1), as ONNX Resize's antialias does. Interpolation runs one axis after another.
 """
 
 from __future__ import annotations
@@ -77,6 +79,7 @@ def resize_attrs(rank: int) -> list[AttrField]:
         AttrField("rounding_method", "str", "round_prefer_floor", choices=ROUNDING_METHODS),
         AttrField("cubic_alpha", "float", -0.5),
         AttrField("cubic_exclude", "int", 0, choices=(0, 1)),
+        AttrField("antialias", "bool", False, doc="widen linear and cubic filters by 1 / scale on shrunk axes"),
         AttrField("extrapolation_value", "float", 0.0),
         AttrField("scales", "floats", (), doc="the factor of each spatial axis the coordinates use "
                                               "(ONNX's scales); empty: output length / input length"),

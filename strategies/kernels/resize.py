@@ -1,12 +1,15 @@
 """Reference kernels of `image.resize1d/2d/3d` (`ir.op.image` states the coordinate map).
 
 Separable: each spatial axis is resized in turn, by a gather of the nearest input position, or a
-weighted sum of the gathers of the two (linear) or four (cubic) neighbouring positions (so linear
-in 2-D is bilinear, in 3-D trilinear). Interpolation computes in float64 and casts to the output
-dtype at the end.
+weighted sum of the gathers of the two (linear) or four (cubic) neighbouring positions, more when
+antialiasing a shrunk axis (so linear in 2-D is bilinear, in 3-D trilinear). Interpolation computes
+in float64 and casts to the output dtype at the end.
 """
 
 from __future__ import annotations
+
+from functools import partial
+from typing import Callable
 
 import numpy as np
 
@@ -63,35 +66,40 @@ def _resize_axis(x: np.ndarray, attrs: Attrs, i: int) -> tuple[np.ndarray, np.nd
     if attrs.method == "nearest_neighbor":
         index = np.clip(_nearest(pos, attrs.rounding_method), 0, in_size - 1).astype(np.int64)
         return np.take(x, index, axis=axis), outside.reshape(shape)
-    neighbours, weights = _cubic(pos, attrs, in_size) if attrs.method == "cubic" else _linear(pos, in_size)
+    scale = (float(attrs.scales[i]) if attrs.scales else out_size / in_size) if attrs.antialias else 1.0
+    neighbours, weights = _filter_taps(pos, attrs, in_size, min(scale, 1.0))
     out = sum(np.take(x, n, axis=axis) * w.reshape(shape) for n, w in zip(neighbours, weights))
     return out, outside.reshape(shape)
 
 
-def _linear(pos: np.ndarray, in_size: int) -> tuple[list[np.ndarray], list[np.ndarray]]:
-    """The two neighbours of the position clamped into the axis, and their weights."""
-    pos = np.clip(pos, 0, in_size - 1)
-    low = np.floor(pos).astype(np.int64)
-    t = pos - low
-    return [low, np.minimum(low + 1, in_size - 1)], [1 - t, t]
+def _keys(d: np.ndarray, alpha: float) -> np.ndarray:
+    """Keys' cubic convolution kernel."""
+    d = np.abs(d)
+    near = ((alpha + 2) * d - (alpha + 3)) * d * d + 1
+    far = ((alpha * d - 5 * alpha) * d + 8 * alpha) * d - 4 * alpha
+    return np.where(d <= 1, near, np.where(d < 2, far, 0.0))
 
 
-def _cubic(pos: np.ndarray, attrs: Attrs, in_size: int) -> tuple[list[np.ndarray], list[np.ndarray]]:
-    """The neighbours floor(p) - 1 .. floor(p) + 2 (clamped into the axis) and their Keys weights."""
-    a = attrs.cubic_alpha
+def _kernel(attrs: Attrs) -> tuple[Callable[[np.ndarray], np.ndarray], int]:
+    """The interpolation kernel of the call's method, and its support radius."""
+    if attrs.method == "linear":
+        return (lambda d: np.clip(1 - np.abs(d), 0, 1)), 1
+    return partial(_keys, alpha=attrs.cubic_alpha), 2
+
+
+def _filter_taps(pos: np.ndarray, attrs: Attrs, in_size: int, stretch: float) -> tuple[list, list]:
+    """The input indices (clamped into the axis) and weights of every tap of the interpolation filter at
+    each position: the taps j within the support of the kernel at (j - p) x `stretch` (below 1 when
+    antialiasing a shrunk axis, which widens the filter), weights normalised to sum to 1."""
+    kernel, support = _kernel(attrs)
     low = np.floor(pos)
-    t = pos - low
-    weights = []
-    for d in (t + 1, t, 1 - t, 2 - t):  # each neighbour's distance from the position
-        near = ((a + 2) * d - (a + 3)) * d * d + 1
-        far = ((a * d - 5 * a) * d + 8 * a) * d - 4 * a
-        weights.append(np.where(d <= 1, near, far))
-    neighbours = [low.astype(np.int64) + k for k in (-1, 0, 1, 2)]
-    if attrs.cubic_exclude:
+    first = int(np.floor(-support / stretch)) + 1
+    neighbours = [low.astype(np.int64) + k for k in range(first, 2 - first)]
+    weights = [kernel((n - pos) * stretch) for n in neighbours]
+    if attrs.method == "cubic" and attrs.cubic_exclude:
         weights = [np.where((n >= 0) & (n < in_size), w, 0.0) for n, w in zip(neighbours, weights)]
-        total = sum(weights)
-        weights = [w / total for w in weights]
-    return [np.clip(n, 0, in_size - 1) for n in neighbours], weights
+    total = sum(weights)
+    return [np.clip(n, 0, in_size - 1) for n in neighbours], [w / total for w in weights]
 
 
 @_ref("image.resize1d", "image.resize2d", "image.resize3d")

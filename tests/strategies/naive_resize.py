@@ -52,25 +52,21 @@ def keys(d, alpha):
     return alpha * d ** 3 - 5 * alpha * d ** 2 + 8 * alpha * d - 4 * alpha if d < 2 else 0.0
 
 
-def cubic_taps(c, n, alpha, exclude):
-    """(input index, weight) of the four neighbours of position c on an axis of length n."""
-    taps = [(j, keys(c - j, alpha)) for j in range(math.floor(c) - 1, math.floor(c) + 3)]
+def filter_taps(c, n, method, alpha, exclude, stretch):
+    """(input index, weight) of every integer j whose kernel value at (j - c) x stretch may be non-zero
+    (|j - c| <= radius / stretch), normalised to sum to 1; indices past the axis repeat its edge
+    (cubic with exclude: dropped)."""
+    radius = (1 if method == "linear" else 2) / stretch
+    kernel = (lambda d: max(0.0, 1 - abs(d))) if method == "linear" else (lambda d: keys(d, alpha))
+    taps = [(j, kernel((j - c) * stretch)) for j in range(math.floor(c - radius), math.ceil(c + radius) + 1)]
     if exclude:
         taps = [(j, w) for j, w in taps if 0 <= j < n]
-        total = sum(w for _, w in taps)
-        return [(j, w / total) for j, w in taps]
-    return [(min(max(j, 0), n - 1), w) for j, w in taps]
-
-
-def linear_taps(c, n):
-    """(input index, weight) of the two neighbours of position c clamped into an axis of length n."""
-    c = min(max(c, 0.0), n - 1)
-    low = math.floor(c)
-    return [(low, 1 - (c - low)), (min(low + 1, n - 1), c - low)]
+    total = sum(w for _, w in taps)
+    return [(min(max(j, 0), n - 1), w / total) for j, w in taps]
 
 
 def resize_loop(data, size, method, mode, rounding="round_prefer_floor", scales=None, roi=None, extrapolation=0.0,
-                alpha=-0.75, exclude=False):
+                alpha=-0.75, exclude=False, antialias=False):
     """Every output element from the input positions its coordinates map to (channels-first data)."""
     rank = data.ndim - 2
     in_sizes = data.shape[2:]
@@ -86,8 +82,8 @@ def resize_loop(data, size, method, mode, rounding="round_prefer_floor", scales=
             index = tuple(min(max(round_position(c, rounding), 0), n - 1) for c, n in zip(coords, in_sizes))
             out[(slice(None), slice(None)) + pos] = data[(slice(None), slice(None)) + index]
             continue
-        per_axis = [linear_taps(c, n) if method == "linear" else cubic_taps(c, n, alpha, exclude)
-                    for c, n in zip(coords, in_sizes)]
+        per_axis = [filter_taps(c, n, method, alpha, exclude, min(s, 1.0) if antialias else 1.0)
+                    for c, n, s in zip(coords, in_sizes, scales)]
         total = 0.0
         for taps in itertools.product(*per_axis):  # every neighbour, weighted by the product of its axes' weights
             index = tuple(j for j, _ in taps)

@@ -43,6 +43,22 @@ def test_resize_against_loops(shape, size, scales, mode, method, rounding):
     np.testing.assert_allclose(out, expected, rtol=1e-12, atol=1e-12)
 
 
+@pytest.mark.parametrize("shape, size, scales", [((1, 2, 9), (4,), None), ((1, 1, 7, 8), (3, 5), (0.4, 0.7)),
+                                                  ((1, 1, 6, 2, 5), (2, 3, 2), None)])
+@pytest.mark.parametrize("mode", ["half_pixel", "align_corners", "asymmetric"])
+@pytest.mark.parametrize("method, exclude", [("linear", False), ("cubic", False), ("cubic", True)])
+def test_antialias_against_loops(shape, size, scales, mode, method, exclude):
+    x = rand(*shape, dtype="float64")
+    extra = {"scales": scales} if scales else {}
+    out = run(OPS[len(size)], x, size=size, method=method, coordinate_transformation_mode=mode, antialias=True,
+              cubic_alpha=-0.5, cubic_exclude=int(exclude), **extra)
+    stored = [float(np.float32(s)) for s in scales] if scales else None
+    expected = resize_loop(x, size, method, mode, scales=stored, alpha=-0.5, exclude=exclude, antialias=True)
+    np.testing.assert_allclose(out, expected, rtol=1e-12, atol=1e-12)
+    plain = run(OPS[len(size)], x, size=size, method=method, coordinate_transformation_mode=mode, **extra)
+    assert not np.allclose(out, plain)  # the wider filter averages more inputs
+
+
 @pytest.mark.parametrize("method", ["linear", "nearest_neighbor", "cubic"])
 def test_tf_crop_and_resize_extrapolates_outside_the_crop(method):
     x = rand(1, 2, 4, 5, dtype="float64")
