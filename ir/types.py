@@ -58,6 +58,18 @@ class _DimArithmetic:
     __truediv__ = __floordiv__
     __rtruediv__ = __rfloordiv__
 
+    def __lt__(self, other):
+        return _order(other - self, strict=True)
+
+    def __le__(self, other):
+        return _order(other - self, strict=False)
+
+    def __gt__(self, other):
+        return _order(self - other, strict=True)
+
+    def __ge__(self, other):
+        return _order(self - other, strict=False)
+
 
 @dataclass(frozen=True)
 class SizeVar(_DimArithmetic):
@@ -161,6 +173,26 @@ def _combine(a, b, fn):
     if not (_is_int(a) or isinstance(a, _DimArithmetic)) or not (_is_int(b) or isinstance(b, _DimArithmetic)):
         return NotImplemented
     return _from_poly(fn(_poly(a), _poly(b)))
+
+
+def _order(difference, strict: bool) -> bool:
+    """Whether `difference` is positive (`strict`) or non-negative for every size the variables may
+    take (each at least 1; a `FloorDiv` at least 0); raises `TypeError` when that depends on them."""
+    if difference is NotImplemented:
+        return NotImplemented
+    low, high = 0, 0
+    for monomial, coefficient in _poly(difference).items():
+        least = 0 if any(isinstance(a, FloorDiv) for a in monomial) else 1
+        if coefficient > 0:
+            low, high = low + coefficient * least, (high + coefficient) if not monomial else float("inf")
+        else:
+            low, high = (low + coefficient) if not monomial else float("-inf"), high + coefficient * least
+    if low > 0 or (low >= 0 and not strict):
+        return True
+    if high < 0 or (high <= 0 and strict):
+        return False
+    raise TypeError(f"whether {difference} is {'positive' if strict else 'non-negative'} depends on the sizes "
+                    f"its variables take")
 
 
 def _divide_monomial(m: _Monomial, by: _Monomial) -> _Monomial | None:

@@ -277,7 +277,7 @@ class NodeContext:
         if size is None or size > MAX_FOLDED_ELEMENTS:
             return call
         value = fold_call(call.op.name, values, call.attrs, ty.dtype)
-        return call if value is None else self.const(value)
+        return call if value is None else self.const(value, ty.dtype)
 
     def item(self, value: Expr, index: int) -> Expr:
         return self.typed(TupleGetItem(value, index))

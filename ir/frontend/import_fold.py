@@ -7,8 +7,9 @@ their converters, which know the ONNX form.
 
 A *symbolic shape value* is an integer array (numpy `object` dtype) whose elements may be symbolic
 dimensions (`ir.SizeVar("N")`, `N * 2048`, ...): the `Shape` of a tensor with a symbolic batch.
-Arithmetic on it follows `ir.types`' dimension arithmetic (dims are non-negative, so division
-floors); a comparison or bound that depends on the size a variable takes raises `FrontendError`.
+Arithmetic and comparisons on it follow `ir.types`' dimension arithmetic (a size variable is at
+least 1; division floors); one whose result depends on the size a variable takes raises
+`FrontendError`.
 """
 
 from __future__ import annotations
@@ -48,25 +49,23 @@ def _truncating_divide(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 
 def _dims_equal(a, b) -> bool:
-    """`a == b` for dimensions; raises when the answer depends on the sizes the variables take."""
-    if not isinstance(a, SymbolicDim) and not isinstance(b, SymbolicDim):
-        return bool(a == b)
+    """`a == b` for dimensions; `TypeError` when the answer depends on the sizes the variables take."""
     difference = a - b
     if isinstance(difference, (int, np.integer)):
-        return difference == 0
-    other = b if isinstance(a, SymbolicDim) else a
-    if isinstance(other, (int, np.integer)) and other < 1:  # a size variable is at least 1
-        return False
-    raise FrontendError(f"comparing dimension {a} with {b} depends on the sizes the model runs at")
+        return bool(difference == 0)
+    try:
+        if difference > 0 or difference < 0:
+            return False
+    except TypeError:
+        pass
+    raise TypeError(f"whether {a} equals {b} depends on the sizes its variables take")
 
 
-def _compare(fn: Callable, equal: bool | None) -> Callable[[np.ndarray, np.ndarray], np.ndarray]:
+def _equality(equal: bool) -> Callable[[np.ndarray, np.ndarray], np.ndarray]:
+    """`equal`/`not_equal`, deciding for symbolic dimensions what `==` (structural) cannot."""
     def compare(a: np.ndarray, b: np.ndarray) -> np.ndarray:
         if a.dtype != object and b.dtype != object:
-            return fn(a, b)
-        if equal is None:
-            raise FrontendError(f"ordering symbolic dimensions ({symbolic_names(a)} {symbolic_names(b)}) depends "
-                                f"on the sizes the model runs at")
+            return np.equal(a, b) if equal else np.not_equal(a, b)
         same = np.frompyfunc(_dims_equal, 2, 1)(a, b).astype(bool)
         return same if equal else ~same
     return compare
@@ -76,9 +75,8 @@ _BINARY: dict[str, Callable[[np.ndarray, np.ndarray], np.ndarray]] = {
     "add": np.add, "subtract": np.subtract, "multiply": np.multiply, "divide": _truncating_divide,
     "floor_divide": np.floor_divide, "power": np.power, "maximum": np.maximum, "minimum": np.minimum,
     "mod": np.fmod, "floor_mod": np.mod,
-    "equal": _compare(np.equal, True), "not_equal": _compare(np.not_equal, False),
-    "less": _compare(np.less, None), "greater": _compare(np.greater, None),
-    "less_equal": _compare(np.less_equal, None), "greater_equal": _compare(np.greater_equal, None),
+    "equal": _equality(True), "not_equal": _equality(False), "less": np.less, "greater": np.greater,
+    "less_equal": np.less_equal, "greater_equal": np.greater_equal,
     "logical_and": np.logical_and, "logical_or": np.logical_or,
 }
 _UNARY: dict[str, Callable[[np.ndarray], np.ndarray]] = {
@@ -117,9 +115,9 @@ def fold_call(op: str, values: Sequence[np.ndarray], attrs: Attrs, dtype: str) -
         return None  # an integer division by zero is left to run time, which defines it
     try:
         result = _fold(op, values, attrs)
-    except TypeError:  # an operation dimension arithmetic does not define (e.g. a float factor)
+    except TypeError as err:  # undecided by dimension arithmetic (N > 3), or undefined (a float factor)
         names = "; ".join(symbolic_names(v) for v in values if v.dtype == object)
-        raise FrontendError(f"{op} of symbolic dimensions ({names}) cannot be computed at import") from None
+        raise FrontendError(f"{op} of symbolic dimensions ({names}) cannot be computed at import: {err}") from None
     if result is None:
         return None
     result = np.asarray(result)

@@ -33,6 +33,14 @@ def test_simplified_results_are_plain_values():
     assert N * S == S * N and hash(N * S) == hash(S * N)
 
 
+def test_ordering_decides_what_every_size_agrees_on():
+    """A size variable is at least 1, a floor division at least 0; anything else is undecided."""
+    assert N >= 1 and N > 0 and N * 2 > N and not N < 1 and max(N, 1) == N and N // 2 >= 0
+    for undecided in (lambda: N > 3, lambda: N // 2 >= 1, lambda: N < S):
+        with pytest.raises(TypeError, match="depends on the sizes"):
+            undecided()
+
+
 def infer(expr: ir.Expr) -> str:
     return str(ir.infer_type(expr).checked_type)
 

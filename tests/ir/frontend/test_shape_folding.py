@@ -108,6 +108,15 @@ def reduce_prod_flatten():
         {"zero1": ints(0), "one1": ints(1), "big": ints(2**62)}
 
 
+@case
+def max_min_clamp():
+    """`x.view(max(b, 1), min(c * w, 24))`: Max and Min decided for every size a batch may take."""
+    return [node("Shape", ["x"], "s"), node("Gather", ["s", "zero1"], "b"), node("Max", ["b", "one1"], "bm"),
+            node("Slice", ["s", "one1", "three1"], "cw"), node("ReduceProd", ["cw"], "n", keepdims=1),
+            node("Min", ["n", "limit"], "nm"), node("Concat", ["bm", "nm"], "t", axis=0), node("Reshape", ["x", "t"], "y")], \
+        {"zero1": ints(0), "one1": ints(1), "three1": ints(3), "limit": ints(24)}
+
+
 # cases that need the batch as data (a fill, a range, pads): they fold only with static shapes
 STATIC_ONLY: dict[str, Callable] = {}
 
@@ -202,6 +211,13 @@ def test_symbolic_shape_as_run_time_data_is_refused_by_name():
              node("Add", ["r", "sf"], "y")]
     with pytest.raises(FrontendError, match=r"node 'sf' \(Cast.*cannot convert symbolic dimensions \(N\) to float32"):
         from_onnx(model(nodes, ["N", 4, 6], {}))
+
+
+def test_undecided_comparison_is_refused_by_name():
+    nodes, consts = CASES["where_equal_on_shapes"]()
+    consts["minus1"] = ints(3)  # N == 3 holds for one batch size only
+    with pytest.raises(FrontendError, match=r"node 'never' \(Equal.*whether N equals 3 depends on the sizes"):
+        from_onnx(model(nodes, ["N", 4, 6], consts))
 
 
 def test_unknown_dimension_cannot_be_folded():
