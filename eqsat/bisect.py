@@ -95,6 +95,8 @@ class Bisection:
     culprit: UnsoundApplication | None
     checked: int
     """rule results checked."""
+    finished: bool
+    """False when the `seconds` budget ran out before the replay found a culprit or ended."""
     unchecked: int
     """rule results whose sides could not be evaluated (inner functions, kernels failing)."""
     iterations: int
@@ -110,6 +112,10 @@ class Bisection:
             c = self.culprit
             return (f"first unsound application: rule {c.rule} in iteration {c.iteration} "
                     f"({c.root}; {c.problem}); {self.checked} result(s) checked in {self.seconds:.2f} s")
+        if not self.finished:
+            return (f"no unsound rule application among the first {self.checked} result(s) checked: the "
+                    f"bisection's budget of {self.seconds:.0f} s ran out in iteration {self.iterations + 1}; "
+                    "eqsat.bisect_unsound(mod, params, rules=..., limits=...) or `eqsat bisect MODEL` goes on")
         return (f"no unsound rule application: {self.checked} result(s) checked over {self.iterations} "
                 f"iteration(s) on {len(self.input_kinds)} input set(s) ({', '.join(self.input_kinds)}), "
                 f"{self.unchecked} not evaluable, {self.seconds:.2f} s")
@@ -120,11 +126,12 @@ class Bisection:
 
 def bisect_unsound(mod: IRModule | Expr, params: Mapping[str, Any] | None = None, *, rules: Any = "default",
                    limits: Limits = Limits(), scheduler: Scheduler | None = None, input_sets: int = 3,
-                   progress: Callable[[IterationRow], None] | None = None) -> Bisection:
+                   seconds: float | None = None, progress: Callable[[IterationRow], None] | None = None) -> Bisection:
     """Replay saturating `mod` under `rules` within `limits`' iterations and e-nodes (and `scheduler`,
     as `optimize` ran it) and return the first rule result that differs from the term it was matched
     on, evaluated on `input_sets` of the model's inputs (kinds cycle through `verify.INPUT_KINDS`:
-    typical, edge values, inf/NaN, ...). `progress` is called after every iteration, as by `saturate`.
+    typical, edge values, inf/NaN, ...). `seconds` bounds the whole bisection (default: none);
+    `progress` is called after every iteration, as by `saturate`.
 
     The time limit does not apply: checking is slower than saturating, so a replay under the same
     seconds would stop earlier than the run it explains. Give the iterations a run made
@@ -135,15 +142,18 @@ def bisect_unsound(mod: IRModule | Expr, params: Mapping[str, Any] | None = None
     lowered = lower(mod, params)
     kinds = tuple(INPUT_KINDS[k % len(INPUT_KINDS)] for k in range(input_sets))
     inputs = [random_inputs(mod, skip=list(params or {}), seed=k, kind=kind) for k, kind in enumerate(kinds)]
-    checker = _Checker(lowered.egraph, inputs, kinds, progress)
+    deadline = None if seconds is None else start + seconds
+    checker = _Checker(lowered.egraph, inputs, kinds, progress, deadline)
     checked_rules = [_Checked(r, checker) for r in resolve_rules(rules)]
-    culprit = None
+    culprit, finished = None, True
     try:
         untimed = Limits(iterations=limits.iterations, nodes=limits.nodes, seconds=math.inf)
         saturate(lowered.egraph, checked_rules, untimed, scheduler=scheduler, progress=checker.next_iteration)
     except _Found as found:
         culprit = found.culprit
-    return Bisection(culprit, checker.checked, checker.unchecked, checker.iteration, kinds,
+    except _OutOfTime:
+        finished = False
+    return Bisection(culprit, checker.checked, finished, checker.unchecked, checker.iteration, kinds,
                      time.perf_counter() - start)
 
 
@@ -153,6 +163,10 @@ class _Found(Exception):
     def __init__(self, culprit: UnsoundApplication):
         super().__init__(culprit.rule)
         self.culprit = culprit
+
+
+class _OutOfTime(Exception):
+    """Stops the replay when the bisection's budget is spent."""
 
 
 class _Checked(Rule):
@@ -178,8 +192,9 @@ class _Checker:
     """Class values per input set, and the check of one rule result against its matched term."""
 
     def __init__(self, egraph: EGraph, inputs: list[dict[str, np.ndarray]], kinds: tuple[str, ...],
-                 progress: Callable[[IterationRow], None] | None):
+                 progress: Callable[[IterationRow], None] | None, deadline: float | None):
         self.egraph, self.inputs, self.kinds, self.progress = egraph, inputs, kinds, progress
+        self.deadline = deadline
         self.values: dict[Handle, list[Any]] = {}
         self.iteration = 0
         self.checked = 0
@@ -193,6 +208,11 @@ class _Checker:
         self.iteration = row.iteration
         if self.progress is not None:
             self.progress(row)
+        self._in_time()
+
+    def _in_time(self) -> None:
+        if self.deadline is not None and time.perf_counter() > self.deadline:
+            raise _OutOfTime
 
     # -- class values ----------------------------------------------------------------------------
     def value(self, handle: Handle) -> list[Any]:
@@ -270,6 +290,7 @@ class _Checker:
     # -- one result ------------------------------------------------------------------------------
     def check(self, rule: Rule, m: Match, index: int, res: Result) -> None:
         """Raise `_Found` when `res` differs from the term `m` matched at `res.root`."""
+        self._in_time()
         try:
             ir.infer_type(res.expr)
         except ir.IRError:

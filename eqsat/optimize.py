@@ -33,9 +33,8 @@ if TYPE_CHECKING:
 
 DEFAULT_TRIALS = 3
 """input sets `optimize(verify=True)` checks a result on: typical values, edge values, inf and NaN."""
-BISECT_ENODES = 2000
-"""a failed verification replays saturation to name the unsound rule when the e-graph has at most
-this many e-nodes (`eqsat.bisect_unsound`); larger ones are left to the user."""
+BISECT_SECONDS = 20.0
+"""how long a failed verification may replay saturation to name the unsound rule (`eqsat.bisect_unsound`)."""
 
 __all__ = ["Optimized", "optimize", "cost_model", "cost_unit", "op_counts", "Saturated", "saturate_program",
            "Extracted", "extract_program"]
@@ -242,8 +241,9 @@ def optimize(mod: IRModule, params: Mapping[str, Any] | None = None, *, target: 
     result is `Optimized.coverage`. `verify` (default True: `DEFAULT_TRIALS`
     input sets, typical values, edge values, infinities and NaN; an int: that many) runs the
     result and the input on seeded random inputs (see `eqsat.verify`) and raises
-    `VerificationError`, naming the applied rules and, for a small e-graph, the first unsound rule
-    application (`eqsat.bisect_unsound`), if they disagree; a wrong program is never returned silently.
+    `VerificationError`, naming the applied rules and the first unsound rule application (when
+    `eqsat.bisect_unsound` finds it within `BISECT_SECONDS`), if they disagree; a wrong program is
+    never returned silently.
     """
     sat = saturate_program(mod, params, rules=rules, limits=limits, scheduler=scheduler, progress=progress)
     model = cost_model(target, log)
@@ -263,13 +263,9 @@ def optimize(mod: IRModule, params: Mapping[str, Any] | None = None, *, target: 
 
 
 def _bisection(mod: IRModule, params: Mapping[str, Any] | None, rules: Any, limits: Limits, report: Report) -> str:
-    """The first unsound rule application when the e-graph is small enough to replay at once
-    (`BISECT_ENODES`), else how to find it."""
-    if report.enodes <= BISECT_ENODES:
-        replay = Limits(iterations=max(report.iterations, 1), nodes=limits.nodes, seconds=limits.seconds)
-        return bisect_unsound(mod, params, rules=rules, limits=replay).summary()
-    return ("eqsat.bisect_unsound(mod, params, rules=..., limits=...) or `eqsat bisect MODEL` finds the first "
-            "rule application that computes something else")
+    """The first unsound rule application, when a replay of the run finds it within `BISECT_SECONDS`."""
+    replay = Limits(iterations=max(report.iterations, 1), nodes=limits.nodes, seconds=limits.seconds)
+    return bisect_unsound(mod, params, rules=rules, limits=replay, seconds=BISECT_SECONDS).summary()
 
 
 def _coverage(model: Any, out: Extracted) -> "Coverage":

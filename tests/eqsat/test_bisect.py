@@ -52,3 +52,10 @@ def test_exact_rules_are_checked_bit_for_bit():
     assert found.culprit is not None and found.culprit.exact, found
     assert "bits differ" in found.culprit.problem
     assert found.culprit.bindings["x"].endswith("input a")
+
+
+def test_a_bisection_out_of_time_says_so():
+    mod, params = ir.models.get("bert", small=True)
+    found = eqsat.bisect_unsound(mod, params, rules=_planted(ERF_AS_TANH), seconds=1e-3)
+    assert not found.found and not found.finished and found.checked == 0
+    assert "budget of 0 s ran out in iteration 1" in found.summary() and "`eqsat bisect MODEL` goes on" in str(found)

@@ -8,7 +8,7 @@ import ir
 import strategies
 from ir import relay
 
-from eqsat import Limits, call, pvars, rule
+from eqsat import RULESETS, Limits, call, pvars, rule, ruleset
 from eqsat.cli import main
 from eqsat.progress import ProgressLine
 from eqsat.report import IterationRow
@@ -37,6 +37,15 @@ def test_audit_names_unsound_silent_and_exampleless_rules():
     assert verdicts["never"].verdict == "silent"
     assert verdicts["relu-idem"].verdict == "near-miss" and verdicts["relu-idem"].applied == 1
     assert verdicts["bare"].verdict == "no-example"
+
+
+def test_a_failed_verification_names_the_unsound_rule(capsys, monkeypatch):
+    planted = RULESETS["default"] + ruleset("planted", [rule("relu-drop", call("nn.relu", x), x)])
+    monkeypatch.setitem(RULESETS, "planted", planted)
+    assert main(["optimize", "resnet50", "--small", "--rules", "planted", "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "does not compute what the original computes" in err
+    assert "first unsound application: rule relu-drop in iteration 1 (e-class " in err and ": nn.relu(e-class " in err
 
 
 def test_bisect_command(capsys):
