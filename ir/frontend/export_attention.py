@@ -13,14 +13,13 @@ from __future__ import annotations
 from typing import Sequence
 
 from ..expr import Call
-from .export_context import EmitContext, Value, emits
+from .export_context import ONE_NODE_OPSETS, EmitContext, Value, emits
 
-__all__ = ["ATTENTION_OPSET", "ONE_NODE_OPSETS"]
+__all__ = ["ATTENTION_OPSET"]
 
 #: the first opset that defines `Attention`
 ATTENTION_OPSET = 23
-#: op -> the first opset that writes it as one node (the export's default opset rises to it)
-ONE_NODE_OPSETS = {"nn.attention": ATTENTION_OPSET, "nn.masked_attention": ATTENTION_OPSET}
+ONE_NODE_OPSETS.update({"nn.attention": ATTENTION_OPSET, "nn.masked_attention": ATTENTION_OPSET})
 #: ONNX's `Attention` takes 4-D (batch, heads, sequence, head size) inputs (3-D ones pack the heads)
 _ATTENTION_RANK = 4
 #: the dtypes ONNX Runtime's CPU kernel of `Attention` takes

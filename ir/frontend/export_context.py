@@ -18,13 +18,16 @@ from ..types import TensorType, is_static
 from .errors import FrontendError
 from .onnx_types import elem_of_dtype
 
-__all__ = ["Value", "Emitter", "EMITTERS", "emits", "Names", "EmitContext", "CONTRIB_DOMAIN"]
+__all__ = ["Value", "Emitter", "EMITTERS", "ONE_NODE_OPSETS", "emits", "Names", "EmitContext", "CONTRIB_DOMAIN"]
 
 Value = Union[str, tuple["Value", ...]]
 Emitter = Callable[["EmitContext", Call, Sequence[Value]], Value]
 
 #: IR op name -> emitter
 EMITTERS: dict[str, Emitter] = {}
+#: IR op name -> the first opset that writes it as one node, where an older one spells it out;
+#: `to_onnx` without an explicit opset rises to the largest the program needs
+ONE_NODE_OPSETS: dict[str, int] = {}
 
 #: the operator domain of ONNX Runtime's contrib ops (`FusedConv`, `SkipLayerNormalization`, ...)
 CONTRIB_DOMAIN = "com.microsoft"

@@ -14,7 +14,7 @@ from ..attrs import Attrs
 from ..expr import Call
 from ..op.shapes import normalize_axis
 from .errors import FrontendError
-from .export_context import EmitContext, Value, emits
+from .export_context import ONE_NODE_OPSETS, EmitContext, Value, emits
 from .export_elemwise import gelu
 from .export_tensor import reduce, unsqueeze
 
@@ -210,6 +210,7 @@ def emit_skip_layer_norm(ctx: EmitContext, call: Call, args: Sequence[Value]) ->
 
 #: the first opset with `RMSNormalization`
 RMS_NORM_OPSET = 23
+ONE_NODE_OPSETS["nn.rms_norm"] = RMS_NORM_OPSET
 
 
 @emits("nn.rms_norm")

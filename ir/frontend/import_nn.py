@@ -258,3 +258,18 @@ def convert_layer_norm(ctx: NodeContext) -> list[Expr]:
     std = ctx.call("sqrt", ctx.call("add", variance, ctx.const(epsilon, dtype)))
     out = ctx.call("multiply", ctx.call("divide", centered, std), scale)
     return [out if bias is None else ctx.call("add", out, bias)]
+
+
+@converter("RMSNormalization")
+def convert_rms_norm(ctx: NodeContext) -> Expr:
+    """Normalizes by the root mean square over axes `axis`..last: nn.rms_norm for the last axis
+    alone with a 1-D scale, else the formula (mean of squares, in the input's dtype)."""
+    data, scale = ctx.input(0), ctx.input(1)
+    ndim = ctx.type_of(data).ndim
+    axis = normalize_axis(ctx.attr("axis", -1), ndim)
+    epsilon = ctx.attr("epsilon", 1e-5)
+    if axis == ndim - 1 and ctx.type_of(scale).ndim == 1:
+        return ctx.call("nn.rms_norm", data, scale, axis=-1, epsilon=epsilon)
+    square_mean = ctx.call("mean", ctx.call("multiply", data, data), axis=list(range(axis, ndim)), keepdims=True)
+    root = ctx.call("sqrt", ctx.call("add", square_mean, ctx.const(epsilon, ctx.type_of(data).dtype)))
+    return ctx.call("multiply", ctx.call("divide", data, root), scale)

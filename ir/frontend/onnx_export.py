@@ -32,9 +32,9 @@ from ..types import TensorType, TupleType, Type
 from . import export_elemwise, export_indexing, export_nn, export_piecewise, export_tensor  # noqa: F401  (emitters)
 from . import export_image  # noqa: F401  (the image.resize emitters)
 from . import export_nchwc  # noqa: F401  (layout_transform and the blocked convolutions)
-from .export_attention import ONE_NODE_OPSETS
+from . import export_attention  # noqa: F401  (registers its emitter)
 from .errors import FrontendError
-from .export_context import CONTRIB_DOMAIN, EMITTERS, EmitContext, Names, Value
+from .export_context import CONTRIB_DOMAIN, EMITTERS, ONE_NODE_OPSETS, EmitContext, Names, Value
 from .export_contrib import CONTRIB_EMITTERS, CONTRIB_OPSET
 from .inline import inline_bindings
 from .onnx_types import elem_of_dtype, value_info
@@ -231,7 +231,7 @@ def to_onnx(mod: IRModule | Expr, params: Mapping[str, np.ndarray] | None = None
 
     `params` maps parameter names to arrays (anything with `.numpy()` works too); those become
     initializers. `opset` defaults to 17, or to the first opset that writes each op of the program
-    as one node where a newer one does (23 for attention); 13 to the newest the installed `onnx`
+    as one node where a newer one does (23 for attention and RMS norm); 13 to the newest the installed `onnx`
     defines are accepted. A tuple result becomes several graph outputs (nested tuples are flattened).
     `contrib=True` exports the fused forms as ONNX Runtime contrib ops where it can and imports
     the `com.microsoft` domain; such a model runs in ONNX Runtime only.
