@@ -27,13 +27,13 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Callable, Iterator, Mapping, Sequence
 
 import numpy as np
 
 import ir
-from ir import Call, Constant, Expr, IRModule, Tuple, TupleGetItem, Var, get_op
+from ir import Call, Expr, IRModule, Tuple, TupleGetItem, Var, get_op
 
 from .egraph.egraph import EGraph
 from .egraph.lower import lower
