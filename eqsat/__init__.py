@@ -8,6 +8,7 @@
     print(res.explain())                 # per rule and fused op: cost before -> after, implementation
     print(res.astext())                  # the program, each rule-made node with its rule chain
     print(eqsat.why_not(res, "conv-bias-relu", "%12"))   # why a rule did not rewrite a node
+    print(eqsat.bisect_unsound(mod, params, rules=rules))  # the first rule result that changed a value
     res.mod, res.report.stop_reason, res.cost_before, res.cost_after
     print(eqsat.compare(mod, params, targets=["cpu", "cuda"], extractors=["greedy", "ilp"]))
 
@@ -15,7 +16,8 @@ Layers, bottom up: `egraph` (terms, the egglog backend, lowering and lifting, a 
 `rules` (declarative rewrites, dataflow patterns and callbacks as rules, the rule library),
 `runner` (saturation with limits, back-off scheduling, reports), `extract` (tree, greedy DAG and
 ILP extractors over one cost interface), then `optimize`, `compare`, `provenance` (which rules
-made each extracted node), `why` (why a rule did not rewrite a node) and the `cli`.
+made each extracted node), `why` (why a rule did not rewrite a node), `bisect` (which rule
+application made a program wrong), `progress` and the `cli`.
 """
 
 from __future__ import annotations
