@@ -8,7 +8,7 @@
     print(res.explain())                 # per rule and fused op: cost before -> after, implementation
     print(res.astext())                  # the program, each rule-made node with its rule chain
     print(eqsat.why_not(res, "conv-bias-relu", "%12"))   # why a rule did not rewrite a node
-    print(eqsat.bisect_unsound(mod, params, rules=rules))  # the first rule result that changed a value
+    print(eqsat.bisect_unsound(mod, params, rules="default"))  # the first rule result that changed a value
     res.mod, res.report.stop_reason, res.cost_before, res.cost_after
     print(eqsat.compare(mod, params, targets=["cpu", "cuda"], extractors=["greedy", "ilp"]))
 
