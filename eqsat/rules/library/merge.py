@@ -1,5 +1,9 @@
 """Multi-pattern rules: two ops that share an input become one wider op and a split (TASO/TENSAT).
 
+Convolutions, dense layers, and their fused forms with bias and activation (weights and biases
+concatenated) merge when their attributes agree but for the output width (`channels`, `units`,
+which the merged call sums).
+
 Termination: a rule here merges two calls only when each weight's e-class holds a leaf (a
 constant or a graph variable). The merged call's weight is a `concatenate`, whose class holds no
 leaf, so a merged call never takes part in another merge. Each rule therefore adds at most one
@@ -10,7 +14,7 @@ deeper merges.
 
 from __future__ import annotations
 
-from ir import Expr
+from ir import Attrs, Expr, relay
 from ir.op.registry import make_call
 
 from ...egraph.terms import Kind
@@ -18,9 +22,9 @@ from ..match import Match
 from ..pattern import call, pvars
 from ..rule import rule, ruleset
 
-__all__ = ["MERGE"]
+__all__ = ["MERGE", "convs_mergeable", "same_but_width", "widened"]
 
-x, w1, w2 = pvars("x w1 w2")
+x, w1, w2, b1, b2 = pvars("x w1 w2 b1 b2")
 
 _LEAF_KINDS = (Kind.CONST, Kind.VAR)
 
@@ -37,35 +41,108 @@ def _mergeable_pair(m: Match) -> bool:
     return a < b and m.dtype("w1") == m.dtype("w2") and _holds_leaf(m, "w1") and _holds_leaf(m, "w2")
 
 
-def _convs_mergeable(m: Match) -> bool:
-    c1, c2 = m["c1"], m["c2"]
-    return (c1 == c2 and c1.groups == 1 and c1.channels is None
+def same_but_width(a1: Attrs, a2: Attrs, width: str) -> bool:
+    """True when two calls' attributes agree except for the output width `width` (e.g. "channels")."""
+    return {k: v for k, v in a1.items() if k != width} == {k: v for k, v in a2.items() if k != width}
+
+
+def widened(m: Match, name: str, width: str, weights: tuple[str, str]) -> dict:
+    """The attributes bound to `name`, with `width` the two weights' output sizes summed when it is set."""
+    attrs = dict(m[name])
+    if attrs.get(width) is not None:
+        attrs[width] = sum(m.shape(w)[0] for w in weights)
+    return attrs
+
+
+def convs_mergeable(m: Match) -> bool:
+    """Two plain NCHW/OIHW convolutions (groups 1) alike but for their output channels."""
+    c1 = m["c1"]
+    return (same_but_width(c1, m["c2"], "channels") and c1.groups == 1
             and c1.data_layout == "NCHW" and c1.kernel_layout == "OIHW"
-            and m.shape("w1")[1:] == m.shape("w2")[1:] and _mergeable_pair(m))
+            and m.shape("w1")[1:] == m.shape("w2")[1:] and m.dtype("w1") == m.dtype("w2"))
+
+
+def _convs_mergeable(m: Match) -> bool:
+    return convs_mergeable(m) and _mergeable_pair(m)
 
 
 def _merged_convs(m: Match) -> tuple[Expr, Expr]:
     weights = make_call("concatenate", [[m.expr("w1"), m.expr("w2")]], {"axis": 0})
-    wide = make_call("nn.conv2d", [m.expr("x"), weights], dict(m["c1"]))
+    wide = make_call("nn.conv2d", [m.expr("x"), weights], widened(m, "c1", "channels", ("w1", "w2")))
     parts = make_call("split", [wide], {"indices_or_sections": [m.shape("w1")[0]], "axis": 1})
     return parts[0], parts[1]
 
 
 def _denses_mergeable(m: Match) -> bool:
-    d1, d2 = m["d1"], m["d2"]
-    return d1 == d2 and d1.units is None and _mergeable_pair(m)
+    return same_but_width(m["d1"], m["d2"], "units") and _mergeable_pair(m)
 
 
 def _merged_denses(m: Match) -> tuple[Expr, Expr]:
     weights = make_call("concatenate", [[m.expr("w1"), m.expr("w2")]], {"axis": 0})
-    wide = make_call("nn.dense", [m.expr("x"), weights], dict(m["d1"]))
+    wide = make_call("nn.dense", [m.expr("x"), weights], widened(m, "d1", "units", ("w1", "w2")))
     parts = make_call("split", [wide], {"indices_or_sections": [m.shape("w1")[0]], "axis": -1})
     return parts[0], parts[1]
 
 
+def _fused_mergeable(same_calls):
+    """Guard of a fused pair (conv or dense with bias and activation): alike as `same_calls` says,
+    a mergeable pair, and leaf biases of one dtype."""
+    def guard(m: Match) -> bool:
+        return (same_calls(m) and _mergeable_pair(m) and m.dtype("b1") == m.dtype("b2")
+                and _holds_leaf(m, "b1") and _holds_leaf(m, "b2"))
+    return guard
+
+
+def _merged_fused(op: str, width: str, axis: int):
+    """Builder: one `op` over concatenated weights and biases, then a split of its output on `axis`."""
+    def build(m: Match) -> tuple[Expr, Expr]:
+        weights = make_call("concatenate", [[m.expr("w1"), m.expr("w2")]], {"axis": 0})
+        biases = make_call("concatenate", [[m.expr("b1"), m.expr("b2")]], {"axis": 0})
+        wide = make_call(op, [m.expr("x"), weights, biases], widened(m, "c1", width, ("w1", "w2")))
+        parts = make_call("split", [wide], {"indices_or_sections": [m.shape("w1")[0]], "axis": axis})
+        return parts[0], parts[1]
+    return build
+
+
+def _fused_pair(op: str, activation: str) -> Expr:
+    """Two fused calls of one input, the second with `activation`."""
+    if op == "conv":
+        x = relay.var("x", shape=(1, 3, 6, 6))
+        return relay.Tuple([relay.nn.conv2d_bias_act(x, relay.var("w1", shape=(4, 3, 3, 3)), relay.var("b1", shape=(4,)),
+                                                     padding=(1, 1), activation="relu"),
+                            relay.nn.conv2d_bias_act(x, relay.var("w2", shape=(2, 3, 3, 3)), relay.var("b2", shape=(2,)),
+                                                     padding=(1, 1), activation=activation)])
+    x = relay.var("x", shape=(2, 5))
+    return relay.Tuple([relay.nn.dense_bias_act(x, relay.var("w1", shape=(3, 5)), relay.var("b1", shape=(3,)),
+                                                activation="relu"),
+                        relay.nn.dense_bias_act(x, relay.var("w2", shape=(4, 5)), relay.var("b2", shape=(4,)),
+                                                activation=activation)])
+
+
+def _two_convs(padding: int) -> Expr:
+    x = relay.var("x", shape=(1, 3, 6, 6))
+    return relay.Tuple([relay.nn.conv2d(x, relay.var("w1", shape=(4, 3, 3, 3)), padding=(1, 1)),
+                        relay.nn.conv2d(x, relay.var("w2", shape=(2, 3, 3, 3)), padding=(padding, padding))])
+
+
+def _dense_of_computed_weight() -> Expr:
+    x = relay.var("x", shape=(2, 5))
+    return relay.Tuple([relay.nn.dense(x, relay.nn.relu(relay.var("w1", shape=(3, 5)))),
+                        relay.nn.dense(x, relay.var("w2", shape=(4, 5)))])
+
+
 MERGE = ruleset("merge", [
     rule("merge-parallel-conv", (call("nn.conv2d", x, w1, bind_attrs="c1"), call("nn.conv2d", x, w2, bind_attrs="c2")),
-         _merged_convs, when=_convs_mergeable),
+         _merged_convs, when=_convs_mergeable, near_miss=lambda: _two_convs(0)),
     rule("merge-parallel-dense", (call("nn.dense", x, w1, bind_attrs="d1"), call("nn.dense", x, w2, bind_attrs="d2")),
-         _merged_denses, when=_denses_mergeable),
+         _merged_denses, when=_denses_mergeable, near_miss=_dense_of_computed_weight),
+    rule("merge-parallel-conv-bias-act",
+         (call("nn.conv2d_bias_act", x, w1, b1, bind_attrs="c1"), call("nn.conv2d_bias_act", x, w2, b2, bind_attrs="c2")),
+         _merged_fused("nn.conv2d_bias_act", "channels", 1), when=_fused_mergeable(convs_mergeable),
+         example=lambda: _fused_pair("conv", "relu"), near_miss=lambda: _fused_pair("conv", "sigmoid")),
+    rule("merge-parallel-dense-bias-act",
+         (call("nn.dense_bias_act", x, w1, b1, bind_attrs="c1"), call("nn.dense_bias_act", x, w2, b2, bind_attrs="c2")),
+         _merged_fused("nn.dense_bias_act", "units", -1),
+         when=_fused_mergeable(lambda m: same_but_width(m["c1"], m["c2"], "units")),
+         example=lambda: _fused_pair("dense", "relu"), near_miss=lambda: _fused_pair("dense", "tanh")),
 ])

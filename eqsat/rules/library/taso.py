@@ -27,6 +27,7 @@ from ir.op.registry import make_call
 from ..match import Match
 from ..pattern import call, getitem, pvars, tuple_pat
 from ..rule import rule, ruleset
+from .merge import convs_mergeable, widened
 
 __all__ = ["TASO"]
 
@@ -52,15 +53,12 @@ def _split_sizes(sections, size: int) -> list[int]:
 # -- a concat of two convolutions of one input -------------------------------------------------------------
 
 def _convs_concatenable(m: Match) -> bool:
-    c1, c2 = m["c1"], m["c2"]
-    return (c1 == c2 and c1.groups == 1 and c1.channels is None and c1.data_layout == "NCHW"
-            and c1.kernel_layout == "OIHW" and _axis(m["cat"].axis, 4) == 1
-            and m.shape("w1")[1:] == m.shape("w2")[1:] and m.dtype("w1") == m.dtype("w2"))
+    return convs_mergeable(m) and _axis(m["cat"].axis, 4) == 1
 
 
 def _wide_conv(m: Match) -> Expr:
     weights = make_call("concatenate", [[m.expr("w1"), m.expr("w2")]], {"axis": 0})
-    return make_call("nn.conv2d", [m.expr("x"), weights], dict(m["c1"]))
+    return make_call("nn.conv2d", [m.expr("x"), weights], widened(m, "c1", "channels", ("w1", "w2")))
 
 
 def _two_convs(kernel: int) -> Expr:
