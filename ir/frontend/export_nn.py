@@ -12,13 +12,12 @@ from typing import Sequence
 
 from ..attrs import Attrs
 from ..expr import Call
+from ..op.nn import SPATIAL
 from ..op.shapes import normalize_axis
 from .errors import FrontendError
 from .export_context import ONE_NODE_OPSETS, EmitContext, Value, emits
 from .export_elemwise import gelu
 from .export_tensor import reduce, unsqueeze
-
-_SPATIAL = {3: "W", 4: "HW", 5: "DHW"}  # by rank
 
 
 def _permuted(ctx: EmitContext, name: str, layout: str, target: str) -> str:
@@ -29,12 +28,12 @@ def _permuted(ctx: EmitContext, name: str, layout: str, target: str) -> str:
 
 def to_nchw(ctx: EmitContext, data: str, layout: str) -> str:
     """Data in `layout` transposed to channels first (NCW, NCHW or NCDHW), as ONNX windows want it."""
-    return _permuted(ctx, data, layout, "NC" + _SPATIAL[len(layout)])
+    return _permuted(ctx, data, layout, "NC" + SPATIAL[len(layout) - 2])
 
 
 def from_nchw(ctx: EmitContext, out: str, layout: str) -> str:
     """A channels-first result transposed back to `layout`."""
-    return _permuted(ctx, out, "NC" + _SPATIAL[len(layout)], layout)
+    return _permuted(ctx, out, "NC" + SPATIAL[len(layout) - 2], layout)
 
 
 def _channel_vector(ctx: EmitContext, vector: str, axis: int, ndim: int) -> str:
@@ -69,10 +68,10 @@ def conv_nchw(ctx: EmitContext, call: Call, args: Sequence[Value], op_type: str 
     data, weight, *bias = cast_to(ctx, args, call)
     data = to_nchw(ctx, data, attrs.data_layout)
     kernel_layout = attrs.kernel_layout
-    canonical = ("IO" if kernel_layout.startswith("IO") else "OI") + _SPATIAL[len(kernel_layout)]
+    canonical = ("IO" if kernel_layout.startswith("IO") else "OI") + SPATIAL[len(kernel_layout) - 2]
     weight = _permuted(ctx, weight, kernel_layout, canonical)
     shape = ctx.static_shape(call.args[1], "the kernel size")
-    kernel = [shape[kernel_layout.index(ch)] for ch in _SPATIAL[len(kernel_layout)]]
+    kernel = [shape[kernel_layout.index(ch)] for ch in SPATIAL[len(kernel_layout) - 2]]
     return ctx.node(op_type, [data, weight, *bias], kernel_shape=kernel, strides=list(attrs.strides),
                     pads=list(attrs.padding), dilations=list(attrs.dilation), group=attrs.groups, **extra)
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["to_nchw", "from_nchw", "weight_to_oihw", "pad_spatial", "tap_slices", "inside_range", "pool_padding"]
+from ir.op.nn import SPATIAL
 
-_SPATIAL = {3: "W", 4: "HW", 5: "DHW"}  # by rank
+__all__ = ["to_nchw", "from_nchw", "weight_to_oihw", "pad_spatial", "tap_slices", "inside_range", "pool_padding"]
 
 
 def _permute(x: np.ndarray, layout: str, target: str) -> np.ndarray:
@@ -20,17 +20,17 @@ def _permute(x: np.ndarray, layout: str, target: str) -> np.ndarray:
 
 def to_nchw(x: np.ndarray, layout: str) -> np.ndarray:
     """A view of 3-, 4- or 5-D data in `layout` (e.g. NHWC) as channels first (NCW, NCHW or NCDHW)."""
-    return _permute(x, layout, "NC" + _SPATIAL[x.ndim])
+    return _permute(x, layout, "NC" + SPATIAL[x.ndim - 2])
 
 
 def from_nchw(x: np.ndarray, layout: str) -> np.ndarray:
     """A view of channels-first data in `layout`."""
-    return _permute(x, "NC" + _SPATIAL[x.ndim], layout)
+    return _permute(x, "NC" + SPATIAL[x.ndim - 2], layout)
 
 
 def weight_to_oihw(w: np.ndarray, kernel_layout: str) -> np.ndarray:
     """A view of a convolution weight in `kernel_layout` as O, I, spatial axes (OIW, OIHW or OIDHW)."""
-    return _permute(w, kernel_layout, "OI" + _SPATIAL[w.ndim])
+    return _permute(w, kernel_layout, "OI" + SPATIAL[w.ndim - 2])
 
 
 def pad_spatial(x: np.ndarray, padding: tuple[int, ...], fill: float = 0) -> np.ndarray:
