@@ -24,6 +24,15 @@ def test_check_rules_reports_every_rule_of_a_set(capsys):
     assert lines[0].split()[:2] == ["relu-idempotent", "ok"] and "programs   2" in lines[0]
 
 
+def test_check_rules_fails_on_an_unsound_rule(capsys, monkeypatch):
+    drop = rule("relu-drop", call("nn.relu", x), x, example=lambda: relay.nn.relu(relay.var("a", shape=(2, 3))))
+    monkeypatch.setitem(RULESETS, "planted", ruleset("planted", [drop]))
+    assert main(["check-rules", "--rules", "simplify+planted"]) == 1
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[-2].split()[:2] == ["relu-drop", "unsound"] and "bits differ" in lines[-2]
+    assert lines[-1] == "simplify+planted: 9 rules: 8 ok, 1 unsound"
+
+
 def test_audit_names_unsound_silent_and_exampleless_rules():
     a = lambda: relay.var("a", shape=(2, 3))  # noqa: E731
     zero = rule("zero-product", call("multiply", x, call("subtract", x, x)), call("subtract", x, x),
