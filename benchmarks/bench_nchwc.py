@@ -14,7 +14,9 @@ Programs, each exported with `to_onnx(contrib=True)` and run in ONNX Runtime on 
   (every candidate workload of the e-graph timed, `strategies.tuning.tune_workloads`).
 
 Timing: `--rounds` rounds; in each round every session runs once untimed, then `--runs` timed runs
-in a row, sessions in turn, so a change of load hits all alike. A program's latency is its median
+in a row, sessions in turn, so a change of load hits all alike. With one thread the clock is the
+calling thread's CPU time (ONNX Runtime computes on it; foreign load on a shared machine barely
+moves it), else wall-clock time (`strategies.ort_timing.timing_clock`). A program's latency is its median
 over all timed runs; its ratio is the median over rounds of (reference's round median / its round
 median): above 1 is faster than the reference. The outputs of every program are checked against
 the reference's (1e-4, relative to the largest output).
@@ -39,7 +41,7 @@ from eqsat.candidates import candidate_workloads
 from eqsat.optimize import Saturated, extract_program, saturate_program
 from ir.frontend import to_onnx
 from ir.frontend.export_nchwc import NCHWC_DOMAIN, ort_nchwc_block_size
-from strategies.ort_timing import default_threads, ort_session
+from strategies.ort_timing import bound_run, default_threads, ort_session, timing_clock
 from strategies.tuning import tune_workloads
 
 from .report import write_results
@@ -61,17 +63,20 @@ def _saturate(mod: ir.IRModule, params: dict, rules: str) -> tuple[Saturated, fl
     return saturate_program(mod, params, rules=rules, limits=LIMITS), time.perf_counter() - start
 
 
-def _time(sessions: dict[str, Any], feeds: dict[str, np.ndarray], rounds: int, runs: int) -> dict[str, list[float]]:
-    """Per session, the median latency (ms) of each round; sessions take turns within a round."""
+def _time(sessions: dict[str, Any], feeds: dict[str, np.ndarray], rounds: int, runs: int,
+          threads: int) -> dict[str, list[float]]:
+    """Per session, the median latency (ms) of each round on `timing_clock`; sessions take turns in a round."""
+    _, clock = timing_clock(threads)
     medians: dict[str, list[float]] = {name: [] for name in sessions}
     for _ in range(rounds):
         for name, session in sessions.items():
-            session.run(None, feeds)
+            run = bound_run(session, feeds)
+            run()
             samples = []
             for _ in range(runs):
-                start = time.perf_counter()
-                session.run(None, feeds)
-                samples.append((time.perf_counter() - start) * 1e3)
+                start = clock()
+                run()
+                samples.append((clock() - start) * 1e3)
             medians[name].append(statistics.median(samples))
     return medians
 
@@ -116,7 +121,7 @@ def main(argv: list[str] | None = None) -> None:
         if error > 1e-4:
             raise AssertionError(f"{name}: outputs differ from the original's by {error:.2e} (relative)")
 
-    medians = _time(sessions, feeds, args.rounds, args.runs)
+    medians = _time(sessions, feeds, args.rounds, args.runs, args.threads)
     reference = medians["original, ORT all"]
     rows = []
     for name, per_round in medians.items():
@@ -125,7 +130,7 @@ def main(argv: list[str] | None = None) -> None:
                      "ratio_vs_original_all": statistics.median(ratios),
                      "ratio_range": f"{min(ratios):.3f}-{max(ratios):.3f}", **info.get(name, {})})
     notes = (f"ResNet-50 ({'small' if args.small else '224x224, batch 1'}), ONNX Runtime on the CPU with "
-             f"{args.threads} intra-op thread(s); NCHWc block size of this machine's ONNX Runtime: {block}. "
+             f"{args.threads} intra-op thread(s), clock: {timing_clock(args.threads)[0]}; NCHWc block size of this machine's ONNX Runtime: {block}. "
              f"{args.rounds} rounds x {args.runs} runs, interleaved; ratio = original-with-ORT-all latency / "
              f"program latency (median of per-round ratios; above 1 is faster). Outputs equal the original's "
              f"within 1e-4. `nchwc_convs` / `reorders`: ONNX Runtime NCHWc Conv and Reorder nodes in our export.")

@@ -29,7 +29,7 @@ from .nn import conv2d_rel, conv_attrs
 from .registry import AttrField, OpPattern, register_op
 from .shapes import dims_match, known, same_dtype, tensor
 
-__all__ = ["parse_layout", "primal_axes", "logical_sizes", "layout_shape", "block_of", "blocked_layout",
+__all__ = ["parse_layout", "primal_axes", "logical_sizes", "layout_shape", "blocked_layout",
            "plain_conv_types", "BLOCKED_CONVS"]
 
 _TOKEN = re.compile(r"(\d*)([A-Za-z])")
@@ -77,11 +77,6 @@ def checked_layout(layout: str) -> str:
 def primal_axes(layout: str) -> str:
     """The primal axes of `layout` in order: `primal_axes("NCHW16c") == "NCHW"`."""
     return "".join(a for a, block in parse_layout(layout) if block is None)
-
-
-def block_of(layout: str, letter: str) -> int | None:
-    """The block size of primal axis `letter` in `layout`, or None when it is not split."""
-    return dict(parse_layout(layout)).get(letter.lower())
 
 
 def blocked_layout(plain: str, letter: str, block: int) -> str:
@@ -149,8 +144,9 @@ def _check_primal(layout: str, plain: str, what: str) -> None:
 def plain_conv_types(attrs: Attrs, in_types: Sequence[Type], out_type: Type) -> tuple[TensorType, ...]:
     """The (data, weight, output) types of a blocked convolution seen as NCHW / OIHW / NCHW."""
     layouts = (attrs.data_layout, attrs.kernel_layout, attrs.out_layout or attrs.data_layout)
+    types = (in_types[0], in_types[1], out_type)
     return tuple(_relaid(tensor(t, what), layout, plain, what) for t, layout, plain, what in
-                 zip((in_types[0], in_types[1], out_type), layouts, ("NCHW", "OIHW", "NCHW"), ("data", "weight", "output")))
+                 zip(types, layouts, ("NCHW", "OIHW", "NCHW"), ("data", "weight", "output")))
 
 
 def blocked_conv_rel(args: Sequence[Type], attrs: Attrs) -> Type:

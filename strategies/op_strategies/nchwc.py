@@ -34,7 +34,7 @@ NCHWC_EFFICIENCY = 0.95
 
 def runs_as_nchwc(attrs: Attrs, in_types: Sequence[Type], out_type: Type) -> bool:
     """Whether ONNX Runtime on this machine runs this blocked convolution as one NCHWc `Conv`."""
-    data, weight = in_types[0], in_types[1]
+    data = in_types[0]
     if not (isinstance(data, TensorType) and isinstance(out_type, TensorType)) or out_type.dtype != "float32":
         return False
     in_c = logical_sizes(data.shape, attrs.data_layout)["C"]

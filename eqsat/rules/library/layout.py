@@ -136,8 +136,8 @@ def _blocked_conv(activation: str = "none", with_sum: bool = False) -> Expr:
              "activation": activation}
     data = relay.var("x", shape=(1, 1, 5, 5, B))
     if with_sum:
-        return make_call("nn.contrib_conv2d_NCHWc_bias_sum_act", [data, weight, bias, relay.var("s", shape=(1, 1, 5, 5, B))],
-                         attrs)
+        residual = relay.var("s", shape=(1, 1, 5, 5, B))
+        return make_call("nn.contrib_conv2d_NCHWc_bias_sum_act", [data, weight, bias, residual], attrs)
     return make_call("nn.contrib_conv2d_NCHWc_bias_act", [data, weight, bias], attrs)
 
 

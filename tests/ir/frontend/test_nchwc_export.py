@@ -30,9 +30,10 @@ def _region(form: str, block: int) -> tuple[ir.IRModule, dict[str, np.ndarray]]:
     x = relay.var("x", shape=(2, in_c, 9, 7))
     weight = RNG.standard_normal((out_c, in_c // groups, 3, 3)).astype("float32")
     data = x if form == "first-layer" else relay.layout_transform(x, "NCHW", blocked)
-    attrs = dict(padding=(1, 0, 1, 2), strides=2, groups=groups, data_layout="NCHW" if form == "first-layer" else blocked,
-                 kernel_layout=kernel, out_layout=blocked)
-    w, b = relay.const(transform_layout(weight, "OIHW", kernel)), relay.const(RNG.standard_normal(out_c).astype("float32"))
+    attrs = dict(padding=(1, 0, 1, 2), strides=2, groups=groups, kernel_layout=kernel, out_layout=blocked,
+                 data_layout="NCHW" if form == "first-layer" else blocked)
+    w = relay.const(transform_layout(weight, "OIHW", kernel))
+    b = relay.const(RNG.standard_normal(out_c).astype("float32"))
     if form == "blocked":
         s = relay.var("s", shape=(2, out_c, 5, 4))
         conv = relay.nn.contrib_conv2d_NCHWc_bias_sum_act(data, w, b, relay.layout_transform(s, "NCHW", blocked),
