@@ -72,7 +72,8 @@ class CostModel:
     """Per-call latency on `target` in microseconds: tuned when `log` has it, else a roofline estimate.
 
     `assumed_dim` is the size a symbolic dimension counts as in estimates. On an `ort` target,
-    `measured` maps workload keys to the fastest ONNX Runtime latency the log has.
+    `measured` maps workload keys to the fastest ONNX Runtime latency the log has. `logged` says
+    whether a log was given (so a summary of its `coverage` is worth printing).
     """
 
     def __init__(self, target: Target | str, log: "str | os.PathLike | Iterable[TuningRecord] | None" = None,
