@@ -105,6 +105,9 @@ def _fold(op: str, values: Sequence[np.ndarray], attrs: Attrs) -> np.ndarray | N
         return np.minimum(np.maximum(values[0], attrs.a_min), attrs.a_max).astype(values[0].dtype)
     if op == "where":
         return np.where(*values)
+    if op == "nn.pad" and values[0].dtype != object:
+        fill = {"constant_values": attrs.pad_value} if attrs.pad_mode == "constant" else {}
+        return np.pad(values[0], [tuple(p) for p in attrs.pad_width], mode=attrs.pad_mode, **fill)
     return None
 
 

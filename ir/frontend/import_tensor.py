@@ -94,10 +94,13 @@ def convert_constant(ctx: NodeContext) -> Expr:
 
 @converter("ConstantOfShape")
 def convert_constant_of_shape(ctx: NodeContext) -> Expr:
-    shape = _ints(ctx.static_input(0, "output shape"), "the output shape")
+    """A constant; over a symbolic shape, the fill value broadcast to it (see `Expand`)."""
+    shape = _dims(ctx.static_input(0, "output shape"))
     fill = ctx.attr("value", np.zeros(1, "float32"))
     if fill.size != 1:
         raise FrontendError(f"the fill value must hold one element, got shape {list(fill.shape)}")
+    if not all(known(d) for d in shape):
+        return _expand_symbolic(ctx, ctx.const(fill.reshape(())), shape)
     ctx.check_fold(shape, fill.dtype)
     return ctx.const(np.broadcast_to(fill.reshape(-1)[0], shape))  # the constant copies it once
 

@@ -117,18 +117,10 @@ def max_min_clamp():
         {"zero1": ints(0), "one1": ints(1), "three1": ints(3), "limit": ints(24)}
 
 
-# cases that need the batch as data (a fill, a range, pads): they fold only with static shapes
-STATIC_ONLY: dict[str, Callable] = {}
-
-
-def static_case(fn):
-    STATIC_ONLY[fn.__name__] = fn
-    return fn
-
-
-@static_case
+@case
 def constant_of_shape_and_range():
-    """A ConstantOfShape of the shape, plus a Range up to the last dimension through Cast/Floor."""
+    """A ConstantOfShape of the shape (the fill broadcast to a symbolic batch), plus a Range up to
+    half the last dimension through Cast, Mul and Floor."""
     fill = onnx.numpy_helper.from_array(np.array([0.5], np.float32))
     return [node("Shape", ["x"], "s"), node("ConstantOfShape", ["s"], "c", value=fill),
             node("Gather", ["s", "two"], "w"), node("Cast", ["w"], "wf", to=F), node("Mul", ["wf", "half"], "hf"),
@@ -137,6 +129,15 @@ def constant_of_shape_and_range():
             node("Cast", ["r"], "rf", to=F), node("Pad", ["rf", "pads"], "rp"), node("Add", ["c", "rp"], "y")], \
         {"two": ints(2)[0], "half": np.array(0.5, np.float32), "zero": ints(0)[0], "one": ints(1)[0],
          "pads": ints(0, 3)}
+
+
+# cases that need the batch as data (a fill, a range, pads): they fold only with static shapes
+STATIC_ONLY: dict[str, Callable] = {}
+
+
+def static_case(fn):
+    STATIC_ONLY[fn.__name__] = fn
+    return fn
 
 
 @static_case
@@ -183,19 +184,24 @@ def test_flatten_of_symbolic_batch_is_symbolic():
     assert mod["main"].checked_type.ret_type == ir.TensorType((ir.SizeVar("N") * 4, 6))
 
 
-@pytest.mark.parametrize("name, culprit", [
-    ("constant_of_shape_and_range", r"node 'c' \(ConstantOfShape.*output shape \[N, 4, 6\] depends on symbolic "
-                                    r"dimensions \(N\)"),
-    ("pads_from_shape", None),
-])
-def test_symbolic_value_as_data_is_refused_by_name(name, culprit):
-    nodes, consts = STATIC_ONLY[name]()
-    proto = model(nodes, ["N", 4, 6], consts)
-    if culprit is None:  # the padded axis is static: only the batch is symbolic, so this folds
-        check_runs_like_onnxruntime(proto, (1, 2))
-        return
-    with pytest.raises(FrontendError, match=culprit):
-        from_onnx(proto)
+def test_pads_of_a_static_axis_fold_over_a_symbolic_batch():
+    nodes, consts = STATIC_ONLY["pads_from_shape"]()
+    check_runs_like_onnxruntime(model(nodes, ["N", 4, 6], consts), (1, 2))
+
+
+def test_symbolic_pads_are_refused_by_name():
+    nodes = [node("Shape", ["x"], "s"), node("Gather", ["s", "zero1"], "n"), node("Concat", ["zeros", "n"], "p", axis=0),
+             node("Pad", ["x", "p"], "y")]
+    with pytest.raises(FrontendError, match=r"node 'y' \(Pad.*pads \[0, 0, 0, 0, 0, N\] depends on symbolic "
+                                            r"dimensions \(N\)"):
+        from_onnx(model(nodes, ["N", 4, 6], {"zero1": ints(0), "zeros": ints(0, 0, 0, 0, 0)}))
+
+
+def test_constant_of_a_derived_symbolic_size_is_refused_by_name():
+    nodes = [node("Shape", ["x"], "s"), node("Mul", ["s", "two"], "s2"), node("ConstantOfShape", ["s2"], "c"),
+             node("ReduceSum", ["c"], "y", keepdims=0)]
+    with pytest.raises(FrontendError, match=r"node 'c' \(ConstantOfShape.*cannot broadcast to dimension N\*2"):
+        from_onnx(model(nodes, ["N", 4, 6], {"two": ints(2)}))
 
 
 def test_symbolic_range_limit_is_refused_by_name():
