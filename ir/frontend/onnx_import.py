@@ -5,10 +5,15 @@
 
 Opsets 9 to the newest the installed `onnx` defines are read; each converter handles the
 attribute-vs-input changes of its op across those opsets. An older model (ONNX's backend test data
-is mostly opset 6) is first upgraded to opset 9 by `onnx.version_converter`. Shape computations
-whose inputs are all constant (`Shape` of a static tensor, `ConstantOfShape`, `Cast`/`Concat`/
-`Gather`/`Unsqueeze` of constants, ...) are folded while importing, so e.g. a `Reshape` target
-becomes an attribute; a folded constant over `max_folded_bytes` is refused before it is allocated.
+is mostly opset 6) is first upgraded to opset 9 by `onnx.version_converter`.
+
+Shape computations are folded while importing, whatever ops lie between `Shape` and the argument
+they compute (`Gather`, `Concat`, `Cast`, arithmetic, `Where`, reductions, ...), so e.g. a `Reshape`
+target becomes an attribute; a folded constant over `max_folded_bytes` is refused before it is
+allocated. A `dim_param` becomes a size variable, and a shape over it a symbolic shape value
+(`import_fold`): PyTorch's `x.view(x.size(0), -1)` over a batch `N` becomes a `reshape` to
+`[0, -1]` of type `(N, ...)`; a shape that only values decide (`NonZero`, a target read from an
+input) is refused with an error naming the node.
 
 A model is checked as ONNX Runtime checks it: a value is defined once, nodes may come in any order
 but form no cycle, and each node's inputs, outputs and attribute types follow its op's schema.
