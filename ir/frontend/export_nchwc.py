@@ -10,6 +10,8 @@ available, else 8 on x86; `ort_nchwc_block_size()` asks the installed ONNX Runti
     layout_transform NCHW -> NCHW{B}c      ReorderInput(x)                (NHWC -> NCHW{B}c: channels_last=1)
     layout_transform NCHW{B}c -> NCHW      ReorderOutput(x; channels)     (-> NHWC: channels_last=1)
     nn.contrib_conv2d_NCHWc*               Conv(X, W[, B[, Sum]]; activation)
+    nn.max_pool3d / nn.avg_pool3d          MaxPool / AveragePool / GlobalAveragePool, where the 3-D pool is a
+                                           2-D pool of NCHW{B}c data read as NDHWC (`blocked_pool2d`)
 
 ONNX Runtime holds a blocked tensor as 4-D (N, C, H, W) in blocked order; the program's value is
 the IR's 5-D `(N, C // B, H, W, B)`, so Reshape nodes (which alias, not copy) turn one into the
@@ -39,7 +41,7 @@ from .export_context import EmitContext, Value, emits
 from .export_contrib import CONTRIB_EMITTERS
 from .export_nn import ONNX_ACTIVATIONS
 
-__all__ = ["NCHWC_DOMAIN", "ort_nchwc_block_size", "ort_conv_block", "relayout"]
+__all__ = ["NCHWC_DOMAIN", "ort_nchwc_block_size", "ort_conv_block", "blocked_pool2d", "relayout"]
 
 #: ONNX Runtime's domain of the NCHWc kernels
 NCHWC_DOMAIN = "com.microsoft.nchwc"
@@ -254,6 +256,39 @@ def emit_nchwc_conv(ctx: EmitContext, call: Call, args: Sequence[Value]) -> Valu
     return _view(ctx, out, [0, out_shape[1], 0, 0, block])
 
 
+def blocked_pool2d(attrs: Attrs, data_shape: Sequence[int]) -> bool:
+    """Whether a 3-D pool is a 2-D pool of NCHW{B}c data read as NDHWC (channel blocks as depth, the block
+    as channels): layout NDHWC, a window of depth 1 that steps one block at a time, no depth padding."""
+    return (attrs.layout == "NDHWC" and len(data_shape) == 5 and attrs.pool_size[0] == 1 and attrs.strides[0] == 1
+            and attrs.dilation[0] == 1 and attrs.padding[0] == attrs.padding[3] == 0)
+
+
+def emit_nchwc_pool(ctx: EmitContext, call: Call, args: Sequence[Value]) -> Value | None:
+    """A blocked 2-D pool (`blocked_pool2d`) as ONNX Runtime's NCHWc MaxPool, AveragePool or GlobalAveragePool."""
+    attrs = call.attrs
+    if not _float32(ctx, call):
+        return None
+    n, outer, h, w, block = ctx.static_shape(call.args[0], "the pooled data")
+    if not blocked_pool2d(attrs, (n, outer, h, w, block)) or block != ort_nchwc_block_size():
+        return None
+    _guard(ctx, block)
+    data = _view(ctx, args[0], [0, outer * block, 0, 0])
+    pads = [attrs.padding[1], attrs.padding[2], attrs.padding[4], attrs.padding[5]]
+    if call.op.name == "nn.avg_pool3d" and tuple(attrs.pool_size[1:]) == (h, w) and not any(pads):
+        out = ctx.node("GlobalAveragePool", [data], domain=NCHWC_DOMAIN)
+    else:
+        window = dict(kernel_shape=list(attrs.pool_size[1:]), strides=list(attrs.strides[1:]), pads=pads,
+                      ceil_mode=int(attrs.ceil_mode))
+        if call.op.name == "nn.max_pool3d":
+            out = ctx.node("MaxPool", [data], domain=NCHWC_DOMAIN, dilations=list(attrs.dilation[1:]), **window)
+        else:
+            out = ctx.node("AveragePool", [data], domain=NCHWC_DOMAIN,
+                           count_include_pad=int(attrs.count_include_pad), **window)
+    return _view(ctx, out, [0, outer, 0, 0, block])
+
+
 CONTRIB_EMITTERS["layout_transform"] = emit_reorder
+CONTRIB_EMITTERS["nn.max_pool3d"] = emit_nchwc_pool
+CONTRIB_EMITTERS["nn.avg_pool3d"] = emit_nchwc_pool
 for _name in BLOCKED_CONVS:
     CONTRIB_EMITTERS[_name] = emit_nchwc_conv

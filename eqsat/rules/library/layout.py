@@ -4,6 +4,7 @@
     f(layout_transform(a))                -> layout_transform(f(a))              f element-wise
     add(layout_transform(a), layout_transform(b)) -> layout_transform(add(a, b))  one layout, one type
     add(layout_transform(a), c)           -> layout_transform(add(a, c'))         c per channel, c' blocked
+    pool2d(layout_transform(a))           -> layout_transform(pool3d(a))          a read as NDHWC: blocks as depth
     layout_transform(layout_transform(x, A -> B), B -> A) -> x
     act(conv_NCHWc(...) + bias [+ sum])   -> conv_NCHWc(...; activation)          ONNX Runtime's fused forms
 
@@ -12,8 +13,11 @@
 `w'` is `w` reordered once, as a constant. Every convolution gets a blocked twin wrapped in
 transforms from and back to its own layout, so a blocked value never reaches a graph input or
 output: the extractor keeps a region blocked only where the transforms between its convolutions
-cancel. Every rule is exact: a blocked convolution computes the plain one's sums in the same
-order, and element-wise ops compute each element alone, wherever the layout puts it.
+cancel. Every rule is exact but the global average's (numpy sums the blocked layout in another
+order): a blocked convolution computes the plain one's sums in the same order, element-wise ops
+compute each element alone wherever the layout puts it, and a 2-D pool of NCHW{B}c data is the 3-D
+pool of that array read as NDHWC, with windows of depth 1 (ONNX Runtime's NCHWc pools, see
+`ir.frontend.export_nchwc`).
 
 Not in `default`: only the ort target has kernels for the blocked forms (see
 `benchmarks/results/nchwc.md` for what they gain there); use `rules="default+layout"`.
@@ -92,14 +96,41 @@ def _to_blocked(fused: bool):
 
 def _channel_constant(m: Match) -> Expr | None:
     """`c` laid out like the blocked data when it holds one value per channel: (C, 1, 1) or (1, C, 1, 1)."""
-    src, dst = m["lt"].src_layout, m["lt"].dst_layout
-    if dst != "NCHW" or m.ndim("a") != 5 or src != blocked_layout("NCHW", "C", m.shape("a")[-1]):
+    src = _blocked_source(m)
+    if src is None:
         return None
     c, channels = m.const("c"), m.shape("a")[1] * m.shape("a")[-1]
     if m.dtype("c") != m.dtype("a") or c.shape not in ((channels, 1, 1), (1, channels, 1, 1)):
         return None
     blocked = transform_layout(c.reshape(1, channels, 1, 1), "NCHW", src)
     return _lt(make_call("add", [m.expr("a"), relay.const(blocked)]), src, "NCHW")
+
+
+def _blocked_source(m: Match) -> str | None:
+    """The layout of `a` when the matched transform takes NCHW{B}c data `a` back to NCHW, else None."""
+    src, dst = m["lt"].src_layout, m["lt"].dst_layout
+    if dst != "NCHW" or m.ndim("a") != 5 or src != blocked_layout("NCHW", "C", m.shape("a")[-1]):
+        return None
+    return src
+
+
+def _pool_through(op: str):
+    """A 2-D pool of NCHW{B}c data as the 3-D pool of that data read as NDHWC (channel blocks as depth)."""
+    def build(m: Match) -> Expr | None:
+        src, p = _blocked_source(m), m["p"]
+        if src is None or p.layout != "NCHW" or p.out_layout:
+            return None
+        if op == "nn.global_avg_pool2d":
+            attrs = {"pool_size": (1, *m.shape("a")[2:4])}
+        else:
+            top, left, bottom, right = p.padding
+            attrs = {"pool_size": (1, *p.pool_size), "strides": (1, *p.strides), "dilation": (1, *p.dilation),
+                     "padding": (0, top, left, 0, bottom, right), "ceil_mode": p.ceil_mode}
+            if op == "nn.avg_pool2d":
+                attrs["count_include_pad"] = p.count_include_pad
+        kind = "nn.max_pool3d" if op == "nn.max_pool2d" else "nn.avg_pool3d"
+        return _lt(make_call(kind, [m.expr("a")], {**attrs, "layout": "NDHWC"}), src, "NCHW")
+    return build
 
 
 def _same_layout(m: Match) -> bool:
@@ -149,6 +180,17 @@ def _through(op: str) -> Rewrite:
                 near_miss=lambda: make_call(op, [relay.transpose(_image(4), (0, 2, 3, 1))], _EXAMPLE_ATTRS.get(op, {})))
 
 
+def _pool_rule(op: str) -> Rewrite:
+    attrs = {"nn.max_pool2d": {"pool_size": 3, "strides": 2, "padding": 1},
+             "nn.avg_pool2d": {"pool_size": 2, "strides": 1, "padding": (1, 0, 0, 1), "count_include_pad": True}}
+    return rule(f"{op.split('.')[1]}-through-layout-transform", call(op, call("layout_transform", a, bind_attrs="lt"),
+                                                                      bind_attrs="p"),
+                _pool_through(op), exact=op != "nn.global_avg_pool2d",
+                example=lambda: make_call(op, [_blocked_relu()], attrs.get(op, {})),
+                near_miss=lambda: make_call(op, [relay.layout_transform(_image(8), "NCHW", "NCHW")],
+                                            attrs.get(op, {})))
+
+
 def _fuse_activation(op: str, activation: str, conv: str, inputs) -> Rewrite:
     return rule(f"nchwc-{'sum-' if 'sum' in conv else ''}{activation}",
                 call(op, call(conv, *inputs, activation="none", bind_attrs="f")),
@@ -182,6 +224,7 @@ LAYOUT = ruleset("layout", [
          example=lambda: relay.add(_blocked_relu(), relay.const(np.arange(2 * block_size(), dtype="float32")
                                                                  .reshape(-1, 1, 1))),
          near_miss=lambda: relay.add(_blocked_relu(), relay.const(np.ones((1, 1, 3, 3), "float32")))),
+    *(_pool_rule(op) for op in ("nn.max_pool2d", "nn.avg_pool2d", "nn.global_avg_pool2d")),
     rule("layout-transform-inverse",
          call("layout_transform", call("layout_transform", x, bind_attrs="l1"), bind_attrs="l2"), x, when=_inverse,
          example=lambda: _lt(_lt(_image(block_size()), "NCHW", blocked_layout("NCHW", "C", block_size())),

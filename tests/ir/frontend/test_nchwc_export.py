@@ -86,3 +86,24 @@ def test_a_model_carried_to_another_block_size_fails_naming_it(monkeypatch):
     model = to_onnx(mod, contrib=True)
     with pytest.raises(Exception, match=f"NCHWc_block_size_must_be_{other}"):
         run_ort(model, inputs)
+
+
+@pytest.mark.parametrize("pool", ["max", "avg", "global"])
+def test_blocked_pools_round_trip_in_ort(pool):
+    blocked = f"NCHW{BLOCK}c"
+    x = relay.var("x", shape=(1, 2 * BLOCK, 9, 8))
+    data = relay.layout_transform(x, "NCHW", blocked)
+    if pool == "max":
+        out = relay.nn.max_pool3d(data, (1, 3, 3), (1, 2, 2), padding=(0, 1, 1, 0, 1, 0), layout="NDHWC", ceil_mode=True)
+    elif pool == "avg":
+        out = relay.nn.avg_pool3d(data, (1, 2, 3), (1, 1, 2), padding=(0, 1, 0, 0, 0, 1), layout="NDHWC",
+                                  count_include_pad=True)
+    else:
+        out = relay.nn.avg_pool3d(data, (1, 9, 8), layout="NDHWC")
+    mod = ir.infer_type(ir.IRModule.from_expr(relay.layout_transform(out, blocked, "NCHW")))
+    inputs = {"x": RNG.standard_normal((1, 2 * BLOCK, 9, 8)).astype("float32")}
+    model = to_onnx(mod, contrib=True)
+    assert {"MaxPool" if pool == "max" else "GlobalAveragePool" if pool == "global" else "AveragePool"} < set(
+        _nchwc_ops(model))
+    want = evaluate(mod, inputs)
+    np.testing.assert_allclose(run_ort(model, inputs)[0], want, rtol=0, atol=1e-5 * np.abs(want).max())
