@@ -37,16 +37,21 @@ import numpy as np
 import eqsat
 import ir
 import strategies
+from ir import relay
 from eqsat.candidates import candidate_workloads
 from eqsat.optimize import Saturated, extract_program, saturate_program
 from ir.frontend import to_onnx
 from ir.frontend.export_nchwc import NCHWC_DOMAIN, ort_nchwc_block_size
+from strategies.kernels.nchwc import transform_layout
 from strategies.ort_timing import bound_run, default_threads, ort_session, timing_clock
 from strategies.tuning import tune_workloads
 
-from .report import write_results
+from .report import Section, write_results
 
 LIMITS = eqsat.Limits(iterations=30, nodes=200_000, seconds=120)
+#: ResNet-50's convolution layers: (in channels, out channels, rows = columns, kernel)
+LAYERS = ((64, 64, 56, 1), (64, 64, 56, 3), (256, 64, 56, 1), (128, 128, 28, 3), (256, 256, 14, 3),
+          (1024, 256, 14, 1), (512, 512, 7, 3))
 
 
 def _export(sat: Saturated, seconds: float, cost: strategies.CostModel) -> tuple[Any, dict[str, Any]]:
@@ -79,6 +84,30 @@ def _time(sessions: dict[str, Any], feeds: dict[str, np.ndarray], rounds: int, r
                 samples.append((clock() - start) * 1e3)
             medians[name].append(statistics.median(samples))
     return medians
+
+
+def _layers(block: int, threads: int, rounds: int, runs: int) -> list[dict[str, Any]]:
+    """Per layer: ONNX Runtime's FusedConv (conv + bias + relu) against its NCHWc Conv on blocked data."""
+    rng = np.random.default_rng(0)
+    kernel_layout = f"OIHW{block}i{block}o"
+    rows = []
+    for in_c, out_c, size, k in LAYERS:
+        weight = (rng.standard_normal((out_c, in_c, k, k)) * 0.1).astype("float32")
+        bias = relay.const(rng.standard_normal(out_c).astype("float32"))
+        x, xb = relay.var("x", shape=(1, in_c, size, size)), relay.var("x", shape=(1, in_c // block, size, size, block))
+        plain = relay.nn.conv2d_bias_act(x, relay.const(weight), bias, padding=k // 2, activation="relu")
+        blocked = relay.nn.contrib_conv2d_NCHWc_bias_act(
+            xb, relay.const(transform_layout(weight, "OIHW", kernel_layout)), bias, padding=k // 2, activation="relu",
+            data_layout=f"NCHW{block}c", kernel_layout=kernel_layout, out_layout=f"NCHW{block}c")
+        data = rng.standard_normal((1, in_c, size, size)).astype("float32")
+        sessions = {"FusedConv": ort_session(to_onnx(ir.IRModule.from_expr(plain), contrib=True), threads, "disabled"),
+                    "NCHWc": ort_session(to_onnx(ir.IRModule.from_expr(blocked), contrib=True), threads, "disabled")}
+        feeds = {"FusedConv": {"x": data}, "NCHWc": {"x": transform_layout(data, "NCHW", f"NCHW{block}c")}}
+        medians = {name: statistics.median(_time({name: s}, feeds[name], rounds, runs, threads)[name])
+                   for name, s in sessions.items()}
+        rows.append({"layer": f"{in_c}->{out_c}, {size}x{size}, {k}x{k}", "fused_conv_ms": medians["FusedConv"],
+                     "nchwc_ms": medians["NCHWc"], "speedup": medians["FusedConv"] / medians["NCHWc"]})
+    return rows
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -130,13 +159,18 @@ def main(argv: list[str] | None = None) -> None:
                      "ratio_vs_original_all": statistics.median(ratios),
                      "ratio_range": f"{min(ratios):.3f}-{max(ratios):.3f}", **info.get(name, {})})
     notes = (f"ResNet-50 ({'small' if args.small else '224x224, batch 1'}), ONNX Runtime on the CPU with "
-             f"{args.threads} intra-op thread(s), clock: {timing_clock(args.threads)[0]}; NCHWc block size of this machine's ONNX Runtime: {block}. "
-             f"{args.rounds} rounds x {args.runs} runs, interleaved; ratio = original-with-ORT-all latency / "
-             f"program latency (median of per-round ratios; above 1 is faster). Outputs equal the original's "
-             f"within 1e-4. `nchwc_convs` / `reorders`: ONNX Runtime NCHWc Conv and Reorder nodes in our export.")
+             f"{args.threads} intra-op thread(s), clock: {timing_clock(args.threads)[0]}; NCHWc block size of this "
+             f"machine's ONNX Runtime: {block}. {args.rounds} rounds x {args.runs} runs, interleaved; ratio = "
+             f"original-with-ORT-all latency / program latency (median of per-round ratios; above 1 is faster). "
+             f"Outputs equal the original's within 1e-4. `nchwc_convs` / `reorders`: ONNX Runtime NCHWc Conv and "
+             f"Reorder nodes in our export (one ReorderInput is the block-size guard).")
+    layers = Section("Layers: ONNX Runtime's FusedConv against its NCHWc Conv", _layers(
+        block, args.threads, args.rounds, args.runs), ["layer", "fused_conv_ms", "nchwc_ms", "speedup"],
+        "One convolution with bias and relu, its data already blocked for the NCHWc kernel (no reorders), ORT's "
+        "optimizer off; same rounds and clock as above.")
     path = write_results("nchwc_small" if args.small else "nchwc", rows,
                          ["program", "median_ms", "ratio_vs_original_all", "ratio_range", "nchwc_convs", "reorders",
-                          "optimize_s", "stop", "workloads", "tune_s"], notes)
+                          "optimize_s", "stop", "workloads", "tune_s"], notes, sections=[layers])
     print(path.read_text())
 
 
