@@ -31,9 +31,10 @@ def test_every_library_rule_has_exactly_one_example():
     assert sorted(inline | set(EXAMPLES)) == sorted(ALL_RULES)
 
 
-def test_axioms_and_idioms_carry_near_misses():
-    for name in (*RULESETS["algebra"].names, *RULESETS["idioms"].names):
-        assert ALL_RULES[name].near_misses, f"{name} has no near miss"
+def test_rules_carry_near_misses():
+    # the rules whose example still lives in examples.py are the ones left to move
+    lacking = sorted(n for n, r in ALL_RULES.items() if not getattr(r, "near_misses", ()) and n not in EXAMPLES)
+    assert not lacking, f"rules without a near miss: {lacking}"
 
 
 @pytest.mark.parametrize("name", sorted(ALL_RULES))

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ir import Expr
+from ir import Expr, relay
 from ir.op.registry import make_call
 
 from ..match import Match
@@ -56,23 +56,70 @@ def _bias_add_as_add(m: Match) -> Expr | None:
 
 _ACTIVATIONS = [("nn.relu", "relu"), ("sigmoid", "sigmoid"), ("tanh", "tanh")]
 
+
+def _v(name: str, *shape: int) -> Expr:
+    return relay.var(name, shape=shape)
+
+
+def _conv(layout: str = "NCHW") -> Expr:
+    if layout == "NCHW":
+        return relay.nn.conv2d(_v("x", 1, 3, 6, 6), _v("w", 4, 3, 3, 3), padding=(1, 1))
+    return relay.nn.conv2d(_v("x", 1, 6, 6, 3), _v("w", 3, 3, 3, 4), padding=(1, 1), data_layout="NHWC",
+                           kernel_layout="HWIO")
+
+
+_FUSED = {"conv": "nn.conv2d_bias_act", "dense": "nn.dense_bias_act"}
+
+
+def _fused(kind: str, activation: str = "none") -> Expr:
+    """The fused conv or dense of `kind` with `activation`."""
+    if kind == "conv":
+        return relay.nn.conv2d_bias_act(_v("x", 1, 3, 6, 6), _v("w", 4, 3, 3, 3), _v("b", 4), padding=(1, 1),
+                                        activation=activation)
+    return relay.nn.dense_bias_act(_v("x", 2, 5), _v("w", 3, 5), _v("b", 3), activation=activation)
+
+
+def _activated(kind: str) -> list:
+    """One rule per activation: the fused conv or dense of `kind` without activation, followed by
+    the activation, takes it in (one that has an activation already does not)."""
+    fused = _FUSED[kind]
+    return [rule(f"{kind}-bias-{act}", call(fn, call(fused, x, w, b, activation="none", bind_attrs="f")),
+                 call(fused, x, w, b, attrs_from="f", activation=act),
+                 example=lambda fn=fn: make_call(fn, [_fused(kind)], {}),
+                 near_miss=lambda fn=fn: make_call(fn, [_fused(kind, activation="relu")], {}))
+            for fn, act in _ACTIVATIONS]
+
+
+def _skip_layer_norm(axis: int = -1) -> Expr:
+    size = 5 if axis == -1 else 2
+    return relay.nn.layer_norm(relay.add(_v("x", 2, 5), _v("s", 2, 5)), _v("g", size), _v("be", size), axis=axis)
+
 FUSION = ruleset("fusion", [
     rule("conv-bias",        call("nn.bias_add", call("nn.conv2d", x, w, bind_attrs="c"), b, axis=1),
          call("nn.conv2d_bias_act", x, w, b, attrs_from="c", activation="none"),
-         when=lambda m: m["c"].data_layout == "NCHW"),
-    [rule(f"conv-bias-{act}", call(op, call("nn.conv2d_bias_act", x, w, b, activation="none", bind_attrs="f")),
-          call("nn.conv2d_bias_act", x, w, b, attrs_from="f", activation=act)) for op, act in _ACTIVATIONS],
+         when=lambda m: m["c"].data_layout == "NCHW",
+         example=lambda: relay.nn.bias_add(_conv(), _v("b", 4)),
+         near_miss=lambda: relay.nn.bias_add(_conv("NHWC"), _v("b", 6), axis=1)),
+    _activated("conv"),
     rule("dense-bias",       call("add", call("nn.dense", x, w, bind_attrs="d"), b),
          call("nn.dense_bias_act", x, w, b, attrs_from="d", activation="none"),
-         when=_vector_bias),
-    [rule(f"dense-bias-{act}", call(op, call("nn.dense_bias_act", x, w, b, activation="none", bind_attrs="f")),
-          call("nn.dense_bias_act", x, w, b, attrs_from="f", activation=act)) for op, act in _ACTIVATIONS],
+         when=_vector_bias,
+         example=lambda: relay.add(relay.nn.dense(_v("x", 2, 5), _v("w", 3, 5)), _v("b", 3)),
+         near_miss=lambda: relay.add(relay.nn.dense(_v("x", 2, 5), _v("w", 3, 5)), _v("b", 2, 3))),
+    _activated("dense"),
     rule("bias-gelu",        call("nn.gelu", call("add", x, b), approximate="none"), call("nn.bias_gelu", x, b),
-         when=_vector_bias),
+         when=_vector_bias,
+         example=lambda: relay.nn.gelu(relay.add(_v("x", 2, 5), _v("b", 5))),
+         near_miss=lambda: relay.nn.gelu(relay.add(_v("x", 2, 5), _v("b", 5)), approximate="tanh")),
     rule("skip-layer-norm",  call("nn.layer_norm", call("add", x, s), g, be, bind_attrs="ln"),
          call("nn.skip_layer_norm", x, s, g, be, attrs_from="ln"),
-         when=_last_axis),
+         when=_last_axis, example=_skip_layer_norm, near_miss=lambda: _skip_layer_norm(axis=0)),
     rule("scaled-matmul",    call("multiply", call("nn.matmul", x, w, out_dtype="", bind_attrs="mm"), const_pat("c")),
-         _scaled_matmul, when=_float32_scalar, dtypes="float"),
-    rule("bias-add-as-add",  call("nn.bias_add", x, b, bind_attrs="ba"), _bias_add_as_add),
+         _scaled_matmul, when=_float32_scalar, dtypes="float",
+         example=lambda: relay.multiply(relay.nn.matmul(_v("a", 2, 3), _v("b", 3, 4)), relay.const(np.float32(0.5))),
+         near_miss=lambda: relay.multiply(relay.nn.matmul(_v("a", 2, 3), _v("b", 3, 4)),
+                                          relay.const(np.array([0.5, 1.0, 2.0, 4.0], "float32")))),
+    rule("bias-add-as-add",  call("nn.bias_add", x, b, bind_attrs="ba"), _bias_add_as_add,
+         example=lambda: relay.nn.bias_add(_v("x", 1, 4, 3, 3), _v("b", 4)),
+         near_miss=lambda: relay.add(_v("x", 1, 4, 3, 3), _v("b", 3))),
 ])

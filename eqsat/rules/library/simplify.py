@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ir import Expr
+from ir import Expr, relay
 from ir.op.registry import make_call
 
 from ..match import Match
@@ -55,15 +55,39 @@ def _all_ones(m: Match) -> bool:
     return _keeps_shape(m) and bool(np.all(m.const("c") == 1))
 
 
+def _v(*shape: int) -> Expr:
+    return relay.var("x", shape=shape)
+
+
+def _c(value) -> Expr:
+    return relay.const(np.asarray(value, "float32"))
+
+
 SIMPLIFY = ruleset("simplify", [
-    rule("relu-idempotent",     call("nn.relu", call("nn.relu", x)),                      call("nn.relu", x)),
-    rule("double-negation",     call("negative", call("negative", x)),                    x),
+    rule("relu-idempotent",     call("nn.relu", call("nn.relu", x)),                      call("nn.relu", x),
+         example=lambda: relay.nn.relu(relay.nn.relu(_v(2, 3))),
+         near_miss=lambda: relay.nn.relu(relay.nn.leaky_relu(_v(2, 3)))),
+    rule("double-negation",     call("negative", call("negative", x)),                    x,
+         example=lambda: relay.negative(relay.negative(_v(2, 3))),
+         near_miss=lambda: relay.negative(relay.abs(_v(2, 3)))),
     rule("transpose-compose",   call("transpose", call("transpose", x, axes=avar("p")), axes=avar("q")),
-         _compose_transposes),
-    rule("transpose-identity",  call("transpose", x, axes=avar("p")),                      x, when=_is_identity_perm),
-    rule("reshape-compose",     call("reshape", call("reshape", x)),                      _reshape_to_result),
+         _compose_transposes,
+         example=lambda: relay.transpose(relay.transpose(_v(2, 3, 4), (1, 2, 0)), (2, 0, 1)),
+         near_miss=lambda: relay.transpose(relay.reshape(_v(2, 3, 4), (3, 2, 4)), (2, 0, 1))),
+    rule("transpose-identity",  call("transpose", x, axes=avar("p")),                      x, when=_is_identity_perm,
+         example=lambda: relay.transpose(_v(2, 3, 4), (0, 1, 2)),
+         near_miss=lambda: relay.transpose(_v(2, 3, 4), (0, 2, 1))),
+    rule("reshape-compose",     call("reshape", call("reshape", x)),                      _reshape_to_result,
+         example=lambda: relay.reshape(relay.reshape(_v(2, 3, 4), (6, 4)), (4, -1)),
+         near_miss=lambda: relay.reshape(relay.transpose(_v(2, 3, 4), (0, 2, 1)), (4, -1))),
     rule("reshape-noop",        call("reshape", x),                                       x,
-         when=lambda m: m.type("x") == m.root_type()),
-    rule("add-zero",            call("add", x, const_pat("c")),                           x, when=_identity_addend),
-    rule("multiply-one",        call("multiply", x, const_pat("c")),                      x, when=_all_ones),
+         when=lambda m: m.type("x") == m.root_type(),
+         example=lambda: relay.reshape(_v(2, 3), (2, 3)), near_miss=lambda: relay.reshape(_v(2, 3), (3, 2))),
+    rule("add-zero",            call("add", x, const_pat("c")),                           x, when=_identity_addend,
+         example=lambda: relay.add(_v(2, 3), _c(np.full(3, -0.0))),
+         near_miss=[lambda: relay.add(_v(2, 3), _c(np.zeros(3))),              # +0.0 turns -0.0 into +0.0
+                    lambda: relay.add(_v(2, 3), _c(np.full((2, 2, 3), -0.0)))]),  # the zero adds an axis
+    rule("multiply-one",        call("multiply", x, const_pat("c")),                      x, when=_all_ones,
+         example=lambda: relay.multiply(_v(2, 3), _c(np.ones((2, 3)))),
+         near_miss=lambda: relay.multiply(_v(2, 3), _c([1.0, 2.0, 1.0]))),
 ])
