@@ -104,3 +104,18 @@ def test_ematching_agrees_with_the_direct_matcher():
         expected = sorted({low.egraph.canonical(handle[id(n)]) for n in find_matches(pattern, body)})
         assert ematches(pattern, low.egraph) == expected, repr(pattern)
     assert ematches(patterns[0], low.egraph) and not ematches(patterns[3], low.egraph)
+
+
+def test_ematching_agrees_on_dominators_through_layout_transforms():
+    path = wildcard().has_attr({"TOpPattern": K_INJECTIVE})(wildcard()) | wildcard().has_attr(
+        {"TOpPattern": K_ELEMWISE})(wildcard())
+    pattern = dominates(is_op("nn.conv2d")(wildcard(), wildcard()), path, is_op("add")(wildcard(), wildcard()))
+    for region, found in (("relu", True), ("sum", False)):
+        body = ir.infer_type(_conv_region(region))
+        low = lower(ir.IRModule.from_expr(body))
+        handle: dict[int, int] = {}
+        for node in post_order(body):
+            handle[id(node)] = low.egraph.add_expr(node, {id(c): handle[id(c)] for c in children(node)})
+        low.egraph.refresh()
+        expected = sorted({low.egraph.canonical(handle[id(n)]) for n in find_matches(pattern, body)})
+        assert ematches(pattern, low.egraph) == expected and bool(expected) == found, region
