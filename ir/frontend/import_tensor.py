@@ -128,9 +128,16 @@ def convert_size(ctx: NodeContext) -> Expr:
 
 @converter("Range")
 def convert_range(ctx: NodeContext) -> Expr:
-    start, limit, delta = (ctx.static_input(i, what) for i, what in enumerate(("start", "limit", "delta")))
-    for what, value in zip(("start", "limit", "delta"), (start, limit, delta)):
-        _ints(value, f"the {what}")  # a symbolic bound would give an output whose length is a run-time value
+    """A constant when the bounds are known at import; else `arange`, whose length is known at run time.
+    A bound that is a symbolic dimension is refused: the IR has no run-time value for it."""
+    bounds = [ctx.input(i) for i in range(3)]
+    values = [ctx.graph.static_value(b) for b in bounds]
+    for what, value in zip(("start", "limit", "delta"), values):
+        if value is not None and is_symbolic(value):
+            _ints(value, f"the {what}")
+    if any(v is None for v in values):
+        return ctx.call("arange", *bounds, dtype=ctx.type_of(bounds[0]).dtype)
+    start, limit, delta = values
     if any(v.size != 1 for v in (start, limit, delta)):
         raise FrontendError(f"start, limit and delta must be scalars, got shapes "
                             f"{[list(v.shape) for v in (start, limit, delta)]}")

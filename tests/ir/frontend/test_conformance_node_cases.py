@@ -25,8 +25,6 @@ def _gap(name: str) -> str | None:
         return "the frontend has no bfloat16"
     if "select_last_index" in name:
         return "ArgMax/ArgMin import refuses select_last_index (the IR op has it)"
-    if name.startswith("test_range_float"):
-        return "Range import refuses floating-point bounds"
     return None
 
 

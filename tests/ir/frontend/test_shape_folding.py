@@ -236,3 +236,17 @@ def test_value_dependent_shape_names_the_op():
     nodes = [node("NonZero", ["x"], "nz"), node("Cast", ["nz"], "y", to=F)]
     with pytest.raises(FrontendError, match=r"NonZero"):
         from_onnx(model(nodes, [2, 4, 6], {}))
+
+
+def test_range_of_run_time_bounds_is_an_arange():
+    nodes = [node("ReduceMax", ["x"], "m", keepdims=0), node("Cast", ["m"], "limit", to=F),
+             node("Range", ["zero", "limit", "half"], "y")]
+    graph = helper.make_graph(nodes, "range", [helper.make_tensor_value_info("x", I64, [3])],
+                              [helper.make_tensor_value_info("y", F, None)],
+                              [onnx.numpy_helper.from_array(np.array(v, np.float32), n)
+                               for n, v in (("zero", 0.0), ("half", 0.5))])
+    proto = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    mod, params = from_onnx(proto)
+    assert mod["main"].checked_type.ret_type == ir.TensorType((ir.Any,), "float32")
+    x = np.array([2, 5, 3], np.int64)  # the executor plans static output shapes: run the reference interpreter
+    assert_outputs_close(run_ort(proto, {"x": x}), flat_outputs(strategies.evaluate(mod, {"x": x}, params)))
