@@ -418,6 +418,8 @@ def convert_gather(ctx: NodeContext) -> Expr:
         raise FrontendError(f"indices must be int32 or int64, got {ctx.type_of(indices).dtype}")
     axis = _axis(ctx.attr("axis", 0), len(shape))
     index_values = ctx.constant_value(indices)
+    if index_values is not None and is_symbolic(index_values):
+        _ints(index_values, "the indices")
     if index_values is None:  # ONNX indices may be negative (counted from the end): wrap them
         return ctx.call("take", data, indices, axis=axis, mode="wrap")
     size = shape[axis]

@@ -287,13 +287,9 @@ def _ordered(nodes: Sequence[onnx.NodeProto]) -> list[onnx.NodeProto]:
     raise FrontendError(f"the graph has a cycle: {', '.join(steps)}")
 
 
-def _operands(node: Expr) -> list[Expr]:
-    """The values `node` reads directly (the fields of a tuple argument count as arguments)."""
-    if isinstance(node, Call):
-        return [f for a in node.args for f in (a.fields if isinstance(a, Tuple) else (a,))]
-    if isinstance(node, Tuple):
-        return list(node.fields)
-    return []
+def _operands(call: Call) -> list[Expr]:
+    """The values `call` reads directly (the fields of a tuple argument count as arguments)."""
+    return [f for a in call.args for f in (a.fields if isinstance(a, Tuple) else (a,))]
 
 
 class _Unavailable:
@@ -380,16 +376,17 @@ class GraphImporter:
     def check_no_symbolic_values(self, body: Expr) -> None:
         """Refuse a program that uses a symbolic shape value at run time: it would need the sizes of
         its dimensions as data, which the IR does not compute."""
-        for node in post_order(body):
-            used = [a for a in _operands(node) if isinstance(a, Var) and a in self.symbolic_values]
-            if used or (node is body and isinstance(body, Var) and body in self.symbolic_values):
-                value, origin = self.symbolic_values[used[0] if used else body]
-                user = f"IR op {node.op.name}" if isinstance(node, Call) else "a graph output"
-                shown = "[" + ", ".join(map(str, value.reshape(-1))) + "]"
-                raise FrontendError(f"the shape value {shown} computed by {origin} holds symbolic "
-                                    f"dimensions ({symbolic_names(value)}) and is used as run-time data by {user}; "
-                                    f"only shape arguments (Reshape, Expand, Slice, ...) may depend on them, or give "
-                                    f"static shapes with from_onnx(shape=...)")
+        used = [v for v in free_vars(body) if v in self.symbolic_values]
+        if not used:
+            return
+        users = (n for n in post_order(body) if isinstance(n, Call) and any(a is used[0] for a in _operands(n)))
+        user = next((f"IR op {n.op.name}" for n in users), "a graph output or a branch condition")
+        value, origin = self.symbolic_values[used[0]]
+        shown = "[" + ", ".join(map(str, value.reshape(-1))) + "]"
+        raise FrontendError(f"the shape value {shown} computed by {origin} holds symbolic dimensions "
+                            f"({symbolic_names(value)}) and is used as run-time data by {user}; only shape "
+                            f"arguments (Reshape, Expand, Slice, ...) may depend on them, or give static shapes "
+                            f"with from_onnx(shape=...)")
 
     def add_initializers(self, graph: onnx.GraphProto, freeze: bool) -> dict[str, Var]:
         """Initializers as constants, or (`freeze=False`) as parameters; returns those parameters."""

@@ -226,6 +226,22 @@ def test_undecided_comparison_is_refused_by_name():
         from_onnx(model(nodes, ["N", 4, 6], consts))
 
 
+def test_symbolic_indices_are_refused_by_name():
+    nodes = [node("Shape", ["x"], "s"), node("Gather", ["s", "zero"], "n"), node("Gather", ["table", "n"], "y")]
+    with pytest.raises(FrontendError, match=r"node 'y' \(Gather.*the indices \[N\] depends on symbolic"):
+        from_onnx(model(nodes, ["N", 4, 6], {"zero": ints(0), "table": np.zeros(10, np.float32)}))
+
+
+def test_symbolic_shape_in_run_time_arithmetic_is_refused_by_name():
+    nodes = [node("Shape", ["x"], "s"), node("Add", ["s", "offset"], "t"), node("Cast", ["t"], "y", to=F)]
+    graph = helper.make_graph(nodes, "shapes", [helper.make_tensor_value_info("x", F, ["N", 4, 6]),
+                                                helper.make_tensor_value_info("offset", I64, [3])],
+                              [helper.make_tensor_value_info("y", F, None)])
+    with pytest.raises(FrontendError, match=r"\[N, 4, 6\] computed by node 's' \(Shape.*used as run-time data by "
+                                            r"IR op add"):
+        from_onnx(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]))
+
+
 def test_unknown_dimension_cannot_be_folded():
     nodes, consts = CASES["flatten_gather_unsqueeze_concat"]()
     with pytest.raises(FrontendError, match=r"node 's' \(Shape.*shape \(\?, 4, 6\) with an unknown dimension"):
