@@ -1,8 +1,9 @@
 """Emitter of the attention ops: ONNX `Attention` from opset 23, its decomposition below.
 
-    nn.attention(q, k, v; scale)              -> Attention(Q, K, V; scale)           (4-D, opset >= 23)
+    nn.attention(q, k, v; scale)              -> Attention(Q, K, V; scale)           (opset >= 23)
     nn.masked_attention(q, k, v, mask; scale) -> Attention(Q, K, V, attn_mask; scale)
 
+A 3-D call (heads, sequence, head size) is written as one batch of 4-D (Unsqueeze, then Squeeze).
 Otherwise (an older opset, or a rank ONNX's `Attention` does not take) each is written as
 `MatMul(Q, Transpose(K))`, `Mul` by the scale, `Add` of the mask, `Softmax` over the last axis
 and `MatMul` with V: the spelling it was recognised from.
@@ -14,26 +15,28 @@ from typing import Sequence
 
 from ..expr import Call
 from .export_context import ONE_NODE_OPSETS, EmitContext, Value, emits
+from .export_tensor import unsqueeze
 
 __all__ = ["ATTENTION_OPSET"]
 
 #: the first opset that defines `Attention`
 ATTENTION_OPSET = 23
 ONE_NODE_OPSETS.update({"nn.attention": ATTENTION_OPSET, "nn.masked_attention": ATTENTION_OPSET})
-#: ONNX's `Attention` takes 4-D (batch, heads, sequence, head size) inputs (3-D ones pack the heads)
+#: ONNX's `Attention` takes 4-D (batch, heads, sequence, head size) inputs (3-D ones pack the heads);
+#: a 3-D call's leading axis is taken as the heads of one batch
 _ATTENTION_RANK = 4
 #: the dtypes ONNX Runtime's CPU kernel of `Attention` takes
 _ATTENTION_DTYPES = ("float32",)
 
 
 def _mask_over_scores(ctx: EmitContext, call: Call, mask: Value) -> Value:
-    """The mask with its last two axes as long as the scores' (ONNX Runtime broadcasts only the
-    leading axes of `attn_mask`), expanded where they are shorter."""
+    """The mask as ONNX Runtime takes it: 4-D, its last two axes as long as the scores' (ONNX
+    Runtime broadcasts only the leading axes of `attn_mask`), expanded where they are not."""
     shape = ctx.static_shape(call.args[3], "attention mask")
     rows, cols = ctx.static_shape(call.args[0], "query")[-2], ctx.static_shape(call.args[1], "key")[-2]
-    if tuple(shape[-2:]) == (rows, cols):
+    if len(shape) == _ATTENTION_RANK and tuple(shape[-2:]) == (rows, cols):
         return mask
-    lead = tuple(shape[:-2]) or (1,)
+    lead = ((1,) * _ATTENTION_RANK + tuple(shape[:-2]))[-(_ATTENTION_RANK - 2):]
     return ctx.node("Expand", [mask, ctx.ints((*lead, rows, cols))])
 
 
@@ -41,10 +44,13 @@ def _mask_over_scores(ctx: EmitContext, call: Call, mask: Value) -> Value:
 def emit_attention(ctx: EmitContext, call: Call, args: Sequence[Value]) -> Value:
     query = ctx.type_of(call.args[0])
     scale = call.attrs.scale
-    if ctx.opset >= ATTENTION_OPSET and query.ndim == _ATTENTION_RANK and query.dtype in _ATTENTION_DTYPES:
+    if ctx.opset >= ATTENTION_OPSET and query.ndim in (3, 4) and query.dtype in _ATTENTION_DTYPES:
+        added = list(range(_ATTENTION_RANK - query.ndim))
+        inputs = [unsqueeze(ctx, a, added) for a in args[:3]]
         if len(args) > 3:
-            args = [*args[:3], _mask_over_scores(ctx, call, args[3])]
-        return ctx.node("Attention", args, scale=scale)
+            inputs.append(_mask_over_scores(ctx, call, args[3]))
+        out = ctx.node("Attention", inputs, scale=scale)
+        return ctx.node("Squeeze", [out, ctx.ints(added)]) if added else out
     perm = list(range(query.ndim))
     perm[-2:] = perm[-1], perm[-2]
     scores = ctx.node("MatMul", [args[0], ctx.node("Transpose", [args[1]], perm=perm)])

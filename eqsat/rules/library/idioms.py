@@ -14,7 +14,7 @@ to the canonical one, so a pattern here is never repeated per exporter:
 | `nn.softmax`       | `exp(x - max(x)) / sum(exp(x - max(x)))` (the stable form only)        |
 | `nn.dense`         | `matmul(x, W)` with a constant 2-D `W`, or with `transpose(w)`         |
 | conv + per-channel | `conv2d(x, W) * s` (constant `W`, `s`) folds `s` into `W`; `+ t` is a bias |
-| `nn.attention`     | `matmul(softmax(matmul(q, kT) * s [+ mask]), v)`, `kT` any transpose   |
+| `nn.attention`     | `matmul(softmax(matmul(q, kT) * s [+ mask]), v)`, `kT` any transpose; or with `batch_matmul` |
 
 Reductions must be over the last axis with `keepdims`; constants must have the values the
 formula needs (to float32 precision). An approximation is never equal to the exact function:
@@ -158,45 +158,59 @@ def _transposed_weight_dense(m: Match) -> Expr | None:
     return make_call("nn.dense", [m.expr("x"), m.expr("w")])
 
 
+def _swap_last_two(m: Match, name: str) -> Expr:
+    """The class bound to `name` with its last two axes swapped (a transpose the simplifier
+    composes with the one that made it, where there is one)."""
+    ndim = m.ndim(name)
+    return make_call("transpose", [m.expr(name)], {"axes": [*range(ndim - 2), ndim - 1, ndim - 2]})
+
+
 def _attention(scaled: bool, masked: bool):
     """Builder of `nn.attention` / `nn.masked_attention` from `matmul(softmax(scores), v)` where
-    scores is `matmul(q, kT)` (times a scalar `s`, plus a `mask`); the key is `kT` with its last
-    two axes swapped back (a transpose the simplifier composes with the one that made `kT`)."""
+    scores is `matmul(q, kT)` (times a scalar `s`, plus a `mask`), with `nn.matmul` or TVM's
+    `nn.batch_matmul` (whose second operand is transposed by default) for both products."""
     def build(m: Match) -> Expr | None:
         qk, pv = m["qk"], m["pv"]
         ndim = m.ndim("q")
-        if (ndim < 3 or qk.transpose_a or qk.out_dtype or pv.transpose_a or pv.transpose_b or pv.out_dtype
+        if (ndim < 3 or qk.transpose_a or qk.out_dtype or pv.transpose_a or pv.out_dtype
                 or m["sm"].axis % ndim != ndim - 1 or not m.ndim("kt") == m.ndim("v") == ndim):
             return None
         scale = m.scalar("s") if scaled else 1.0
         if scale is None:
             return None
-        key = m.expr("kt")
-        if not qk.transpose_b:
-            key = make_call("transpose", [key], {"axes": [*range(ndim - 2), ndim - 1, ndim - 2]})
-        args = [m.expr("q"), key, m.expr("v")] + ([m.expr("mask")] if masked else [])
+        key = m.expr("kt") if qk.transpose_b else _swap_last_two(m, "kt")
+        value = _swap_last_two(m, "v") if pv.transpose_b else m.expr("v")
+        args = [m.expr("q"), key, value] + ([m.expr("mask")] if masked else [])
         return make_call("nn.masked_attention" if masked else "nn.attention", args, {"scale": scale})
     return build
 
 
-def _attention_pattern(scaled: bool, masked: bool):
-    scores = call("nn.matmul", q, kt, bind_attrs="qk")
+def _attention_pattern(product: str, scaled: bool, masked: bool):
+    scores = call(product, q, kt, bind_attrs="qk")
     if scaled:
         scores = call("multiply", scores, const_pat("s"))
     if masked:
         scores = call("add", scores, mask)
-    return call("nn.matmul", call("nn.softmax", scores, bind_attrs="sm"), v, bind_attrs="pv")
+    return call(product, call("nn.softmax", scores, bind_attrs="sm"), v, bind_attrs="pv")
 
 
-def _attention_example(scaled: bool, masked: bool, axis: int = -1) -> Expr:
-    """5 queries over 6 keys in 3 heads of size 4, K transposed for the product; softmax over `axis`."""
-    query, key = _v(2, 3, 5, 4, name="q"), _v(2, 3, 6, 4, name="k")
-    scores = relay.nn.matmul(query, relay.transpose(key, (0, 1, 3, 2)))
+def _attention_example(scaled: bool, masked: bool, axis: int = -1, batched: bool = False) -> Expr:
+    """5 queries over 6 keys in 3 heads of size 4, K transposed for the product; softmax over
+    `axis`; `batched`: heads as the batch of TVM's `nn.batch_matmul` (V given transposed)."""
+    if batched:
+        query, key, value_t = _v(3, 5, 4, name="q"), _v(3, 6, 4, name="k"), _v(3, 4, 6, name="v")
+        scores = relay.nn.batch_matmul(query, key)
+    else:
+        query, key = _v(2, 3, 5, 4, name="q"), _v(2, 3, 6, 4, name="k")
+        scores = relay.nn.matmul(query, relay.transpose(key, (0, 1, 3, 2)))
     if scaled:
         scores = relay.multiply(scores, _c(0.5))
     if masked:
-        scores = relay.add(scores, _v(2, 1, 1, 6, name="mask"))
-    return relay.nn.matmul(relay.nn.softmax(scores, axis=axis), _v(2, 3, 6, 4, name="v"))
+        scores = relay.add(scores, _v(*((1, 6) if batched else (2, 1, 1, 6)), name="mask"))
+    probs = relay.nn.softmax(scores, axis=axis)
+    if batched:
+        return relay.nn.batch_matmul(probs, value_t)
+    return relay.nn.matmul(probs, _v(2, 3, 6, 4, name="v"))
 
 
 def _per_channel(m: Match, name: str) -> np.ndarray | None:
@@ -325,9 +339,11 @@ IDIOMS = ruleset("idioms", [
          _transposed_weight_dense, exact=False,
          example=lambda: relay.nn.matmul(_v(2, 4, 8), relay.transpose(_v(6, 8, name="w"), (1, 0))),
          near_miss=lambda: relay.nn.matmul(_v(2, 4, 8), relay.transpose(_v(8, 6, name="w"), (0, 1)))),
-    *(rule(name, _attention_pattern(scaled, masked), _attention(scaled, masked), dtypes="float", exact=False,
-           example=lambda scaled=scaled, masked=masked: _attention_example(scaled, masked),
-           near_miss=lambda scaled=scaled, masked=masked: _attention_example(scaled, masked, axis=2))
+    *(rule(f"{name}{suffix}", _attention_pattern(product, scaled, masked), _attention(scaled, masked),
+           dtypes="float", exact=False,
+           example=lambda s=scaled, k=masked, b=bool(suffix): _attention_example(s, k, batched=b),
+           near_miss=lambda s=scaled, k=masked, b=bool(suffix): _attention_example(s, k, axis=1, batched=b))
+      for product, suffix in (("nn.matmul", ""), ("nn.batch_matmul", "-batched"))
       for name, scaled, masked in (("attention", False, False), ("attention-scaled", True, False),
                                    ("attention-masked", False, True), ("attention-scaled-masked", True, True))),
     rule("conv-channel-scale", call("multiply", call("nn.conv2d", x, const_pat("w"), bind_attrs="c"), const_pat("s")),
