@@ -55,3 +55,16 @@ def test_cpu_keeps_nchw():
     mod, params = ir.models.get("resnet50", small=True)
     res = eqsat.optimize(mod, params, target="cpu", rules="default+layout")
     assert not {"layout_transform", *BLOCKED_CONVS} & set(_ops(res.mod))
+
+
+def test_squeezenet_concatenates_blocked_branches_in_ort():
+    mod, params = ir.models.get("squeezenet", small=True)
+    res = eqsat.optimize(mod, params, target="ort", rules="default+layout")
+    blocked_concats = [n for n in ir.post_order(res.mod["main"]) if isinstance(n, ir.Call)
+                       and n.op.name == "concatenate" and len(n.checked_type.shape) == 5]
+    assert blocked_concats
+    model = to_onnx(res.mod, res.params, contrib=True)
+    x = np.random.default_rng(1).standard_normal(mod["main"].params[0].checked_type.concrete_shape).astype("float32")
+    want = evaluate(mod, {mod["main"].params[0].name_hint: x}, params)
+    got = run_ort(model, {mod["main"].params[0].name_hint: x})[0]
+    np.testing.assert_allclose(got, want, rtol=0, atol=1e-4 * np.abs(want).max())

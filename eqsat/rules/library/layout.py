@@ -5,6 +5,7 @@
     add(layout_transform(a), layout_transform(b)) -> layout_transform(add(a, b))  one layout, one type
     add(layout_transform(a), c)           -> layout_transform(add(a, c'))         c per channel, c' blocked
     pool2d(layout_transform(a))           -> layout_transform(pool3d(a))          a read as NDHWC: blocks as depth
+    concatenate(layout_transform(a_i), axis=1) -> layout_transform(concatenate(a_i, axis=1))  whole blocks
     layout_transform(layout_transform(x, A -> B), B -> A) -> x
     act(conv_NCHWc(...) + bias [+ sum])   -> conv_NCHWc(...; activation)          ONNX Runtime's fused forms
 
@@ -37,7 +38,7 @@ from ir.op.registry import make_call
 from strategies.kernels.nchwc import transform_layout
 
 from ..match import Match
-from ..pattern import call, const_pat, pvars
+from ..pattern import PVar, call, const_pat, pvars, tuple_pat
 from ..rule import Rewrite, rule, ruleset
 
 __all__ = ["LAYOUT", "block_size"]
@@ -109,9 +110,13 @@ def _channel_constant(m: Match) -> Expr | None:
 
 
 def _blocked_source(m: Match) -> str | None:
-    """The layout of `a` when the matched transform takes NCHW{B}c data `a` back to NCHW, else None."""
-    src, dst = m["lt"].src_layout, m["lt"].dst_layout
-    if dst != "NCHW" or m.ndim("a") != 5 or src != blocked_layout("NCHW", "C", m.shape("a")[-1]):
+    """The layout of `a` when the matched transform `lt` takes NCHW{B}c data `a` back to NCHW, else None."""
+    return _blocked_source_of(m, "lt", "a")
+
+
+def _blocked_source_of(m: Match, transform: str, data: str) -> str | None:
+    src, dst = m[transform].src_layout, m[transform].dst_layout
+    if dst != "NCHW" or m.ndim(data) != 5 or src != blocked_layout("NCHW", "C", m.shape(data)[-1]):
         return None
     return src
 
@@ -132,6 +137,18 @@ def _pool_through(op: str):
                 attrs["count_include_pad"] = p.count_include_pad
         kind = "nn.max_pool3d" if op == "nn.max_pool2d" else "nn.avg_pool3d"
         return _lt(make_call(kind, [m.expr("a")], {**attrs, "layout": "NDHWC"}), src, "NCHW")
+    return build
+
+
+def _concat_through(arity: int):
+    """Channel blocks of NCHW{B}c parts, concatenated along the block axis: the channels in order."""
+    def build(m: Match) -> Expr | None:
+        names = [f"a{i}" for i in range(arity)]
+        sources = {_blocked_source_of(m, f"l{i}", name) for i, name in enumerate(names)}
+        if len(sources) != 1 or None in sources or m["cat"].axis not in (1, -3):
+            return None
+        parts = [m.expr(name) for name in names]
+        return _lt(make_call("concatenate", [parts], {"axis": 1}), sources.pop(), "NCHW")
     return build
 
 
@@ -193,6 +210,14 @@ def _pool_rule(op: str) -> Rewrite:
                                             attrs.get(op, {})))
 
 
+def _concat_rule(arity: int) -> Rewrite:
+    parts = [call("layout_transform", PVar(f"a{i}"), bind_attrs=f"l{i}") for i in range(arity)]
+    return rule(f"concatenate{arity}-through-layout-transform",
+                call("concatenate", tuple_pat(*parts), bind_attrs="cat"), _concat_through(arity),
+                example=lambda: relay.concatenate([_blocked_relu(f"a{i}") for i in range(arity)], axis=1),
+                near_miss=lambda: relay.concatenate([_blocked_relu(f"a{i}") for i in range(arity)], axis=2))
+
+
 def _fuse_activation(op: str, activation: str, conv: str, inputs) -> Rewrite:
     return rule(f"nchwc-{'sum-' if 'sum' in conv else ''}{activation}",
                 call(op, call(conv, *inputs, activation="none", bind_attrs="f")),
@@ -227,6 +252,7 @@ LAYOUT = ruleset("layout", [
                                                                  .reshape(-1, 1, 1))),
          near_miss=lambda: relay.add(_blocked_relu(), relay.const(np.ones((1, 1, 3, 3), "float32")))),
     *(_pool_rule(op) for op in ("nn.max_pool2d", "nn.avg_pool2d", "nn.global_avg_pool2d")),
+    *(_concat_rule(arity) for arity in (2, 3, 4)),
     rule("layout-transform-inverse",
          call("layout_transform", call("layout_transform", x, bind_attrs="l1"), bind_attrs="l2"), x, when=_inverse,
          example=lambda: _lt(_lt(_image(block_size()), "NCHW", blocked_layout("NCHW", "C", block_size())),
