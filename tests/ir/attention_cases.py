@@ -20,16 +20,18 @@ def attention_inputs(mask_shape=None, seed=0) -> dict[str, np.ndarray]:
 def attention_loops(values: dict[str, np.ndarray], scale: float) -> np.ndarray:
     """Attention written element by element, in float64."""
     q, k, v = (values[n].astype(np.float64) for n in "qkv")
-    mask = np.broadcast_to(values["mask"], (B, H, S, T)) if "mask" in values else np.zeros((B, H, S, T))
-    out = np.zeros((B, H, S, DV))
-    for b in range(B):
-        for h in range(H):
-            for i in range(S):
-                scores = [sum(q[b, h, i, d] * k[b, h, j, d] for d in range(D)) * scale + mask[b, h, i, j]
-                          for j in range(T)]
+    (batch, heads, rows, size), cols, width = q.shape, k.shape[2], v.shape[3]
+    scores_shape = (batch, heads, rows, cols)
+    mask = np.broadcast_to(values["mask"], scores_shape) if "mask" in values else np.zeros(scores_shape)
+    out = np.zeros((batch, heads, rows, width))
+    for b in range(batch):
+        for h in range(heads):
+            for i in range(rows):
+                scores = [sum(q[b, h, i, d] * k[b, h, j, d] for d in range(size)) * scale + mask[b, h, i, j]
+                          for j in range(cols)]
                 top = max(scores)
                 weights = [math.exp(s - top) for s in scores]
                 total = sum(weights)
-                for e in range(DV):
+                for e in range(width):
                     out[b, h, i, e] = sum(w / total * v[b, h, j, e] for j, w in enumerate(weights))
     return out

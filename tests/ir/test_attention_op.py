@@ -97,3 +97,15 @@ def test_onnx_attention_forms_not_taken_are_refused_by_name(change, message):
         model.graph.input.append(helper.make_tensor_value_info("past_key", onnx.TensorProto.FLOAT, [B, H, 1, D]))
     with pytest.raises(FrontendError, match=message):
         from_onnx(model)
+
+
+@pytest.mark.parametrize("mask_shape", [None, (1, T), (H, S, T)])
+def test_three_dimensional_attention_exports_as_one_batch_of_heads(mask_shape):
+    values = {k: v[0] for k, v in attention_inputs().items()}  # (heads, sequence, head size)
+    if mask_shape is not None:
+        values["mask"] = np.random.default_rng(2).standard_normal(mask_shape).astype(np.float32)
+    model = to_onnx(_program(values, 0.4))
+    assert [n.op_type for n in model.graph.node if n.op_type == "Attention"] == ["Attention"]
+    got = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, values)[0]
+    want = attention_loops({k: v[None] for k, v in values.items()}, 0.4)[0]
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
