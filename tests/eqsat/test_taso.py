@@ -70,3 +70,14 @@ def test_matmul_chains_take_the_cheaper_order(shapes, reassociated):
     inner = res.mod["main"].body.args[1]
     assert isinstance(inner, ir.Call) == reassociated
     assert res.cost_after <= res.cost_before
+
+
+def test_symbolic_sizes_on_the_split_axis_are_declined_not_guessed():
+    from ir.types import Any
+    a, b = relay.var("a", shape=(Any, 3)), relay.var("b", shape=(Any, 3))
+    joined = relay.concatenate([a, b], axis=0)
+    parts = relay.split(relay.nn.relu(joined), 2, axis=0)
+    mod = ir.IRModule.from_expr(relay.Tuple([relay.split(joined, 2, axis=0)[0],
+                                             relay.concatenate([parts[0], parts[1]], axis=0)]))
+    report = saturate(lower(mod).egraph, RULESETS["taso"], Limits(iterations=5))
+    assert not report.applied_per_rule.get("split-concat-first") and not report.applied_per_rule.get("concat-split")

@@ -42,6 +42,11 @@ def _axis(axis: int, ndim: int) -> int:
     return axis % ndim if ndim else axis
 
 
+def _known(*sizes) -> bool:
+    """True when every size is a concrete integer (not a symbolic dimension)."""
+    return all(isinstance(d, (int, np.integer)) for d in sizes)
+
+
 def _split_sizes(sections, size: int) -> list[int]:
     """The part sizes of `split` with `indices_or_sections` on an axis of `size`."""
     if isinstance(sections, int):
@@ -77,7 +82,8 @@ def _split_undoes_concat(m: Match) -> bool:
     if _axis(m["sp"].axis, ndim) != axis:
         return False
     size_a, size_b = m.shape("a")[axis], m.shape("b")[axis]
-    return _split_sizes(m["sp"].indices_or_sections, size_a + size_b) == [size_a, size_b]
+    return (_known(size_a, size_b)
+            and _split_sizes(m["sp"].indices_or_sections, size_a + size_b) == [size_a, size_b])
 
 
 def _split_of_concat(index: int, at: int) -> Expr:
@@ -88,8 +94,9 @@ def _split_of_concat(index: int, at: int) -> Expr:
 def _concat_undoes_split(m: Match) -> bool:
     sp = m["sp"]
     ndim = m.ndim("x")
-    return (sp == m["sp2"] and _axis(sp.axis, ndim) == _axis(m["cat"].axis, ndim)
-            and len(_split_sizes(sp.indices_or_sections, m.shape("x")[_axis(sp.axis, ndim)])) == 2)
+    size = m.shape("x")[_axis(sp.axis, ndim)]
+    return (sp == m["sp2"] and _axis(sp.axis, ndim) == _axis(m["cat"].axis, ndim) and _known(size)
+            and len(_split_sizes(sp.indices_or_sections, size)) == 2)
 
 
 def _split_then_concat(first: int, second: int) -> Expr:
@@ -132,7 +139,7 @@ def _reassociation_pays(to_right: bool):
         if not (_plain_matmul(m["mm1"]) and _plain_matmul(m["mm2"]) and all(len(s) == 2 for s in shapes)):
             return False
         (rows, inner), (_, middle), (_, cols) = shapes
-        if not all(isinstance(d, (int, np.integer)) for d in (rows, inner, middle, cols)):
+        if not _known(rows, inner, middle, cols):
             return False
         left = rows * inner * middle + rows * middle * cols      # (a @ b) @ c
         right = inner * middle * cols + rows * inner * cols      # a @ (b @ c)
