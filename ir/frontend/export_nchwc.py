@@ -36,6 +36,7 @@ import onnx
 from ..attrs import Attrs
 from ..expr import Call
 from ..op.layout import BLOCKED_CONVS, parse_layout, primal_axes
+from ..types import Any, Dim
 from .errors import FrontendError
 from .export_context import EmitContext, Value, emits
 from .export_contrib import CONTRIB_EMITTERS
@@ -80,19 +81,27 @@ def ort_nchwc_block_size() -> int | None:
 
 # -- standard ONNX ---------------------------------------------------------------------------------
 
-def relayout(ctx: EmitContext, name: str, shape: Sequence[int], src: str, dst: str) -> str:
-    """`name` (of static `shape`, laid out as `src`) laid out as `dst` with Transpose and Reshape nodes."""
+def _sizes(dims: Sequence[Dim], what: str) -> list[int]:
+    """`dims` as a Reshape target: a symbolic one (at most one) as -1."""
+    if sum(not isinstance(d, int) for d in dims) > 1:
+        raise FrontendError(f"{what}: a layout change of shape {tuple(dims)} needs at most one symbolic dimension")
+    return [d if isinstance(d, int) else -1 for d in dims]
+
+
+def relayout(ctx: EmitContext, name: str, shape: Sequence[Dim], src: str, dst: str) -> str:
+    """`name` (of `shape`, laid out as `src`) laid out as `dst` with Transpose and Reshape nodes."""
     axes = parse_layout(src)
     letters = [a for a, _ in axes]
     order, primal_shape = [], []
     for letter in primal_axes(src):  # merge each block back into its primal axis
         picked = [letters.index(letter)] + ([letters.index(letter.lower())] if letter.lower() in letters else [])
         order += picked
-        primal_shape.append(int(np.prod([shape[i] for i in picked])))
+        dims = [shape[i] for i in picked]
+        primal_shape.append(int(np.prod(dims)) if all(isinstance(d, int) for d in dims) else Any)
     if order != sorted(order):
         name = ctx.node("Transpose", [name], perm=order)
     if len(primal_shape) != len(shape):
-        name = ctx.node("Reshape", [name, ctx.ints(primal_shape)])
+        name = ctx.node("Reshape", [name, ctx.ints(_sizes(primal_shape, f"{src} -> {dst}"))])
     source, target = primal_axes(src), primal_axes(dst)
     perm = [source.index(p) for p in target]
     if perm != sorted(perm):
@@ -103,17 +112,16 @@ def relayout(ctx: EmitContext, name: str, shape: Sequence[int], src: str, dst: s
     split_shape, split_letters = [], []
     for letter in target:
         size, block = primal_shape[source.index(letter)], blocks.get(letter)
-        split_shape += [size] if block is None else [size // block, block]
+        split_shape += [size] if block is None else [size // block if isinstance(size, int) else Any, block]
         split_letters += [letter] if block is None else [letter, letter.lower()]
-    name = ctx.node("Reshape", [name, ctx.ints(split_shape)])
+    name = ctx.node("Reshape", [name, ctx.ints(_sizes(split_shape, f"{src} -> {dst}"))])
     final = [split_letters.index(a) for a, _ in parse_layout(dst)]
     return name if final == sorted(final) else ctx.node("Transpose", [name], perm=final)
 
 
 @emits("layout_transform")
 def emit_layout_transform(ctx: EmitContext, call: Call, args: Sequence[Value]) -> Value:
-    shape = ctx.static_shape(call.args[0], "layout_transform")
-    return relayout(ctx, args[0], shape, call.attrs.src_layout, call.attrs.dst_layout)
+    return relayout(ctx, args[0], ctx.type_of(call.args[0]).shape, call.attrs.src_layout, call.attrs.dst_layout)
 
 
 def _conv_attrs(call: Call, kernel: Sequence[int]) -> dict:
@@ -126,18 +134,17 @@ def _conv_attrs(call: Call, kernel: Sequence[int]) -> dict:
 def emit_blocked_conv(ctx: EmitContext, call: Call, args: Sequence[Value]) -> Value:
     attrs = call.attrs
     out_layout = attrs.out_layout or attrs.data_layout
-    data = relayout(ctx, args[0], ctx.static_shape(call.args[0], "the data"), attrs.data_layout, "NCHW")
+    data = relayout(ctx, args[0], ctx.type_of(call.args[0]).shape, attrs.data_layout, "NCHW")
     weight_shape = ctx.static_shape(call.args[1], "the kernel")
     weight = relayout(ctx, args[1], weight_shape, attrs.kernel_layout, "OIHW")
     kernel = [weight_shape[[a for a, _ in parse_layout(attrs.kernel_layout)].index(ch)] for ch in "HW"]
     out = ctx.node("Conv", [data, weight, *args[2:3]], **_conv_attrs(call, kernel))
+    out_shape = ctx.type_of(call).shape
     if call.op.name.endswith("_sum_act"):
-        out_shape = ctx.static_shape(call, "the output")
         out = ctx.node("Add", [out, relayout(ctx, args[3], out_shape, out_layout, "NCHW")])
     if call.op.name != "nn.contrib_conv2d_NCHWc" and attrs.activation != "none":
         out = ctx.node(ONNX_ACTIVATIONS[attrs.activation], [out],
                        alpha=attrs.alpha if attrs.activation == "leaky_relu" else None)
-    out_shape = ctx.static_shape(call, "the output")
     plain = [out_shape[0], int(np.prod([d for i, d in enumerate(out_shape) if i not in (0, 2, 3)])),
              out_shape[2], out_shape[3]]
     return relayout(ctx, out, plain, "NCHW", out_layout)
@@ -201,7 +208,7 @@ def emit_reorder(ctx: EmitContext, call: Call, args: Sequence[Value]) -> Value |
             out = ctx.node("ReorderInput", [args[0]], domain=NCHWC_DOMAIN, channels_last=int(plain == "NHWC"))
             return _view(ctx, out, [0, -1, 0, 0, block])
         if dst == plain and (block := _blocked(src, "NCHW")) is not None and _machine_block(ctx, call, block):
-            n, outer, h, w, _ = ctx.static_shape(call.args[0], "the blocked data")
+            outer = ctx.type_of(call.args[0]).shape[1]
             flat = _view(ctx, args[0], [0, outer * block, 0, 0])
             return ctx.node("ReorderOutput", [flat], domain=NCHWC_DOMAIN, channels=outer * block,
                             channels_last=int(plain == "NHWC"))
@@ -231,9 +238,11 @@ def emit_nchwc_conv(ctx: EmitContext, call: Call, args: Sequence[Value]) -> Valu
     attrs = call.attrs
     if not _float32(ctx, call) or attrs.out_dtype not in ("", "float32"):
         return None
-    data_shape, out_shape = ctx.static_shape(call.args[0], "the data"), ctx.static_shape(call, "the output")
+    data_shape, out_shape = ctx.type_of(call.args[0]).shape, ctx.type_of(call).shape
     in_channels = data_shape[1] * (data_shape[4] if len(data_shape) == 5 else 1)
     out_channels = out_shape[1] * out_shape[4] if len(out_shape) == 5 else out_shape[1]
+    if not (isinstance(in_channels, int) and isinstance(out_channels, int)):
+        return None
     block = ort_conv_block(attrs, in_channels, out_channels)
     if block is None or not _machine_block(ctx, call, block):
         return None
@@ -256,7 +265,7 @@ def emit_nchwc_conv(ctx: EmitContext, call: Call, args: Sequence[Value]) -> Valu
     return _view(ctx, out, [0, out_shape[1], 0, 0, block])
 
 
-def blocked_pool2d(attrs: Attrs, data_shape: Sequence[int]) -> bool:
+def blocked_pool2d(attrs: Attrs, data_shape: Sequence[Dim]) -> bool:
     """Whether a 3-D pool is a 2-D pool of NCHW{B}c data read as NDHWC (channel blocks as depth, the block
     as channels): layout NDHWC, a window of depth 1 that steps one block at a time, no depth padding."""
     return (attrs.layout == "NDHWC" and len(data_shape) == 5 and attrs.pool_size[0] == 1 and attrs.strides[0] == 1
@@ -268,9 +277,10 @@ def emit_nchwc_pool(ctx: EmitContext, call: Call, args: Sequence[Value]) -> Valu
     attrs = call.attrs
     if not _float32(ctx, call):
         return None
-    n, outer, h, w, block = ctx.static_shape(call.args[0], "the pooled data")
-    if not blocked_pool2d(attrs, (n, outer, h, w, block)) or block != ort_nchwc_block_size():
+    data_shape = ctx.type_of(call.args[0]).shape
+    if not blocked_pool2d(attrs, data_shape) or data_shape[4] != ort_nchwc_block_size():
         return None
+    _, outer, h, w, block = data_shape
     _guard(ctx, block)
     data = _view(ctx, args[0], [0, outer * block, 0, 0])
     pads = [attrs.padding[1], attrs.padding[2], attrs.padding[4], attrs.padding[5]]

@@ -7,6 +7,7 @@
     pool2d(layout_transform(a))           -> layout_transform(pool3d(a))          a read as NDHWC: blocks as depth
     concatenate(layout_transform(a_i), axis=1) -> layout_transform(concatenate(a_i, axis=1))  whole blocks
     layout_transform(layout_transform(x, A -> B), B -> A) -> x
+    conv_NCHWc(x, w)                      -> conv_NCHWc(x, w, -0.0)               a bias that changes nothing
     act(conv_NCHWc(...) + bias [+ sum])   -> conv_NCHWc(...; activation)          ONNX Runtime's fused forms
 
 `B` is the channel block of ONNX Runtime's NCHWc kernels on this machine (`ort_nchwc_block_size`;
@@ -81,9 +82,9 @@ def _to_blocked(fused: bool):
         attrs, block = m["c"], block_size()
         if attrs.data_layout != "NCHW" or attrs.kernel_layout != "OIHW" or attrs.out_dtype:
             return None
-        weight = m.const("w")
-        forms = _forms(m.shape("x")[1], weight.shape[0], attrs.groups, block)
-        if forms is None or not isinstance(m.shape("x")[1], int):
+        weight, channels = m.const("w"), m.shape("x")[1]
+        forms = _forms(channels, weight.shape[0], attrs.groups, block) if isinstance(channels, int) else None
+        if forms is None or m.ndim("x") != 4:
             return None
         data_layout, kernel_layout = forms
         out_layout = blocked_layout("NCHW", "C", block)
@@ -95,6 +96,14 @@ def _to_blocked(fused: bool):
         op = "nn.contrib_conv2d_NCHWc_bias_act" if fused else "nn.contrib_conv2d_NCHWc"
         return _lt(make_call(op, args, new_attrs), out_layout, "NCHW")
     return build
+
+
+def _with_bias(m: Match) -> Expr:
+    """The blocked convolution plus a bias of -0.0, which leaves every value, -0.0 included, as it is."""
+    attrs = m["c"]
+    channels = int(np.prod([d for i, d in enumerate(m.root_type().shape) if i not in (0, 2, 3)]))
+    bias = relay.const(np.full(channels, -0.0, m.dtype("x")))
+    return make_call(_BIAS_ACT, [m.expr("x"), m.expr("wt"), bias], {**attrs, "activation": "none"})
 
 
 def _channel_constant(m: Match) -> Expr | None:
@@ -191,6 +200,14 @@ def _blocked_conv(activation: str = "none", with_sum: bool = False) -> Expr:
     return make_call("nn.contrib_conv2d_NCHWc_bias_act", [data, weight, bias], attrs)
 
 
+def _blocked_conv_without_bias() -> Expr:
+    B = block_size()
+    weight = relay.const(transform_layout(np.asarray(_weight(B, B).data), "OIHW", f"OIHW{B}i{B}o"))
+    bl = blocked_layout("NCHW", "C", B)
+    return relay.nn.contrib_conv2d_NCHWc(relay.var("x", shape=(1, 1, 5, 5, B)), weight, padding=1, data_layout=bl,
+                                         kernel_layout=f"OIHW{B}i{B}o", out_layout=bl)
+
+
 def _through(op: str) -> Rewrite:
     return rule(f"{op}-through-layout-transform",
                 call(op, call("layout_transform", a, bind_attrs="lt"), bind_attrs="f"),
@@ -258,6 +275,9 @@ LAYOUT = ruleset("layout", [
          example=lambda: _lt(_lt(_image(block_size()), "NCHW", blocked_layout("NCHW", "C", block_size())),
                              blocked_layout("NCHW", "C", block_size()), "NCHW"),
          near_miss=lambda: _lt(_lt(_image(4), "NCHW", "NHWC"), "NHWC", "NHWC")),
+    rule("nchwc-bias", call("nn.contrib_conv2d_NCHWc", x, wt, bind_attrs="c"), _with_bias,
+         dtypes="float", example=lambda: _blocked_conv_without_bias(),
+         near_miss=lambda: relay.nn.conv2d(_image(block_size()), _weight(block_size(), block_size()))),
     *(_fuse_activation(op, act, _BIAS_ACT, (x, wt, bias)) for op, act in _ACTIVATIONS),
     rule("nchwc-sum", call("add", call(_BIAS_ACT, x, wt, bias, activation="none", bind_attrs="f"), s),
          call(_SUM_ACT, x, wt, bias, s, attrs_from="f"), when=lambda m: m.type("s") == m.root_type(),

@@ -107,3 +107,20 @@ def test_blocked_pools_round_trip_in_ort(pool):
         _nchwc_ops(model))
     want = evaluate(mod, inputs)
     np.testing.assert_allclose(run_ort(model, inputs)[0], want, rtol=0, atol=1e-5 * np.abs(want).max())
+
+
+def test_a_symbolic_batch_exports_and_runs_at_any_batch():
+    blocked, kernel = f"NCHW{BLOCK}c", f"OIHW{BLOCK}i{BLOCK}o"
+    x = relay.var("x", shape=(relay.SizeVar("N"), BLOCK, 6, 6))
+    weight = relay.const(transform_layout(RNG.standard_normal((BLOCK, BLOCK, 3, 3)).astype("float32"), "OIHW", kernel))
+    bias = relay.const(RNG.standard_normal(BLOCK).astype("float32"))
+    data = relay.layout_transform(x, "NCHW", blocked)
+    conv = relay.nn.contrib_conv2d_NCHWc_bias_sum_act(data, weight, bias, data, padding=1, data_layout=blocked,
+                                                      kernel_layout=kernel, out_layout=blocked, activation="relu")
+    pooled = relay.nn.max_pool3d(conv, (1, 2, 2), (1, 2, 2), layout="NDHWC")
+    mod = ir.infer_type(ir.IRModule.from_expr(relay.layout_transform(pooled, blocked, "NCHW")))
+    for model in (to_onnx(mod, contrib=True), to_onnx(mod)):
+        for batch in (1, 3):
+            inputs = {"x": RNG.standard_normal((batch, BLOCK, 6, 6)).astype("float32")}
+            want = evaluate(mod, inputs)
+            np.testing.assert_allclose(run_ort(model, inputs)[0], want, rtol=0, atol=1e-4 * np.abs(want).max())
