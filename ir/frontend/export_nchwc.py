@@ -5,7 +5,7 @@ blocked convolution its operands laid out as NCHW / OIHW around a `Conv`.
 
 With `to_onnx(contrib=True)`, float32 programs use ONNX Runtime's CPU kernels of the
 `com.microsoft.nchwc` domain, whose channel block is the machine's (MLAS: 16 where AVX-512 is
-available, else 8 on x86; `ort_nchwc_block_size()` asks the installed ONNX Runtime):
+available, else 8 on x86; `ir.ort_nchwc.ort_nchwc_block_size()` asks the installed ONNX Runtime):
 
     layout_transform NCHW -> NCHW{B}c      ReorderInput(x)                (NHWC -> NCHW{B}c: channels_last=1)
     layout_transform NCHW{B}c -> NCHW      ReorderOutput(x; channels)     (-> NHWC: channels_last=1)
@@ -25,9 +25,6 @@ fail at the first run with an error naming the block size (`NCHWc_block_size_mus
 
 from __future__ import annotations
 
-import functools
-import os
-import tempfile
 from typing import Sequence
 
 import numpy as np
@@ -36,47 +33,14 @@ import onnx
 from ..attrs import Attrs
 from ..expr import Call
 from ..op.layout import BLOCKED_CONVS, parse_layout, primal_axes
+from ..ort_nchwc import NCHWC_DOMAIN, channel_block, ort_conv_block, ort_nchwc_block_size
 from ..types import Any, Dim
 from .errors import FrontendError
 from .export_context import EmitContext, Value, emits
 from .export_contrib import CONTRIB_EMITTERS
 from .export_nn import ONNX_ACTIVATIONS
 
-__all__ = ["NCHWC_DOMAIN", "ort_nchwc_block_size", "ort_conv_block", "blocked_pool2d", "relayout"]
-
-#: ONNX Runtime's domain of the NCHWc kernels
-NCHWC_DOMAIN = "com.microsoft.nchwc"
-
-
-@functools.lru_cache(maxsize=1)
-def ort_nchwc_block_size() -> int | None:
-    """The channel block of the installed ONNX Runtime's NCHWc kernels on this machine (None without it).
-
-    MLAS decides it from the CPU (`MlasNchwcGetBlockSize`) and Python cannot ask it directly, so
-    this optimizes a one-channel convolution with ONNX Runtime's layout transformer on and reads the
-    padded channel count of the reordered weight in the saved graph.
-    """
-    try:
-        import onnxruntime as ort
-    except ImportError:
-        return None
-    from onnx import TensorProto, helper, numpy_helper
-    weight = numpy_helper.from_array(np.ones((1, 4, 1, 1), np.float32), "w")
-    graph = helper.make_graph([helper.make_node("Conv", ["x", "w"], ["y"])], "probe",
-                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4, 2, 2])],
-                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 1, 2, 2])], [weight])
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
-    with tempfile.TemporaryDirectory() as tmp:
-        options = ort.SessionOptions()
-        options.log_severity_level = 3
-        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-        options.optimized_model_filepath = os.path.join(tmp, "probe.onnx")
-        ort.InferenceSession(model.SerializeToString(), options, providers=["CPUExecutionProvider"])
-        optimized = onnx.load(options.optimized_model_filepath)
-    if not any(n.domain == NCHWC_DOMAIN for n in optimized.graph.node):
-        return None
-    weights = [list(t.dims) for t in optimized.graph.initializer if len(t.dims) == 4]
-    return int(weights[0][0]) if weights else None
+__all__ = ["NCHWC_DOMAIN", "ort_nchwc_block_size", "blocked_pool2d", "relayout"]
 
 
 # -- standard ONNX ---------------------------------------------------------------------------------
@@ -190,47 +154,21 @@ def _view(ctx: EmitContext, name: str, shape: Sequence[int]) -> str:
     return ctx.node("Reshape", [name, ctx.ints(shape)])
 
 
-def _blocked(layout: str, plain: str) -> int | None:
-    """The block of C when `layout` is `plain` plus a channel block (NCHW{B}c / NHWC{B}c), else None."""
-    axes = parse_layout(layout)
-    if primal_axes(layout) != plain or len(axes) != len(plain) + 1 or axes[-1][0] != "c":
-        return None
-    return axes[-1][1]
-
-
 def emit_reorder(ctx: EmitContext, call: Call, args: Sequence[Value]) -> Value | None:
     """NCHW/NHWC <-> NCHW{B}c as ReorderInput / ReorderOutput (4-D float32, channels a multiple of B)."""
     src, dst = call.attrs.src_layout, call.attrs.dst_layout
     if not _float32(ctx, call) or ctx.type_of(call.args[0]).ndim not in (4, 5):
         return None
     for plain in ("NCHW", "NHWC"):
-        if src == plain and (block := _blocked(dst, "NCHW")) is not None and _machine_block(ctx, call, block):
+        if src == plain and (block := channel_block(dst, "NCHW")) is not None and _machine_block(ctx, call, block):
             out = ctx.node("ReorderInput", [args[0]], domain=NCHWC_DOMAIN, channels_last=int(plain == "NHWC"))
             return _view(ctx, out, [0, -1, 0, 0, block])
-        if dst == plain and (block := _blocked(src, "NCHW")) is not None and _machine_block(ctx, call, block):
+        if dst == plain and (block := channel_block(src, "NCHW")) is not None and _machine_block(ctx, call, block):
             outer = ctx.type_of(call.args[0]).shape[1]
             flat = _view(ctx, args[0], [0, outer * block, 0, 0])
             return ctx.node("ReorderOutput", [flat], domain=NCHWC_DOMAIN, channels=outer * block,
                             channels_last=int(plain == "NHWC"))
     return None
-
-
-def ort_conv_block(attrs: Attrs, in_channels: int, out_channels: int) -> int | None:
-    """The block of a blocked convolution that ONNX Runtime's NCHWc Conv runs as it is laid out, else None:
-    blocked data and OIHW{B}i{B}o weights; unblocked data of fewer than B channels and OIHW{B}o weights;
-    or a depthwise convolution on blocked data with OIHW1i{B}o weights."""
-    block = _blocked(attrs.out_layout or attrs.data_layout, "NCHW")
-    if block is None:
-        return None
-    if attrs.groups == 1 and attrs.data_layout == "NCHW" and in_channels < block:
-        expected = ("NCHW", f"OIHW{block}o")
-    elif attrs.groups == 1:
-        expected = (f"NCHW{block}c", f"OIHW{block}i{block}o")
-    elif attrs.groups == in_channels == out_channels:
-        expected = (f"NCHW{block}c", f"OIHW1i{block}o")
-    else:
-        return None
-    return block if (attrs.data_layout, attrs.kernel_layout) == expected else None
 
 
 def emit_nchwc_conv(ctx: EmitContext, call: Call, args: Sequence[Value]) -> Value | None:

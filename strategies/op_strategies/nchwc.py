@@ -16,7 +16,7 @@ from __future__ import annotations
 from typing import Sequence
 
 from ir.attrs import Attrs
-from ir.frontend.export_nchwc import ort_conv_block, ort_nchwc_block_size
+from ir.ort_nchwc import ort_conv_block, ort_nchwc_block_size
 from ir.op.layout import BLOCKED_CONVS, logical_sizes
 from ir.op.registry import get_op
 from ir.types import TensorType, Type

@@ -10,8 +10,9 @@
     conv_NCHWc(x, w)                      -> conv_NCHWc(x, w, -0.0)               a bias that changes nothing
     act(conv_NCHWc(...) + bias [+ sum])   -> conv_NCHWc(...; activation)          ONNX Runtime's fused forms
 
-`B` is the channel block of ONNX Runtime's NCHWc kernels on this machine (`ort_nchwc_block_size`;
-8 where ONNX Runtime is missing), so the blocked forms are the ones the ort target runs. The weight
+`B` is the channel block of ONNX Runtime's NCHWc kernels on this machine
+(`ir.ort_nchwc.ort_nchwc_block_size`; 8 where ONNX Runtime is missing), so the blocked forms are
+the ones the ort target runs. The weight
 `w'` is `w` reordered once, as a constant. Every convolution gets a blocked twin wrapped in
 transforms from and back to its own layout, so a blocked value never reaches a graph input or
 output: the extractor keeps a region blocked only where the transforms between its convolutions
@@ -32,7 +33,7 @@ from __future__ import annotations
 import numpy as np
 
 from ir import Expr, relay
-from ir.frontend.export_nchwc import ort_nchwc_block_size
+from ir.ort_nchwc import ort_nchwc_block_size
 from ir.op.layout import blocked_layout
 from ir.op.registry import make_call
 

@@ -1,0 +1,81 @@
+"""ONNX Runtime's NCHWc kernels as the rest of the project sees them: the machine's channel block and
+the blocked convolutions its `Conv` runs as they are laid out.
+
+Needs neither `onnx` nor `onnxruntime` to import: without them there is no block size (None).
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import tempfile
+
+import numpy as np
+
+from .attrs import Attrs
+from .op.layout import parse_layout, primal_axes
+
+__all__ = ["NCHWC_DOMAIN", "ort_nchwc_block_size", "ort_conv_block", "channel_block"]
+
+#: ONNX Runtime's domain of the NCHWc kernels
+NCHWC_DOMAIN = "com.microsoft.nchwc"
+
+
+@functools.lru_cache(maxsize=1)
+def ort_nchwc_block_size() -> int | None:
+    """The channel block of the installed ONNX Runtime's NCHWc kernels on this machine (None without it).
+
+    MLAS decides it from the CPU (`MlasNchwcGetBlockSize`) and Python cannot ask it directly, so
+    this optimizes a one-channel convolution with ONNX Runtime's layout transformer on and reads the
+    padded channel count of the reordered weight in the saved graph.
+    """
+    try:
+        import onnx
+        import onnxruntime as ort
+        from onnx import TensorProto, helper, numpy_helper
+    except ImportError:
+        return None
+    weight = numpy_helper.from_array(np.ones((1, 4, 1, 1), np.float32), "w")
+    graph = helper.make_graph([helper.make_node("Conv", ["x", "w"], ["y"])], "probe",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4, 2, 2])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 1, 2, 2])], [weight])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    with tempfile.TemporaryDirectory() as tmp:
+        options = ort.SessionOptions()
+        options.log_severity_level = 3
+        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+        options.optimized_model_filepath = os.path.join(tmp, "probe.onnx")
+        ort.InferenceSession(model.SerializeToString(), options, providers=["CPUExecutionProvider"])
+        optimized = onnx.load(options.optimized_model_filepath)
+    if not any(n.domain == NCHWC_DOMAIN for n in optimized.graph.node):
+        return None
+    weights = [list(t.dims) for t in optimized.graph.initializer if len(t.dims) == 4]
+    return int(weights[0][0]) if weights else None
+
+
+
+def channel_block(layout: str, plain: str) -> int | None:
+    """The block of C when `layout` is `plain` plus a channel block (NCHW{B}c / NHWC{B}c), else None."""
+    axes = parse_layout(layout)
+    if primal_axes(layout) != plain or len(axes) != len(plain) + 1 or axes[-1][0] != "c":
+        return None
+    return axes[-1][1]
+
+
+
+def ort_conv_block(attrs: Attrs, in_channels: int, out_channels: int) -> int | None:
+    """The block of a blocked convolution that ONNX Runtime's NCHWc Conv runs as it is laid out, else None:
+    blocked data and OIHW{B}i{B}o weights; unblocked data of fewer than B channels and OIHW{B}o weights;
+    or a depthwise convolution on blocked data with OIHW1i{B}o weights."""
+    block = channel_block(attrs.out_layout or attrs.data_layout, "NCHW")
+    if block is None:
+        return None
+    if attrs.groups == 1 and attrs.data_layout == "NCHW" and in_channels < block:
+        expected = ("NCHW", f"OIHW{block}o")
+    elif attrs.groups == 1:
+        expected = (f"NCHW{block}c", f"OIHW{block}i{block}o")
+    elif attrs.groups == in_channels == out_channels:
+        expected = (f"NCHW{block}c", f"OIHW1i{block}o")
+    else:
+        return None
+    return block if (attrs.data_layout, attrs.kernel_layout) == expected else None
