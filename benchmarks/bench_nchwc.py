@@ -164,10 +164,11 @@ def main(argv: list[str] | None = None) -> None:
              f"original-with-ORT-all latency / program latency (median of per-round ratios; above 1 is faster). "
              f"Outputs equal the original's within 1e-4. `nchwc_convs` / `reorders`: ONNX Runtime NCHWc Conv and "
              f"Reorder nodes in our export (one ReorderInput is the block-size guard).")
-    layers = Section("Layers: ONNX Runtime's FusedConv against its NCHWc Conv", _layers(
-        LAYERS[:2] if args.small else LAYERS, block, args.threads, args.rounds, args.runs), ["layer", "fused_conv_ms", "nchwc_ms", "speedup"],
-        "One convolution with bias and relu, its data already blocked for the NCHWc kernel (no reorders), ORT's "
-        "optimizer off; same rounds and clock as above.")
+    measured = _layers(LAYERS[:2] if args.small else LAYERS, block, args.threads, args.rounds, args.runs)
+    layers = Section("Layers: ONNX Runtime's FusedConv against its NCHWc Conv", measured,
+                     ["layer", "fused_conv_ms", "nchwc_ms", "speedup"],
+                     "One convolution with bias and relu, its data already blocked for the NCHWc kernel (no "
+                     "reorders), ORT's optimizer off; same rounds and clock as above.")
     path = write_results("nchwc_small" if args.small else "nchwc", rows,
                          ["program", "median_ms", "ratio_vs_original_all", "ratio_range", "nchwc_convs", "reorders",
                           "optimize_s", "stop", "workloads", "tune_s"], notes, sections=[layers])
