@@ -34,7 +34,7 @@ import numpy as np
 
 import ir
 from ir import IRModule
-from ir.types import TensorType
+from ir.types import TensorType, dim_value
 from ir.visitor import post_order
 
 from .errors import VerificationError
@@ -103,7 +103,7 @@ def random_inputs(mod: IRModule, skip: Sequence[str] = (), seed: int = 0, kind: 
         if p.name_hint in skip:
             continue
         ty = _param_type(p)
-        shape = tuple(d if isinstance(d, int) else SYMBOLIC_DIM for d in ty.shape)
+        shape = tuple(dim_value(d, SYMBOLIC_DIM) for d in ty.shape)
         if ty.dtype == "bool":
             out[p.name_hint] = rng.random(shape) < 0.5
         elif ty.dtype.startswith(("int", "uint")):
@@ -164,7 +164,7 @@ def _tensor_bytes(mod: IRModule) -> int:
         ty = getattr(node, "_checked_type", None)
         for t in (ty.fields if isinstance(ty, ir.TupleType) else (ty,)):
             if isinstance(t, TensorType):
-                count = int(np.prod([d if isinstance(d, int) else SYMBOLIC_DIM for d in t.shape], dtype=np.float64))
+                count = int(np.prod([dim_value(d, SYMBOLIC_DIM) for d in t.shape], dtype=np.float64))
                 total += count * _itemsize(t.dtype)
     return total
 

@@ -14,7 +14,7 @@ import numpy as np
 
 __all__ = [
     "Type", "TensorType", "TupleType", "FuncType", "SizeVar", "DimExpr", "FloorDiv", "SymbolicDim", "AnyDim", "Any",
-    "Dim", "floor_divide", "normalize_dtype", "normalize_shape", "is_static", "dim_str",
+    "Dim", "floor_divide", "dim_value", "normalize_dtype", "normalize_shape", "is_static", "dim_str",
 ]
 
 
@@ -231,6 +231,18 @@ def floor_divide(a, b):
 Any = AnyDim()
 Dim = Union[int, SizeVar, DimExpr, FloorDiv, AnyDim]
 SymbolicDim = (SizeVar, DimExpr, FloorDiv)
+
+
+def dim_value(d: Dim, size: int) -> int:
+    """The length `d` has when every size variable (and every `Any`) is `size`: how estimates and
+    test inputs size a symbolic dimension, consistently (`N * 2048` is `2048 * size`)."""
+    if isinstance(d, AnyDim) or isinstance(d, SizeVar):
+        return size
+    if isinstance(d, FloorDiv):
+        return dim_value(d.numerator, size) // max(dim_value(d.denominator, size), 1)
+    if isinstance(d, DimExpr):
+        return sum(c * int(np.prod([dim_value(a, size) for a in m], dtype=np.int64)) for m, c in d.terms)
+    return int(d)
 
 
 def normalize_dim(d) -> Dim:

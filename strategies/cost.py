@@ -29,7 +29,7 @@ from ir.expr import Call, Expr
 from ir.module import IRModule
 from ir.op.registry import Op, get_op
 from ir.type_infer import infer_type
-from ir.types import TensorType, TupleType, Type
+from ir.types import TensorType, TupleType, Type, dim_value
 from ir.visitor import post_order
 
 from .constants import constant_subgraph
@@ -132,7 +132,7 @@ class CostModel:
         """`ty` with every symbolic dimension replaced by `assumed_dim`."""
         if isinstance(ty, TupleType):
             return TupleType([self._concrete(f) for f in ty.fields])
-        return TensorType([d if isinstance(d, int) else self.assumed_dim for d in ty.shape], ty.dtype)
+        return TensorType([dim_value(d, self.assumed_dim) for d in ty.shape], ty.dtype)
 
     def _selected(self, workload: Workload) -> tuple[OpImplementation, float | None]:
         """The implementation selection would pick, and its tuned latency when the log has one."""

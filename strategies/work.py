@@ -15,7 +15,7 @@ import numpy as np
 from ir.attrs import Attrs
 from ir.op.layout import BLOCKED_CONVS, plain_conv_types
 from ir.op.shapes import normalize_axis
-from ir.types import TensorType, TupleType, Type
+from ir.types import TensorType, TupleType, Type, dim_value
 
 from .roofline import Work
 
@@ -41,7 +41,7 @@ def numel(ty: Type, assumed_dim: int = ASSUMED_DIM) -> int:
     """Elements of a tensor type (all fields of a tuple type)."""
     if isinstance(ty, TupleType):
         return sum(numel(f, assumed_dim) for f in ty.fields)
-    return math.prod(d if isinstance(d, int) else assumed_dim for d in ty.shape)
+    return math.prod(dim_size(d, assumed_dim) for d in ty.shape)
 
 
 def nbytes(ty: Type, assumed_dim: int = ASSUMED_DIM) -> int:
@@ -52,8 +52,8 @@ def nbytes(ty: Type, assumed_dim: int = ASSUMED_DIM) -> int:
 
 
 def dim_size(d, assumed_dim: int = ASSUMED_DIM) -> int:
-    """A dimension's size; a symbolic one counts as `assumed_dim`."""
-    return d if isinstance(d, int) else assumed_dim
+    """A dimension's size, every size variable in a symbolic one counting as `assumed_dim`."""
+    return d if isinstance(d, int) else dim_value(d, assumed_dim)
 
 
 def conv_macs(attrs: Attrs, in_types: Sequence[Type], out_type: Type, assumed_dim: int = ASSUMED_DIM) -> int:

@@ -6,7 +6,7 @@ import pytest
 
 import ir
 from ir import relay
-from ir.types import DimExpr, FloorDiv, SizeVar
+from ir.types import Any, DimExpr, FloorDiv, SizeVar, dim_value
 
 N, S = SizeVar("N"), SizeVar("S")
 
@@ -73,3 +73,11 @@ def test_relations_keep_symbolic_dims(build, expected):
 
 def test_reshape_to_a_size_that_does_not_divide_is_unknown():
     assert infer(relay.reshape(v("x", N, 3), [2, -1])) == "Tensor[(2, ?), float32]"
+
+
+def test_dim_value_takes_every_size_variable_as_one_size():
+    n, s = SizeVar("N"), SizeVar("S")
+    assert dim_value(n * 2048, 4) == 8192
+    assert dim_value((n - 2) // 2 + 1, 10) == 5
+    assert dim_value(n * s + 1, 3) == 10
+    assert dim_value(Any, 7) == 7 and dim_value(5, 7) == 5

@@ -91,3 +91,10 @@ def test_fusion_pays_more_on_cuda():
     fused = relay.nn.conv2d_bias_act(x, w, b, padding=1, activation="relu")
     gain = {t: CostModel(t).program_cost(unfused) / CostModel(t).program_cost(fused) for t in ("cpu", "cuda")}
     assert 1.0 < gain["cpu"] < gain["cuda"]
+
+
+def test_a_symbolic_dimension_costs_as_its_expression_at_the_assumed_size():
+    from ir.types import SizeVar
+    from strategies.work import ASSUMED_DIM, numel
+    n = SizeVar("N")
+    assert numel(ir.TensorType((n * 4, 3), "float32")) == ASSUMED_DIM * 4 * 3
