@@ -305,6 +305,14 @@ def _skip_layer_norm(attrs, xs, out_type):
     return _layer_norm(attrs, xs[0] + xs[1], *xs[2:])
 
 
+@_kernel("nn.attention", "nn.masked_attention")
+def _attention(attrs, xs, out_type):
+    """torch's fused scaled dot-product attention (an additive float mask, as the op's)."""
+    q, k, v, *mask = xs
+    return _torch().nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=mask[0] if mask else None,
+                                                               scale=attrs.scale)
+
+
 @_kernel("nn.softmax")
 def _softmax(attrs, xs, out_type):
     return _torch().softmax(xs[0], dim=attrs.axis)
