@@ -460,8 +460,7 @@ def convert_reduce(ctx: NodeContext) -> Expr:
 
 @converter("ArgMax", "ArgMin")
 def convert_arg_reduce(ctx: NodeContext) -> Expr:
-    if ctx.attr("select_last_index", 0):
-        raise ctx.unsupported("select_last_index", 1, "ties must resolve to the first index")
     op = "argmax" if ctx.op_type == "ArgMax" else "argmin"
-    index = ctx.call(op, ctx.input(0), axis=ctx.attr("axis", 0), keepdims=bool(ctx.attr("keepdims", 1)))
+    index = ctx.call(op, ctx.input(0), axis=ctx.attr("axis", 0), keepdims=bool(ctx.attr("keepdims", 1)),
+                     select_last_index=bool(ctx.attr("select_last_index", 0)))
     return ctx.call("cast", index, dtype="int64")  # ONNX indices are int64, the IR's int32

@@ -23,8 +23,6 @@ def _gap(name: str) -> str | None:
     """Why onnx's case `name` does not pass yet, or None."""
     if "bfloat16" in name:
         return "the frontend has no bfloat16"
-    if "select_last_index" in name:
-        return "ArgMax/ArgMin import refuses select_last_index (the IR op has it)"
     return None
 
 

@@ -108,7 +108,6 @@ def test_conv_channel_mismatch():
 
 @pytest.mark.parametrize("node, opset, culprit", [
     (helper.make_node("Pad", ["x", "pads"], ["y"], mode="wrap", name="p"), 19, "mode='wrap'"),
-    (helper.make_node("ArgMax", ["x"], ["y"], select_last_index=1, name="p"), 13, "select_last_index=1"),
     (helper.make_node("Conv", ["x", "w"], ["y"], auto_pad="SAME_SOMEWHERE", name="p"), 13, "auto_pad='SAME_SOMEWHERE'"),
     (helper.make_node("Gelu", ["x"], ["y"], approximate="erf", name="p"), 20, "approximate='erf'"),
 ])
