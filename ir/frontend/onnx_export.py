@@ -225,6 +225,17 @@ def _check_param(var: Var, value: np.ndarray) -> None:
                             f"but the parameter is {ty}")
 
 
+def _domains(graph: onnx.GraphProto) -> set[str]:
+    """The operator domains of the graph's nodes, subgraphs included."""
+    found = set()
+    for node in graph.node:
+        found.add(node.domain)
+        for attr in node.attribute:
+            for sub in (*([attr.g] if attr.HasField("g") else []), *attr.graphs):
+                found |= _domains(sub)
+    return found
+
+
 def to_onnx(mod: IRModule | Expr, params: Mapping[str, np.ndarray] | None = None, opset: int | None = None,
             name: str = "main", contrib: bool = False) -> onnx.ModelProto:
     """Export `mod["main"]` (or an expression) as an ONNX model checked by `onnx.checker`.
@@ -283,7 +294,8 @@ def to_onnx(mod: IRModule | Expr, params: Mapping[str, np.ndarray] | None = None
     ir_version = onnx.helper.find_min_ir_version_for(opset_ids)
     if contrib:
         opset_ids.append(onnx.helper.make_opsetid(CONTRIB_DOMAIN, CONTRIB_OPSET))
-        opset_ids.append(onnx.helper.make_opsetid(export_nchwc.NCHWC_DOMAIN, CONTRIB_OPSET))
+        if export_nchwc.NCHWC_DOMAIN in _domains(graph):
+            opset_ids.append(onnx.helper.make_opsetid(export_nchwc.NCHWC_DOMAIN, CONTRIB_OPSET))
     model = onnx.helper.make_model(graph, opset_imports=opset_ids, producer_name="relay-eqsat",
                                    ir_version=ir_version)
     exporter.write_initializers(model.graph)
