@@ -46,7 +46,7 @@ from eqsat.candidates import candidate_workloads
 from eqsat.optimize import extract_program, saturate_program
 from strategies.executor import prepare_program
 from strategies.ort_timing import GRAPH_OPTIMIZATION, bound_run, ort_session, timing_clock
-from strategies.tuning import tune_workloads
+from strategies.tuning import program_weight_bytes, tune_workloads
 
 from .bench_eqsat import data_inputs
 from .report import write_results
@@ -89,6 +89,7 @@ def measure(name: str, small: bool, threads: int, rounds: int, repeat: int, pass
     label = name + (" (small)" if small else "")
     sat = saturate_program(mod, params)
     items = candidate_workloads(sat.view, "ort")
+    weights = program_weight_bytes(mod, params)
     roofline = strategies.CostModel("ort")
     programs: dict[str, tuple[ir.IRModule, dict]] = {"input": (mod, params)}
     sessions: dict[str, Any] = {}
@@ -97,7 +98,8 @@ def measure(name: str, small: bool, threads: int, rounds: int, repeat: int, pass
     with tempfile.TemporaryDirectory() as tmp:
         for index in range(passes):
             start = time.perf_counter()
-            records = tune_workloads(items, "ort", log=Path(tmp) / f"ort{index}.jsonl", repeat=rounds, threads=threads)
+            records = tune_workloads(items, "ort", log=Path(tmp) / f"ort{index}.jsonl", repeat=rounds, threads=threads,
+                                     weight_bytes=weights)
             tune_s = time.perf_counter() - start
             tuned = strategies.CostModel("ort", records)
             if not sessions:  # the programs are extracted once, with the first pass's log

@@ -42,7 +42,7 @@ from strategies.coverage import tuning_coverage
 from strategies.devices import require_device
 from strategies.records import read_log
 from strategies.executor import prepare_program
-from strategies.tuning import tune_workloads, workload_constants
+from strategies.tuning import program_weight_bytes, tune_workloads, workload_constants
 
 from .atomic import write_files
 from .bisect import bisect_unsound
@@ -271,7 +271,7 @@ def _cmd_tune(args: argparse.Namespace) -> int:
     else:
         items = workload_constants(mod, params)
     records = tune_workloads(items, args.target, log=args.log, trials=args.trials, repeat=args.repeat,
-                             threads=args.threads)
+                             threads=args.threads, weight_bytes=program_weight_bytes(mod, params))
     workloads = [w for w, _ in items if w.static]
     target = strategies.Target(args.target)
     if "ort" in target.keys:

@@ -7,6 +7,13 @@ standard subgraph the exporter emits for it, and run in an `InferenceSession` on
 ort target's graph optimization level (`GRAPH_OPTIMIZATION`: the ort target's programs run with
 ONNX Runtime's optimizer off) and a fixed intra-op thread count.
 
+Weights are as cold as in the program: a program holding `weight_bytes` of weights reads each
+call's weights from wherever that many bytes live (L2, L3 or main memory), which decides the
+latency of a call that streams its weights (a matrix-vector product). So a workload with weights
+is timed as `copies` calls on the same data inputs, each with its own weights, adding up to about
+`weight_bytes` (at most `MAX_COPIES` calls); only the last call's outputs are graph outputs, so
+the others' buffers are reused, and each sample is divided by `copies`.
+
 Timing: every session is warmed up, then each of `rounds` rounds runs every workload once (a batch
 of runs at least `MIN_BATCH_US` long, averaged), so a change of load on the machine hits all
 workloads alike. With one intra-op thread ONNX Runtime computes on the calling thread, so the
@@ -17,7 +24,7 @@ graph: the slope of a chain of them) is subtracted from each sample, so a worklo
 dispatch cost of its nodes, as it has in a whole model. One record per workload holds the
 samples; its median is the workload's latency. The record names the implementation
 `ORT_IMPLEMENTATION`, and its config says how it was measured (thread count, optimization level,
-clock, ONNX Runtime version, the overhead subtracted).
+clock, ONNX Runtime version, the overhead subtracted, copies).
 """
 
 from __future__ import annotations
@@ -37,9 +44,10 @@ from ir.op.registry import get_op
 from ir.types import TensorType, TupleType, Type
 
 from .records import ErrorCode, TuningRecord
+from .work import nbytes
 from .workload import Workload
 
-__all__ = ["ORT_IMPLEMENTATION", "GRAPH_OPTIMIZATION", "MIN_BATCH_US", "ort_session", "default_threads",
+__all__ = ["ORT_IMPLEMENTATION", "GRAPH_OPTIMIZATION", "MIN_BATCH_US", "MAX_COPIES", "ort_session", "copies_for", "default_threads",
            "workload_program", "bound_run", "timing_clock", "time_workloads"]
 
 logger = logging.getLogger("strategies")
@@ -53,6 +61,8 @@ MIN_BATCH_US = 500.0
 _MAX_BATCH = 1000
 _WARMUP_RUNS = 3
 _CHAIN = 33  # nodes of the chain whose slope is the cost of one node in a graph
+#: calls of a workload with weights timed together, at most (see the module docstring)
+MAX_COPIES = 64
 
 
 def default_threads() -> int:
@@ -88,30 +98,52 @@ def ort_session(model: Any, threads: int, optimization: str = GRAPH_OPTIMIZATION
     return ort.InferenceSession(data, options, providers=["CPUExecutionProvider"])
 
 
-def workload_program(workload: Workload, constant: frozenset[int],
-                     rng: np.random.Generator) -> tuple[Function, dict[str, np.ndarray]]:
-    """A one-call function of `workload` and random values for its parameters.
+def copies_for(workload: Workload, constant: frozenset[int], weight_bytes: int) -> int:
+    """How many calls of `workload`, each with its own weights, add up to about `weight_bytes` of weights."""
+    own = sum(nbytes(workload.in_types[i]) for i in constant)
+    return max(1, min(MAX_COPIES, round(weight_bytes / own))) if own else 1
 
-    Inputs at the positions in `constant` are random constants; a tuple-typed input is a tuple of
-    parameters (or constants), one per field.
+
+def workload_program(workload: Workload, constant: frozenset[int], rng: np.random.Generator,
+                     copies: int = 1) -> tuple[Function, dict[str, np.ndarray]]:
+    """A function of `copies` calls of `workload` (a tuple of them when more than one) and random
+    values for its parameters.
+
+    Inputs at the positions in `constant` are random constants, distinct per call; the others are
+    parameters every call shares. A tuple-typed input is a tuple of parameters (or constants).
     """
     from .tuning import random_value  # tuning runs this module's timing: imported here, not at the top
     params: list[Var] = []
     feeds: dict[str, np.ndarray] = {}
 
-    def leaf(name: str, ty: Type, is_constant: bool) -> Expr:
+    def leaf(name: str, ty: Type) -> Expr:
         if isinstance(ty, TupleType):
-            return Tuple([leaf(f"{name}_{i}", f, is_constant) for i, f in enumerate(ty.fields)])
+            return Tuple([leaf(f"{name}_{i}", f) for i, f in enumerate(ty.fields)])
         assert isinstance(ty, TensorType)
-        value = random_value(ty, rng)
-        if is_constant:
-            return Constant(value)
         params.append(Var(name, ty))
-        feeds[name] = value
+        feeds[name] = random_value(ty, rng)
         return params[-1]
 
-    args = [leaf(f"in{i}", ty, i in constant) for i, ty in enumerate(workload.in_types)]
-    return Function(params, Call(get_op(workload.op), args, workload.attrs)), feeds
+    def weight(ty: Type) -> Expr:
+        if isinstance(ty, TupleType):
+            return Tuple([weight(f) for f in ty.fields])
+        return Constant(random_value(ty, rng))
+
+    shared = {i: leaf(f"in{i}", ty) for i, ty in enumerate(workload.in_types) if i not in constant}
+    calls = [Call(get_op(workload.op), [weight(ty) if i in constant else shared[i]
+                                        for i, ty in enumerate(workload.in_types)], workload.attrs)
+             for _ in range(copies)]
+    return Function(params, calls[0] if copies == 1 else Tuple(calls)), feeds
+
+
+def _export(workload: Workload, constant: frozenset[int], rng: np.random.Generator,
+            copies: int) -> tuple[Any, dict[str, np.ndarray]]:
+    """The ONNX model of `workload_program` whose graph outputs are the last call's alone."""
+    from ir.frontend import to_onnx
+    func, feeds = workload_program(workload, constant, rng, copies)
+    model = to_onnx(func, contrib=True)
+    del model.graph.output[:len(model.graph.output) - len(model.graph.output) // copies]
+    return model, feeds
 
 
 @dataclass
@@ -161,16 +193,16 @@ def _identity_chain(nodes: int, threads: int, optimization: str, clock: Callable
 
 
 def time_workloads(items: Sequence[tuple[Workload, frozenset[int]]], target: str = "ort", rounds: int = 5,
-                   threads: int | None = None, optimization: str = GRAPH_OPTIMIZATION,
-                   seed: int = 0) -> list[TuningRecord]:
+                   threads: int | None = None, optimization: str = GRAPH_OPTIMIZATION, seed: int = 0,
+                   weight_bytes: int = 0) -> list[TuningRecord]:
     """One record per workload with its latencies in ONNX Runtime, in the order given.
 
     `items` pairs each workload (static shapes) with the input positions that are constants in the
-    program. A workload that cannot be exported or run gets a failed record saying why.
+    program; `weight_bytes` is how many bytes of weights the program holds (see the module
+    docstring). A workload that cannot be exported or run gets a failed record saying why.
     """
     import onnxruntime as ort
 
-    from ir.frontend import to_onnx
     if rounds < 1:
         raise ValueError(f"rounds must be >= 1, got {rounds}")
     threads = default_threads() if threads is None else threads
@@ -180,11 +212,11 @@ def time_workloads(items: Sequence[tuple[Workload, frozenset[int]]], target: str
     rng = np.random.default_rng(seed)
     timed: dict[int, _Timed] = {}
     failed: dict[int, str] = {}
+    copies = [copies_for(workload, constant, weight_bytes) for workload, constant in items]
     for i, (workload, constant) in enumerate(items):
         try:
-            func, feeds = workload_program(workload, constant, rng)
-            session = ort_session(to_onnx(func, contrib=True), threads, optimization)
-            timed[i] = _Timed(bound_run(session, feeds), clock)
+            model, feeds = _export(workload, constant, rng, copies[i])
+            timed[i] = _Timed(bound_run(ort_session(model, threads, optimization), feeds), clock)
             timed[i].calibrate()
         except Exception as err:  # a workload ONNX Runtime cannot run is a measurement result, not a crash
             timed.pop(i, None)
@@ -204,10 +236,10 @@ def time_workloads(items: Sequence[tuple[Workload, frozenset[int]]], target: str
     records = []
     for i, (workload, _) in enumerate(items):
         if i in timed:
-            costs = tuple(max(0.0, s - overhead_us) for s in timed[i].samples)
+            costs = tuple(max(0.0, s - overhead_us) / copies[i] for s in timed[i].samples)
             error, message = ErrorCode.NO_ERROR, ""
         else:
             costs, error, message = (), ErrorCode.RUNTIME_ERROR, failed[i]
-        records.append(TuningRecord(target, workload.key, workload.op, ORT_IMPLEMENTATION, dict(config), costs,
-                                    int(error), message, now))
+        records.append(TuningRecord(target, workload.key, workload.op, ORT_IMPLEMENTATION,
+                                    {**config, "copies": copies[i]}, costs, int(error), message, now))
     return records

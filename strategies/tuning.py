@@ -40,7 +40,8 @@ from .strategy import OpImplementation
 from .target import Target, as_target
 from .workload import Workload
 
-__all__ = ["tune", "tune_workloads", "program_workloads", "workload_constants", "random_value"]
+__all__ = ["tune", "tune_workloads", "program_workloads", "workload_constants", "program_weight_bytes",
+           "random_value"]
 
 logger = logging.getLogger("strategies")
 
@@ -60,6 +61,12 @@ def workload_constants(mod: IRModule | Expr,
             constant = frozenset(i for i, arg in enumerate(node.args) if isinstance(arg, Constant))
             seen.setdefault(workload.key, (workload, constant))
     return list(seen.values())
+
+
+def program_weight_bytes(mod: IRModule | Expr, params: Mapping[str, Any] | None = None) -> int:
+    """The bytes of a program's constants (weights), after binding params and folding constants."""
+    return sum(np.asarray(node.data).nbytes for node in post_order(prepare_program(mod, params))
+               if isinstance(node, Constant))
 
 
 def random_value(ty: Type, rng: np.random.Generator) -> Any:
@@ -159,14 +166,19 @@ def tune(mod: IRModule | Expr, target: Target | str = "cpu", log: str | os.PathL
     measurement of `repeat` rounds with `threads` intra-op threads (default: the CPUs this process
     may use). Returns the records written.
     """
-    return tune_workloads(workload_constants(mod, params), target, log, trials, repeat, seed, threads)
+    weights = program_weight_bytes(mod, params) if "ort" in as_target(target).keys else 0
+    return tune_workloads(workload_constants(mod, params), target, log, trials, repeat, seed, threads, weights)
 
 
 def tune_workloads(items: Sequence[tuple[Workload, frozenset[int]]], target: Target | str = "cpu",
                    log: str | os.PathLike = "tuning.jsonl", trials: int = 16, repeat: int = 3, seed: int = 0,
-                   threads: int | None = None) -> list[TuningRecord]:
+                   threads: int | None = None, weight_bytes: int = 0) -> list[TuningRecord]:
     """`tune` for given workloads, each paired with the input positions that are constants (weights)
-    where it is called (see `workload_constants`); each distinct static workload is measured once."""
+    where it is called (see `workload_constants`); each distinct static workload is measured once.
+
+    `weight_bytes` is the size of the program's weights (`program_weight_bytes`): on an `ort`
+    target each call's weights are timed as cold as in a program of that size (see
+    `strategies.ort_timing`)."""
     target = as_target(target)
     require_device(target)
     for name, value in (("trials", trials), ("repeat", repeat)):
@@ -179,7 +191,7 @@ def tune_workloads(items: Sequence[tuple[Workload, frozenset[int]]], target: Tar
             continue
         distinct.setdefault(workload.key, (workload, constant))
     if "ort" in target.keys:
-        return _tune_in_ort(list(distinct.values()), target, log, repeat, seed, threads)
+        return _tune_in_ort(list(distinct.values()), target, log, repeat, seed, threads, weight_bytes)
     rng = np.random.default_rng(seed)
     written: list[TuningRecord] = []
     for workload, constant in distinct.values():
@@ -193,9 +205,9 @@ def tune_workloads(items: Sequence[tuple[Workload, frozenset[int]]], target: Tar
 
 
 def _tune_in_ort(items: list[tuple[Workload, frozenset[int]]], target: Target, log: str | os.PathLike,
-                 repeat: int, seed: int, threads: int | None) -> list[TuningRecord]:
+                 repeat: int, seed: int, threads: int | None, weight_bytes: int) -> list[TuningRecord]:
     """One ONNX Runtime record per workload, all timed in the same rounds, appended together."""
-    records = time_workloads(items, target.kind, rounds=repeat, threads=threads, seed=seed)
+    records = time_workloads(items, target.kind, rounds=repeat, threads=threads, seed=seed, weight_bytes=weight_bytes)
     append_records(log, records)
     for record, (workload, _) in zip(records, items):
         logger.info("tune: %s: %s", workload.describe(),

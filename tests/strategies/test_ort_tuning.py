@@ -13,7 +13,7 @@ from ir import relay
 from ir.types import TensorType
 from strategies import CostModel, tune
 from strategies.executor import prepare_program
-from strategies.ort_timing import GRAPH_OPTIMIZATION, ORT_IMPLEMENTATION
+from strategies.ort_timing import GRAPH_OPTIMIZATION, MAX_COPIES, ORT_IMPLEMENTATION, copies_for, workload_program
 from strategies.records import TuningRecord, read_log
 from strategies.tuning import program_workloads, tune_workloads, workload_constants
 from strategies.workload import Workload
@@ -117,3 +117,19 @@ def test_a_bad_log_is_validated_line_by_line(tmp_path, caplog):
     skipped = [r.getMessage() for r in caplog.records]
     assert any("bad.jsonl:2" in m for m in skipped) and any("bad.jsonl:3" in m for m in skipped)
     assert any("bad.jsonl:4" in m for m in skipped)
+
+
+def test_weights_are_timed_as_cold_as_the_programs_weights(tmp_path):
+    x, w = relay.var("x", shape=(1, 16)), relay.var("w", shape=(32, 16))
+    params = {"w": np.ones((32, 16), "float32")}
+    (dense, constant), = workload_constants(relay.Function([x, w], relay.nn.dense(x, w)), params)
+    own = 32 * 16 * 4
+    assert [copies_for(dense, constant, n) for n in (0, own, 4 * own, 10**12)] == [1, 1, 4, MAX_COPIES]
+    assert copies_for(dense, frozenset(), 10**12) == 1                       # no weights: one call
+    func, feeds = workload_program(dense, constant, np.random.default_rng(0), copies=3)
+    calls = func.body.fields
+    assert len(calls) == 3 and list(feeds) == ["in0"] and all(c.args[0] is func.params[0] for c in calls)
+    assert len({id(c.args[1]) for c in calls}) == 3                         # each call has its own weights
+    record, = tune_workloads([(dense, constant)], "ort", log=tmp_path / "t.jsonl", repeat=1, threads=1,
+                             weight_bytes=4 * own)
+    assert record.ok and record.config["copies"] == 4
