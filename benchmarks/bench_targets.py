@@ -4,7 +4,7 @@
     python -m benchmarks.bench_targets --small --models bert,resnet50
 
 Per zoo model (`ir.models`): the original exported with `to_onnx`, and ours, `eqsat.optimize(target="ort")`
-under the default rules exported with `to_onnx(contrib=True)`; four ONNX Runtime CPU sessions
+under the ort target's rules (`default` + `layout`) exported with `to_onnx(contrib=True)`; four ONNX Runtime CPU sessions
 (original / ours, optimizer off / fully on) take turns in interleaved rounds; the ratios are
 medians over rounds of original-all time / session time (above 1: faster than the original with
 ONNX Runtime's optimizer on). Outputs of ours are checked against the original's. For TENSAT's
@@ -46,7 +46,7 @@ def measure_model(name: str, small: bool, repeat: int, min_seconds: float) -> di
     mod, params = get(name, small=small)
     stopwatch = Stopwatch()
     with stopwatch("optimize"):
-        ours = eqsat.optimize(mod, params, target="ort", rules="default")
+        ours = eqsat.optimize(mod, params, target="ort")
     original = ir.frontend.to_onnx(mod, params)
     exported = ir.frontend.to_onnx(ours.mod, ours.params, contrib=True)
     inputs = model_inputs(mod["main"], params)
