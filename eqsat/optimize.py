@@ -97,6 +97,10 @@ class Saturated:
     def input_choice(self) -> Choice:
         return Choice(self.before.roots, {c: ns[0] for c, ns in self.before.classes.items()})
 
+    def growth(self) -> Counter[str]:
+        """Per rule, the e-nodes of `view` it made: which rules grew the e-graph most."""
+        return Counter(origin for origin in self.view.origins if origin is not None)
+
     def input_module(self) -> tuple[IRModule, dict[str, np.ndarray]]:
         """The input program as lowered (equal to the input), with its parameters."""
         return lift_params(self.lowered, self.before, self.input_choice().node_of)
@@ -200,6 +204,8 @@ class Optimized:
             f"cost on {self.target} with {self.extractor}: {self.cost_before:.4g} -> {self.cost_after:.4g} "
             f"{self.unit}{gain}; extraction {self.extract_seconds:.3f} s{_gap_note(self.info)}",
             f"ops changed: {self.op_changes()}",
+            *([f"e-graph grown most by: {_most_common(self.saturated.growth())}"]
+              if self.saturated is not None and self.saturated.view.origins else []),
             *([f"tuning log: {self.coverage.summary()}"] if self.coverage is not None else []),
             check,
         ])
@@ -226,6 +232,10 @@ def _gap_note(info: Mapping[str, Any]) -> str:
         return ""
     gap = info["gap"]
     return f"; gap {gap:.2%} ({info.get('status', '-')})" if math.isfinite(gap) else f"; gap unknown ({info.get('status', '-')})"
+
+
+def _most_common(counts: Counter[str], count: int = 3) -> str:
+    return ", ".join(f"{name} ({n} e-nodes)" for name, n in counts.most_common(count))
 
 
 def optimize(mod: IRModule, params: Mapping[str, Any] | None = None, *, target: str | CostModel = "cpu",

@@ -204,3 +204,12 @@ def test_cli_lists_rules_and_models_and_names_bad_input(capsys):
     assert main(["optimize", "no-such-model"]) == 2
     assert "no-such-model" in capsys.readouterr().err
     assert main(["rules", "no-such-set"]) == 2
+
+
+def test_summary_says_which_rules_grew_the_egraph_most():
+    mod, params = ir.models.get("bert", small=True)
+    res = eqsat.optimize(mod, params, target="cpu", verify=False)
+    growth = res.saturated.growth()
+    assert sum(growth.values()) == sum(o is not None for o in res.saturated.view.origins) > 0
+    top, n = growth.most_common(1)[0]
+    assert f"e-graph grown most by: {top} ({n} e-nodes)" in res.summary()
