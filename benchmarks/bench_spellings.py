@@ -33,6 +33,7 @@ import onnx
 
 import eqsat
 import ir
+from eqsat.rules.library import default_rules
 
 from .bench_strategies import relative_error
 from .report import Stopwatch, write_results
@@ -42,20 +43,20 @@ __all__ = ["TARGET", "RULES", "COLUMNS", "optimize_spelling", "reaches_fused", "
            "ratio_medians", "measure_family", "main"]
 
 TARGET = "ort"
-RULES = "default"
+RULES = default_rules(TARGET)
 COLUMNS = ("family", "spelling", "onnx_nodes", "ours_fused", "ours_ops", "ort_fused", "ort_ops", "optimize_s",
            "input_on_ms", "speedup_off", "speedup_on", "max_rel_error")
 
 
 def optimize_spelling(model: onnx.ModelProto) -> eqsat.Optimized:
-    """The spelling imported and optimized for the `ort` target under the default rules."""
+    """The spelling imported and optimized for the `ort` target under its rules (`default_rules`)."""
     mod, params = ir.frontend.from_onnx(model)
     return eqsat.optimize(mod, params, target=TARGET, rules=RULES)
 
 
 def reaches_fused(family: Family, ops: Mapping[str, int], canonical_ops: Mapping[str, int]) -> bool:
-    """The canonical spelling's op histogram, holding every fused op of the family."""
-    return dict(ops) == dict(canonical_ops) and family.fused_ops <= set(ops)
+    """The canonical spelling's op histogram, holding one of the family's fused ops."""
+    return dict(ops) == dict(canonical_ops) and bool(family.fused_ops & set(ops))
 
 
 def ort_session(model: onnx.ModelProto, optimize: bool, save_to: Path | None = None) -> Any:

@@ -9,8 +9,8 @@ exporters emit for it: PyTorch's decompositions before the standard op existed, 
 `Reciprocal(Sqrt)` and Keras's batch-norm algebra, operands swapped, constants divided or
 multiplied. Every builder takes a size (`"small"` for tests, `"full"` for the benchmark) and
 builds the same function with the same seeded weights as its family's canonical spelling, so
-their outputs agree within float rounding. `fused_ops` are the IR ops the optimized program must
-contain.
+their outputs agree within float rounding. `fused_ops` are the IR ops of which the optimized
+program must contain one.
 
 The `torch_export` spellings run `torch.onnx.export` and raise `Unavailable` where torch is not
 installed (it is imported only when such a builder runs).
@@ -51,7 +51,8 @@ class Family:
     canonical: Builder
     spellings: Mapping[str, Builder]
     fused_ops: frozenset[str]
-    """IR ops the optimized program of every spelling must contain."""
+    """IR ops of which the optimized program of every spelling must contain one (alternatives, e.g.
+    the fused convolution in the plain or in the blocked layout)."""
 
 
 # -- building graphs -------------------------------------------------------------------------------------------
@@ -553,7 +554,7 @@ FAMILIES: dict[str, Family] = {f.name: f for f in [
         "keras_mul_add": _conv_bn_relu("mul_add"),
         "bias_mul_add": _conv_bn_relu("bias_mul_add"),
         "batchnorm_max": _conv_bn_relu("batchnorm_max"),
-    }, frozenset({"nn.conv2d_bias_act"})),
+    }, frozenset({"nn.conv2d_bias_act", "nn.contrib_conv2d_NCHWc_bias_act"})),
     Family("attention", _attention("scores_scaled"), {
         "bert_div": _attention("bert_div"),
         "k_transposed_early": _attention("k_transposed_early"),

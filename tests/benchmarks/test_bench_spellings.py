@@ -23,6 +23,9 @@ def test_reaches_fused_needs_the_canonical_histogram_and_the_fused_op():
     assert bench_spellings.reaches_fused(family, {"clip": 1}, {"clip": 1})
     assert not bench_spellings.reaches_fused(family, {"minimum": 1, "maximum": 1}, {"clip": 1})
     assert not bench_spellings.reaches_fused(family, {"maximum": 1}, {"maximum": 1})
+    conv = FAMILIES["conv_bn_relu"]  # either layout of the fused convolution will do
+    blocked = {"nn.contrib_conv2d_NCHWc_bias_act": 1}
+    assert bench_spellings.reaches_fused(conv, blocked, blocked)
 
 
 def test_benchmark_writes_a_row_per_spelling(tmp_path, monkeypatch):
