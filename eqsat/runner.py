@@ -175,7 +175,7 @@ class _Run:
                 continue
             merged = merged or outcome is Merge.MERGED
             if res.interior:
-                self.egraph.exclude(handle, res.interior)
+                self.egraph.close_region(handle, res.interior)
         return merged
 
 

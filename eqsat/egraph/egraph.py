@@ -31,7 +31,7 @@ from ir.visitor import children, post_order
 from ..errors import LoweringError
 from .backend import Backend, Frozen, is_row_safe
 from .terms import MAX_CALL_ARITY, Handle, Kind, Term
-from .view import EGraphView, Exclusion
+from .view import EGraphView, ClosedRegion
 
 __all__ = ["EGraph", "Merge", "Application", "constant_key", "attrs_key", "build_node"]
 
@@ -86,7 +86,7 @@ class EGraph:
         self.constants: dict[str, Constant] = {}
         self.functions: dict[str, Function] = {}
         self.attrs: dict[str, Attrs] = {}
-        self._exclusions: list[tuple[Term, frozenset[Handle]]] = []
+        self._regions: list[tuple[Term, frozenset[Handle]]] = []
         self.applications: list[Application] = []
         """every rule result that made e-nodes, in the order they were added."""
         self._snapshot_sizes: list[int] = [0]
@@ -265,10 +265,10 @@ class EGraph:
                      and structural_equal(f, fn, map_free_vars=True)), None)
 
     # -- constraints ---------------------------------------------------------------------------
-    def exclude(self, node: Handle, interior: Iterable[Handle]) -> None:
+    def close_region(self, node: Handle, interior: Iterable[Handle]) -> None:
         """Record that the e-node added as `node` replaces a region whose `interior` classes must not
         be used by any other extracted node (an escaping-intermediate constraint)."""
-        self._exclusions.append((self._terms[node], frozenset(interior)))
+        self._regions.append((self._terms[node], frozenset(interior)))
 
     # -- rules --------------------------------------------------------------------------------
     def register_rule(self, rule) -> tuple[str, list[tuple[str, object]]]:
@@ -388,14 +388,14 @@ class EGraph:
             births = [first.get(t, -1) for t in frozen.terms]
             made = [self.application_of(h) for h in births]
             origins = [None if a is None else self.applications[a].rule for a in made]
-        exclusions = []
-        if self._exclusions:
+        closed_regions = []
+        if self._regions:
             index = {(t.kind, t.payload, t.children): i for i, t in enumerate(frozen.terms)}
-            for term, interior in self._exclusions:
+            for term, interior in self._regions:
                 key = (term.kind, term.payload, tuple(canon.get(c, c) for c in term.children))
                 if key in index:
-                    exclusions.append(Exclusion(index[key], frozenset(canon.get(c, c) for c in interior)))
-        return EGraphView.build(nodes, types, [canon.get(r, r) for r in roots], exclusions, origins, births,
+                    closed_regions.append(ClosedRegion(index[key], frozenset(canon.get(c, c) for c in interior)))
+        return EGraphView.build(nodes, types, [canon.get(r, r) for r in roots], closed_regions, origins, births,
                                 variables=self.variables, constants=self.constants, functions=self.functions)
 
 

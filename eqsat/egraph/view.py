@@ -17,7 +17,7 @@ from ir.types import Type
 
 from .terms import Kind
 
-__all__ = ["ClassId", "NodeId", "ENode", "Exclusion", "EGraphView"]
+__all__ = ["ClassId", "NodeId", "ENode", "ClosedRegion", "EGraphView"]
 
 ClassId = int
 NodeId = int
@@ -50,11 +50,12 @@ class ENode:
 
 
 @dataclass(frozen=True, slots=True)
-class Exclusion:
-    """If `node` is extracted, no extracted node may use any of `classes` (escaping intermediates)."""
+class ClosedRegion:
+    """A dominator region a rule fused into `node`: if `node` is extracted, no extracted node outside
+    the region may use its `interior` classes (an intermediate may not escape the fused op)."""
 
     node: NodeId
-    classes: frozenset[ClassId]
+    interior: frozenset[ClassId]
 
 
 def _sort_keys(nodes: Sequence[tuple]) -> list[tuple]:
@@ -80,7 +81,7 @@ class EGraphView:
     classes: Mapping[ClassId, tuple[NodeId, ...]]
     types: Mapping[ClassId, Type | None]
     roots: tuple[ClassId, ...]
-    exclusions: tuple[Exclusion, ...] = ()
+    closed_regions: tuple[ClosedRegion, ...] = ()
     variables: Mapping[str, Var] = field(default_factory=dict)
     constants: Mapping[str, Constant] = field(default_factory=dict)
     functions: Mapping[str, Function] = field(default_factory=dict)
@@ -93,11 +94,11 @@ class EGraphView:
     @staticmethod
     def build(nodes: Iterable[tuple[Kind, tuple, Sequence[ClassId], ClassId]],
               types: Mapping[ClassId, Type | None], roots: Sequence[ClassId],
-              exclusions: Iterable[Exclusion] = (), origins: Sequence[str | None] = (),
+              closed_regions: Iterable[ClosedRegion] = (), origins: Sequence[str | None] = (),
               births: Sequence[int] = (), **tables: Any) -> "EGraphView":
         """A view from `(kind, payload, children, class)` tuples; nodes are put in canonical order.
 
-        `exclusions`, `origins` and `births` (one per node, or none) refer to positions in the given `nodes`.
+        `closed_regions`, `origins` and `births` (one per node, or none) refer to positions in the given `nodes`.
         """
         given = [(k, tuple(p), tuple(c), e) for k, p, c, e in nodes]
         keys = _sort_keys(given)
@@ -111,11 +112,11 @@ class EGraphView:
                          {r for r in roots if r not in classes})
         if missing:
             raise ValueError(f"e-graph view refers to classes without nodes: {missing[:10]}")
-        excl = tuple(Exclusion(position[x.node], x.classes) for x in exclusions)
+        regions = tuple(ClosedRegion(position[x.node], x.interior) for x in closed_regions)
         ordered_origins = tuple(origins[i] for i in order) if origins else ()
         ordered_births = tuple(births[i] for i in order) if births else ()
         return EGraphView(enodes, {c: tuple(ns) for c, ns in sorted(classes.items())},
-                          {c: types.get(c) for c in classes}, tuple(roots), excl, origins=ordered_origins,
+                          {c: types.get(c) for c in classes}, tuple(roots), regions, origins=ordered_origins,
                           births=ordered_births, **tables)
 
     @cached_property

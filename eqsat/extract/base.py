@@ -84,13 +84,13 @@ class Choice:
         cycle = _find_cycle(view, self.node_of, classes)
         if cycle:
             raise ExtractionError(f"the chosen program has a cycle through e-classes {cycle}")
-        violated = self.violated_exclusions(view, classes)
+        violated = self.open_regions(view, classes)
         if violated:
             x = violated[0]
             raise ExtractionError(f"node {x.node} ({view.nodes[x.node].label()}) is extracted, but its "
-                                  f"intermediate e-classes {sorted(x.classes)} are used outside its region")
+                                  f"intermediate e-classes {sorted(x.interior)} are used outside its region")
 
-    def violated_exclusions(self, view: EGraphView, classes: Sequence[ClassId] | None = None) -> list:
+    def open_regions(self, view: EGraphView, classes: Sequence[ClassId] | None = None) -> list:
         """The constraints broken by this choice: an extracted node whose protected classes are used by
         a chosen node outside its region (neither the node itself nor one of the protected classes)."""
         classes = self.classes(view) if classes is None else classes
@@ -100,10 +100,10 @@ class Choice:
                 users.setdefault(k, set()).add(c)
         reachable = set(classes)
         out = []
-        for x in view.exclusions:
+        for x in view.closed_regions:
             owner = view.nodes[x.node].eclass
             if owner in reachable and self.node_of[owner] == x.node and any(
-                    users.get(k, set()) - x.classes - {owner} for k in x.classes):
+                    users.get(k, set()) - x.interior - {owner} for k in x.interior):
                 out.append(x)
         return out
 

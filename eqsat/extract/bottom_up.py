@@ -21,7 +21,7 @@ from ..egraph.view import ClassId, EGraphView, NodeId
 from ..errors import ExtractionError
 from .base import Choice
 
-__all__ = ["Final", "extract_bottom_up", "with_exclusions"]
+__all__ = ["Final", "extract_bottom_up", "with_closed_regions"]
 
 P = TypeVar("P")
 
@@ -102,13 +102,13 @@ def extract_bottom_up(view: EGraphView, roots: Sequence[ClassId], costs: Sequenc
     return Choice(tuple(roots), {c: f.node for c, f in sorted(final.items())})
 
 
-def with_exclusions(view: EGraphView, costs: Sequence[float], extract: Callable[[list[float]], Choice]) -> Choice:
+def with_closed_regions(view: EGraphView, costs: Sequence[float], extract: Callable[[list[float]], Choice]) -> Choice:
     """Re-extract with violating nodes banned until every escaping-intermediate constraint holds."""
     costs = list(costs)
     banned: list[NodeId] = []
     while True:
         choice = extract(costs)
-        violated = choice.violated_exclusions(view)
+        violated = choice.open_regions(view)
         if not violated:
             return Choice(choice.roots, choice.node_of, {**choice.info, "banned_nodes": len(banned)})
         for x in violated:

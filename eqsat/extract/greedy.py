@@ -23,7 +23,7 @@ import numpy as np
 
 from ..egraph.view import ClassId, EGraphView
 from .base import Choice, CostModel
-from .bottom_up import Final, extract_bottom_up, with_exclusions
+from .bottom_up import Final, extract_bottom_up, with_closed_regions
 from .cost import resolve_costs
 from .tree import TreeExtractor
 
@@ -61,7 +61,7 @@ class GreedyDagExtractor:
 
     def extract(self, view: EGraphView, roots: Sequence[ClassId], cost: CostModel | Sequence[float]) -> Choice:
         costs = resolve_costs(view, cost)
-        greedy = with_exclusions(view, costs, lambda node_costs: self._once(view, roots, node_costs))
+        greedy = with_closed_regions(view, costs, lambda node_costs: self._once(view, roots, node_costs))
         tree = TreeExtractor().extract(view, roots, costs)
         greedy_cost, tree_cost = greedy.dag_cost(view, costs), tree.dag_cost(view, costs)
         if tree_cost < greedy_cost:

@@ -147,11 +147,11 @@ def build_model(view: EGraphView, reduced: Reduced, costs: Sequence[float]) -> I
         for k, ns in users.items():
             if k not in mandatory:
                 constraint([(col[n], 1.0) for n in ns] + [(col[m], -1.0) for m in cand[k]], -math.inf, 0.0)
-    for x in view.exclusions:
+    for x in view.closed_regions:
         if x.node in col:
-            inside = x.classes | {view.nodes[x.node].eclass}
+            inside = x.interior | {view.nodes[x.node].eclass}
             for n in nodes:
-                if view.nodes[n].eclass not in inside and x.classes.intersection(view.nodes[n].children):
+                if view.nodes[n].eclass not in inside and x.interior.intersection(view.nodes[n].children):
                     constraint([(col[x.node], 1.0), (col[n], 1.0)], -math.inf, 1.0)
     objective = np.zeros(n_vars)
     objective[:len(nodes)] = [costs[n] for n in nodes]

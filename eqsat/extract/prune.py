@@ -99,7 +99,7 @@ def _drop_unbuildable(view: EGraphView, cand: dict[ClassId, list[NodeId]]) -> No
 def _drop_dominated(view: EGraphView, cand: dict[ClassId, list[NodeId]],
                     costs: Sequence[float]) -> dict[NodeId, NodeId]:
     """Drop every dominated candidate; returns dropped node -> a surviving dominator."""
-    constrained = {x.node for x in view.exclusions}
+    constrained = {x.node for x in view.closed_regions}
     dominator: dict[NodeId, NodeId] = {}
     for c, ns in cand.items():
         if len(ns) < 2:

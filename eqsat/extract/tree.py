@@ -12,7 +12,7 @@ from typing import ClassVar, Literal, Sequence
 
 from ..egraph.view import ClassId, EGraphView
 from .base import Choice, CostModel
-from .bottom_up import extract_bottom_up, with_exclusions
+from .bottom_up import extract_bottom_up, with_closed_regions
 from .cost import resolve_costs
 
 __all__ = ["TreeExtractor"]
@@ -35,4 +35,4 @@ class TreeExtractor:
                 return min(total, _SATURATED), None
             return extract_bottom_up(view, roots, node_costs, evaluate)
 
-        return with_exclusions(view, costs, once)
+        return with_closed_regions(view, costs, once)

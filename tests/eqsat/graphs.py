@@ -9,7 +9,7 @@ from ir import relay
 from ir.attrs import Attrs
 
 from eqsat.egraph.terms import Kind
-from eqsat.egraph.view import EGraphView, Exclusion
+from eqsat.egraph.view import EGraphView, ClosedRegion
 
 UNARY = ["nn.relu", "sigmoid", "tanh", "negative"]
 BINARY = ["add", "multiply", "subtract", "maximum"]
@@ -40,15 +40,15 @@ def add_chain(n_inputs: int, shape=(2, 3)) -> tuple[ir.Expr, list[ir.Var]]:
 
 
 def view_of(classes: dict[int, list[tuple[str, tuple[int, ...]]]], roots: tuple[int, ...],
-            exclusions: dict[str, set[int]] | None = None) -> EGraphView:
+            closed_regions: dict[str, set[int]] | None = None) -> EGraphView:
     """A hand-made view: class -> [(op label, child classes)]; every node is an op call.
 
-    `exclusions` maps an op label to the classes that node's extraction forbids others to use.
+    `closed_regions` maps an op label to the classes that node's extraction forbids others to use.
     """
     nodes = [(Kind.CALL, (op, Attrs()), kids, c) for c, ns in classes.items() for op, kids in ns]
-    excl = [Exclusion(i, frozenset(cs)) for op, cs in (exclusions or {}).items()
-            for i, n in enumerate(nodes) if n[1][0] == op]
-    return EGraphView.build(nodes, {c: None for c in classes}, roots, excl)
+    regions = [ClosedRegion(i, frozenset(cs)) for op, cs in (closed_regions or {}).items()
+               for i, n in enumerate(nodes) if n[1][0] == op]
+    return EGraphView.build(nodes, {c: None for c in classes}, roots, regions)
 
 
 def costs_by_op(view: EGraphView, table: dict[str, float]) -> list[float]:

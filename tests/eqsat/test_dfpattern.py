@@ -184,7 +184,7 @@ def test_escaping_intermediates_become_extraction_constraints():
     low = lower(mod)
     saturate(low.egraph, ruleset("fuse", [CallbackRule(FuseConvRelu())]), Limits(iterations=3))
     view = low.view()
-    assert len(view.exclusions) == 1
+    assert len(view.closed_regions) == 1
     for costs in (OpCount(), [0.0 if n.kind.value == "apply" else 1.0 for n in view.nodes]):
         choice = GreedyDagExtractor().extract(view, view.roots, costs)
         choice.check(view)
