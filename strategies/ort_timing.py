@@ -11,12 +11,13 @@ Weights are as cold as in the program: a program holding `weight_bytes` of weigh
 call's weights from wherever that many bytes live (L2, L3 or main memory), which decides the
 latency of a call that streams its weights (a matrix-vector product). So a workload with weights
 is timed as `copies` calls on the same data inputs, each with its own weights, adding up to about
-`weight_bytes` (at most `MAX_COPIES` calls); only the last call's outputs are graph outputs, so
-the others' buffers are reused, and each sample is divided by `copies`.
+`weight_bytes` (at most `COLD_BYTES`, and `MAX_COPIES` calls); only the last call's outputs are
+graph outputs, and each sample is divided by `copies`. Sessions holding more than `RESIDENT_BYTES`
+of weights and outputs in all are timed in groups, one after another.
 
-Timing: every session is warmed up, then each of `rounds` rounds runs every workload once (a batch
-of runs at least `MIN_BATCH_US` long, averaged), so a change of load on the machine hits all
-workloads alike. With one intra-op thread ONNX Runtime computes on the calling thread, so the
+Timing: every session is warmed up, then each of `rounds` rounds runs every workload (of its
+group) once (a batch of runs at least `MIN_BATCH_US` long, averaged), so a change of load on the
+machine hits all workloads alike. With one intra-op thread ONNX Runtime computes on the calling thread, so the
 clock is that thread's CPU time (`timing_clock`): the latency on an idle machine, which foreign
 load on a shared one barely moves; with more threads it is wall-clock time. The fixed cost of a
 session run (a one-element `Identity`, timed in the same rounds, less the cost of one node in a
@@ -47,7 +48,8 @@ from .records import ErrorCode, TuningRecord
 from .work import nbytes
 from .workload import Workload
 
-__all__ = ["ORT_IMPLEMENTATION", "GRAPH_OPTIMIZATION", "MIN_BATCH_US", "MAX_COPIES", "ort_session", "copies_for", "default_threads",
+__all__ = ["ORT_IMPLEMENTATION", "GRAPH_OPTIMIZATION", "MIN_BATCH_US", "MAX_COPIES", "COLD_BYTES", "RESIDENT_BYTES",
+           "ort_session", "copies_for", "default_threads",
            "workload_program", "bound_run", "timing_clock", "time_workloads"]
 
 logger = logging.getLogger("strategies")
@@ -63,6 +65,10 @@ _WARMUP_RUNS = 3
 _CHAIN = 33  # nodes of the chain whose slope is the cost of one node in a graph
 #: calls of a workload with weights timed together, at most (see the module docstring)
 MAX_COPIES = 64
+#: weights beyond every cache: a program holding more reads each call's weights from main memory
+COLD_BYTES = 64 << 20
+#: sessions under timing at once hold at most this many bytes of weights and outputs: more are timed in groups
+RESIDENT_BYTES = 256 << 20
 
 
 def default_threads() -> int:
@@ -98,10 +104,28 @@ def ort_session(model: Any, threads: int, optimization: str = GRAPH_OPTIMIZATION
     return ort.InferenceSession(data, options, providers=["CPUExecutionProvider"])
 
 
+def _weight_bytes(workload: Workload, constant: frozenset[int]) -> int:
+    return sum(nbytes(workload.in_types[i]) for i in constant)
+
+
 def copies_for(workload: Workload, constant: frozenset[int], weight_bytes: int) -> int:
-    """How many calls of `workload`, each with its own weights, add up to about `weight_bytes` of weights."""
-    own = sum(nbytes(workload.in_types[i]) for i in constant)
-    return max(1, min(MAX_COPIES, round(weight_bytes / own))) if own else 1
+    """How many calls of `workload`, each with its own weights, add up to about `weight_bytes` of weights
+    (`COLD_BYTES` at most: that much is out of every cache)."""
+    own = _weight_bytes(workload, constant)
+    return max(1, min(MAX_COPIES, round(min(weight_bytes, COLD_BYTES) / own))) if own else 1
+
+
+def _groups(held: Sequence[int]) -> list[list[int]]:
+    """Consecutive indices whose sessions hold at most `RESIDENT_BYTES` together (one at least)."""
+    groups: list[list[int]] = [[]]
+    total = 0
+    for i, size in enumerate(held):
+        if groups[-1] and total + size > RESIDENT_BYTES:
+            groups.append([])
+            total = 0
+        groups[-1].append(i)
+        total += size
+    return groups
 
 
 def workload_program(workload: Workload, constant: frozenset[int], rng: np.random.Generator,
@@ -210,24 +234,29 @@ def time_workloads(items: Sequence[tuple[Workload, frozenset[int]]], target: str
         raise ValueError(f"threads must be >= 1, got {threads}")
     clock_name, clock = timing_clock(threads)
     rng = np.random.default_rng(seed)
-    timed: dict[int, _Timed] = {}
+    samples: dict[int, list[float]] = {}
     failed: dict[int, str] = {}
     copies = [copies_for(workload, constant, weight_bytes) for workload, constant in items]
-    for i, (workload, constant) in enumerate(items):
-        try:
-            model, feeds = _export(workload, constant, rng, copies[i])
-            timed[i] = _Timed(bound_run(ort_session(model, threads, optimization), feeds), clock)
-            timed[i].calibrate()
-        except Exception as err:  # a workload ONNX Runtime cannot run is a measurement result, not a crash
-            timed.pop(i, None)
-            failed[i] = f"{type(err).__name__}: {err}"
-            logger.info("tune: %s failed in ONNX Runtime: %s", workload.describe(), failed[i])
     one, chain = (_identity_chain(n, threads, optimization, clock) for n in (1, _CHAIN))
     for entry in (one, chain):
         entry.calibrate()
-    for _ in range(rounds):
-        for entry in (one, chain, *timed.values()):
-            entry.sample()
+    held = [copies[i] * (_weight_bytes(w, c) + nbytes(w.out_type)) for i, (w, c) in enumerate(items)]
+    for group in _groups(held):
+        timed: dict[int, _Timed] = {}
+        for i in group:
+            workload, constant = items[i]
+            try:
+                model, feeds = _export(workload, constant, rng, copies[i])
+                timed[i] = _Timed(bound_run(ort_session(model, threads, optimization), feeds), clock)
+                timed[i].calibrate()
+            except Exception as err:  # a workload ONNX Runtime cannot run is a measurement result, not a crash
+                timed.pop(i, None)
+                failed[i] = f"{type(err).__name__}: {err}"
+                logger.info("tune: %s failed in ONNX Runtime: %s", workload.describe(), failed[i])
+        for _ in range(rounds):
+            for entry in (one, chain, *timed.values()):
+                entry.sample()
+        samples.update((i, entry.samples) for i, entry in timed.items())
     one_us, chain_us = statistics.median(one.samples), statistics.median(chain.samples)
     overhead_us = max(0.0, one_us - max(0.0, chain_us - one_us) / (_CHAIN - 1))
     config = {"graph_optimization": optimization, "intra_op_threads": threads, "clock": clock_name,
@@ -235,8 +264,8 @@ def time_workloads(items: Sequence[tuple[Workload, frozenset[int]]], target: str
     now = time.time()
     records = []
     for i, (workload, _) in enumerate(items):
-        if i in timed:
-            costs = tuple(max(0.0, s - overhead_us) / copies[i] for s in timed[i].samples)
+        if i in samples:
+            costs = tuple(max(0.0, s - overhead_us) / copies[i] for s in samples[i])
             error, message = ErrorCode.NO_ERROR, ""
         else:
             costs, error, message = (), ErrorCode.RUNTIME_ERROR, failed[i]
