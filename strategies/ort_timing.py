@@ -116,7 +116,8 @@ def copies_for(workload: Workload, constant: frozenset[int], weight_bytes: int) 
 
 
 def _groups(held: Sequence[int]) -> list[list[int]]:
-    """Consecutive indices whose sessions hold at most `RESIDENT_BYTES` together (one at least)."""
+    """Consecutive indices whose sessions hold at most `RESIDENT_BYTES` together, or a single index;
+    one empty group for no indices (the session overhead is still timed)."""
     groups: list[list[int]] = [[]]
     total = 0
     for i, size in enumerate(held):

@@ -133,3 +133,10 @@ def test_weights_are_timed_as_cold_as_the_programs_weights(tmp_path):
     record, = tune_workloads([(dense, constant)], "ort", log=tmp_path / "t.jsonl", repeat=1, threads=1,
                              weight_bytes=4 * own)
     assert record.ok and record.config["copies"] == 4
+
+
+def test_sessions_are_timed_in_groups_that_fit_the_resident_budget():
+    from strategies.ort_timing import RESIDENT_BYTES, _groups
+    half = RESIDENT_BYTES // 2
+    assert _groups([half, half, 1, 3 * RESIDENT_BYTES, 1]) == [[0, 1], [2], [3], [4]]
+    assert _groups([]) == [[]] and _groups([1, 2, 3]) == [[0, 1, 2]]
