@@ -1,6 +1,6 @@
 """Checking a whole rule set: every rule on its example (`check_rule`) and on its near misses.
 
-A rule's example is its own `example` or, for the library, `rules.library.examples.EXAMPLES`.
+A rule's example is its own `example` (every library rule has one, next to it).
 Each rule gets one `RuleVerdict`: `ok`, `unsound` (a program of its e-graph computes something
 else), `silent` (it does not fire on its example), `near-miss` (it fires where a guard must
 refuse), or `no-example`.
@@ -20,7 +20,6 @@ from ..errors import RuleError
 from ..limits import Limits
 from ..runner import saturate
 from .check import check_rule
-from .library.examples import EXAMPLES
 from .rule import Rule, ruleset
 
 __all__ = ["RuleVerdict", "audit_rules", "rule_example", "fires_on", "VERDICTS"]
@@ -51,8 +50,8 @@ class RuleVerdict:
 
 
 def rule_example(r: Rule) -> Callable[[], Expr] | None:
-    """The program `r` must fire on: its own `example`, else the library's, else None."""
-    return getattr(r, "example", None) or EXAMPLES.get(r.name)
+    """The program `r` must fire on: its own `example`, else None."""
+    return getattr(r, "example", None)
 
 
 def fires_on(r: Rule, program: Expr, limits: Limits = Limits(iterations=2)) -> int:

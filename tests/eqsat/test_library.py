@@ -14,7 +14,6 @@ from eqsat.extract import GreedyDagExtractor, OpCount
 from eqsat.rules.check import check_rule
 from eqsat.limits import Limits, StopReason
 from eqsat.rules.library import RULESETS, resolve_rules
-from eqsat.rules.library.examples import EXAMPLES
 from eqsat.rules.rule import ruleset
 from eqsat.runner import saturate
 
@@ -22,19 +21,12 @@ ALL_RULES = {r.name: r for r in RULESETS["all"]}
 
 
 def _example(name: str):
-    return getattr(ALL_RULES[name], "example", None) or EXAMPLES[name]
+    return ALL_RULES[name].example
 
 
-def test_every_library_rule_has_exactly_one_example():
-    inline = {n for n, r in ALL_RULES.items() if getattr(r, "example", None)}
-    assert not inline & set(EXAMPLES), "an example lives next to its rule or in examples.py, not both"
-    assert sorted(inline | set(EXAMPLES)) == sorted(ALL_RULES)
-
-
-def test_rules_carry_near_misses():
-    # the rules whose example still lives in examples.py are the ones left to move
-    lacking = sorted(n for n, r in ALL_RULES.items() if not getattr(r, "near_misses", ()) and n not in EXAMPLES)
-    assert not lacking, f"rules without a near miss: {lacking}"
+def test_every_library_rule_carries_an_example_and_a_near_miss():
+    lacking = sorted(n for n, r in ALL_RULES.items() if not (getattr(r, "example", None) and r.near_misses))
+    assert not lacking, f"rules without an example or a near miss next to them: {lacking}"
 
 
 @pytest.mark.parametrize("name", sorted(ALL_RULES))

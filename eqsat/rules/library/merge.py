@@ -119,6 +119,17 @@ def _fused_pair(op: str, activation: str) -> Expr:
                                                 activation=activation)])
 
 
+def _merge_example(op: str) -> Expr:
+    """Two convolutions (summed) or two dense layers (a tuple) of one input."""
+    if op == "conv":
+        x = relay.var("x", shape=(1, 3, 6, 6))
+        return relay.add(relay.nn.conv2d(x, relay.var("w1", shape=(4, 3, 3, 3)), padding=(1, 1)),
+                         relay.nn.conv2d(x, relay.var("w2", shape=(4, 3, 3, 3)), padding=(1, 1)))
+    x = relay.var("x", shape=(2, 5))
+    return relay.Tuple([relay.nn.dense(x, relay.var("w1", shape=(3, 5))),
+                        relay.nn.dense(x, relay.var("w2", shape=(4, 5)))])
+
+
 def _two_convs(padding: int) -> Expr:
     x = relay.var("x", shape=(1, 3, 6, 6))
     return relay.Tuple([relay.nn.conv2d(x, relay.var("w1", shape=(4, 3, 3, 3)), padding=(1, 1)),
@@ -133,9 +144,11 @@ def _dense_of_computed_weight() -> Expr:
 
 MERGE = ruleset("merge", [
     rule("merge-parallel-conv", (call("nn.conv2d", x, w1, bind_attrs="c1"), call("nn.conv2d", x, w2, bind_attrs="c2")),
-         _merged_convs, when=_convs_mergeable, near_miss=lambda: _two_convs(0)),
+         _merged_convs, when=_convs_mergeable, example=lambda: _merge_example("conv"),
+         near_miss=lambda: _two_convs(0)),
     rule("merge-parallel-dense", (call("nn.dense", x, w1, bind_attrs="d1"), call("nn.dense", x, w2, bind_attrs="d2")),
-         _merged_denses, when=_denses_mergeable, near_miss=_dense_of_computed_weight),
+         _merged_denses, when=_denses_mergeable, example=lambda: _merge_example("dense"),
+         near_miss=_dense_of_computed_weight),
     rule("merge-parallel-conv-bias-act",
          (call("nn.conv2d_bias_act", x, w1, b1, bind_attrs="c1"), call("nn.conv2d_bias_act", x, w2, b2, bind_attrs="c2")),
          _merged_fused("nn.conv2d_bias_act", "channels", 1), when=_fused_mergeable(convs_mergeable),
