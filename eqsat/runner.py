@@ -30,6 +30,7 @@ import ir
 from ir import Expr
 
 from .egraph.egraph import EGraph, Merge
+from .egraph.lower import add_expr, add_program
 from .egraph.terms import Handle
 from .limits import Limits, StopReason
 from .report import IterationRow, Report
@@ -52,7 +53,7 @@ def _lower_result(egraph: EGraph, res: Result, m: Match, rule: str) -> Handle | 
         ir.infer_type(res.expr)
     except ir.IRError:
         return None
-    return egraph.add_expr(res.expr, m.placeholders, origin=rule)
+    return add_expr(egraph, res.expr, m.placeholders, origin=rule)
 
 
 class _Run:
@@ -283,7 +284,7 @@ def prove(start: Expr, goal: Expr, rules: Iterable[Rule], limits: Limits = Limit
     handles = []
     for e in (start, goal):
         ir.infer_type(e)
-        handles.append(egraph.add_program(e))
+        handles.append(add_program(egraph, e))
     egraph.flush()
     egraph.refresh()
     if egraph.canonical(handles[0]) == egraph.canonical(handles[1]):

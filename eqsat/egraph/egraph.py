@@ -9,8 +9,9 @@ Between two refreshes the e-graph is a fixed *snapshot* (`generation` counts the
 tables Python answers, per snapshot and without reading egglog, which e-nodes each class holds
 (`class_nodes`) and which of them came from the programs lowered as input (`input_enodes`);
 dominator regions, callback leaves and `rewrite_once` are decided on them. It also remembers
-which rule made each e-node (`add_expr(origin=...)`, one `Application` per rule result), which
-the view reports as `origins`, with each e-node's creation order as `births`.
+which rule made each e-node (one `Application` per rule result), which the view reports as
+`origins`, with each e-node's creation order as `births`. Lowering IR into e-nodes
+(`add_program`, `add_expr`) lives in `lower.py` and fills the leaf tables through `intern_*`.
 """
 
 from __future__ import annotations
@@ -22,15 +23,13 @@ from dataclasses import dataclass
 from typing import Callable, Iterable, Mapping
 
 from ir import Attrs, Call, Constant, Expr, Function, If, Let, Tuple, TupleGetItem, Var, get_op
-from ir.op.registry import Op
 from ir.structural import structural_equal, structural_hash
 from ir.type_infer import types_compatible
-from ir.types import TupleType, Type
-from ir.visitor import children, post_order
+from ir.types import Type
 
 from ..errors import LoweringError
 from .backend import Backend, Frozen, is_row_safe
-from .terms import MAX_CALL_ARITY, Handle, Kind, Term
+from .terms import Handle, Kind, Term
 from .view import EGraphView, ClosedRegion
 
 __all__ = ["EGraph", "Merge", "Application", "constant_key", "attrs_key", "build_node"]
@@ -149,31 +148,18 @@ class EGraph:
         self._stale = True
         return self._backend.insert(terms, unions)
 
-    def add_program(self, expr: Expr) -> Handle:
-        """Lower a typed program (`add_expr`) and remember it as an input: its e-nodes are the ones
-        `input_enodes` reports, and `program_nodes` maps its classes back to its IR nodes."""
-        done: dict[int, Handle] = {}
-        nodes: dict[Handle, list[Expr]] = {}
-        for node in _post_order(expr, {}):
-            handle = done[id(node)] = self._lower_node(node, done)
-            nodes.setdefault(handle, []).append(node)
+    @property
+    def size(self) -> int:
+        """How many e-nodes were ever added (the next new e-node's handle)."""
+        return len(self._terms)
+
+    def record_program(self, expr: Expr, nodes: dict[Handle, list[Expr]]) -> None:
+        """Remember a lowered input program and, per class, its IR nodes there (see `input_enodes`)."""
         self._programs.append((expr, nodes))
-        return done[id(expr)]
 
-    def add_expr(self, expr: Expr, leaves: Mapping[int, Handle] | None = None, origin: str | None = None) -> Handle:
-        """Lower a typed IR expression; nodes whose `id` is in `leaves` stand for existing classes.
-
-        Inner functions are atomic (see `terms`). Every node must have its type inferred. `origin`
-        (a rule name) is recorded for the e-nodes this call makes, and reported by `view`.
-        """
-        leaves = dict(leaves or {})
-        done: dict[int, Handle] = dict(leaves)
-        first_new = len(self._terms)
-        for node in _post_order(expr, leaves):
-            done[id(node)] = self._lower_node(node, done)
-        if origin is not None and len(self._terms) > first_new:
-            self.applications.append(Application(origin, first_new, len(self._terms), done[id(expr)]))
-        return done[id(expr)]
+    def record_application(self, application: Application) -> None:
+        """Remember that a rule result made the e-nodes `application.first` up to `application.end`."""
+        self.applications.append(application)
 
     def visible_before(self, handle: Handle) -> Handle:
         """The e-nodes (handles below the answer) of the last snapshot taken before `handle` was made:
@@ -189,51 +175,9 @@ class EGraph:
         i = bisect.bisect_right(self.applications, handle, key=lambda a: a.first) - 1
         return i if i >= 0 and handle < self.applications[i].end else None
 
-    def _lower_node(self, node: Expr, done: Mapping[int, Handle]) -> Handle:
-        if not node.type_inferred:
-            raise LoweringError(f"{node!r} has no type; run ir.infer_type on the program before lowering")
-        ty = node.checked_type
-        if isinstance(node, Var):
-            return self.add(Term(Kind.VAR, (self._var_name(node),)), ty)
-        if isinstance(node, Constant):
-            key = constant_key(node)
-            self.constants.setdefault(key, node)
-            return self.add(Term(Kind.CONST, (key,)), ty)
-        if isinstance(node, Function):
-            return self.add(Term(Kind.FUNC, (self._function_key(node),)), ty)
-        if isinstance(node, Call):
-            args = [done[id(a)] for a in node.args]
-            if isinstance(node.op, Op):
-                if len(args) > MAX_CALL_ARITY:
-                    raise LoweringError(f"{node.op.name} has {len(args)} inputs; the e-graph supports at most "
-                                        f"{MAX_CALL_ARITY}")
-                key = attrs_key(node.attrs)
-                self.attrs.setdefault(key, node.attrs)
-                return self.add(Term(Kind.CALL, (node.op.name, key), tuple(args)), ty)
-            if len(node.attrs):
-                raise LoweringError(f"a call of a function value carries attributes {dict(node.attrs)}; "
-                                    "only op calls may have attributes")
-            return self.add(Term(Kind.APPLY, (), (done[id(node.op)], self.add_list(args))), ty)
-        if isinstance(node, Tuple):
-            return self.add(Term(Kind.TUPLE, (), (self.add_list([done[id(f)] for f in node.fields]),)), ty)
-        if isinstance(node, TupleGetItem):
-            return self.add(Term(Kind.GETITEM, (node.index,), (done[id(node.tuple_value)],)), ty)
-        if isinstance(node, If):
-            kids = (node.cond, node.true_branch, node.false_branch)
-            return self.add(Term(Kind.IF, (), tuple(done[id(k)] for k in kids)), ty)
-        if isinstance(node, Let):
-            kids = (node.var, node.value, node.body)
-            return self.add(Term(Kind.LET, (), tuple(done[id(k)] for k in kids)), ty)
-        raise LoweringError(f"cannot lower a {type(node).__name__} node ({node!r}) into the e-graph")
-
-    def add_list(self, items: list[Handle]) -> Handle:
-        """The class of the argument/field list `items` (a cons list)."""
-        tail = self.add(Term(Kind.NIL), TupleType([]))
-        for h in reversed(items):
-            tail = self.add(Term(Kind.CONS, (), (h, tail)), TupleType([self._types[h], *self._types[tail].fields]))
-        return tail
-
-    def _var_name(self, var: Var) -> str:
+    # -- leaves: one table entry per variable, constant, attribute set and inner function --------
+    def intern_variable(self, var: Var) -> str:
+        """The e-graph's name of `var` (made unique among the lowered variables)."""
         name = self._var_names.get(id(var))
         if name is None:
             base = var.name_hint if is_row_safe(var.name_hint) else repr(var.name_hint)
@@ -245,13 +189,26 @@ class EGraph:
             self._var_names[id(var)] = name
         return name
 
-    def _function_key(self, fn: Function) -> str:
+    def intern_function(self, fn: Function) -> str:
+        """The key of inner function `fn` (structurally equal functions share one)."""
         base = f"{structural_hash(fn, map_free_vars=True):016x}"
         key, k = base, 0
         while key in self.functions and not structural_equal(self.functions[key], fn, map_free_vars=True):
             k += 1
             key = f"{base}-{k}"
         self.functions.setdefault(key, fn)
+        return key
+
+    def intern_constant(self, c: Constant) -> str:
+        """The key of constant `c` (equal contents share one)."""
+        key = constant_key(c)
+        self.constants.setdefault(key, c)
+        return key
+
+    def intern_attrs(self, attrs: Attrs) -> str:
+        """The key of an op call's attributes (equal attributes share one)."""
+        key = attrs_key(attrs)
+        self.attrs.setdefault(key, attrs)
         return key
 
     def variable_name(self, var: Var) -> str | None:
@@ -424,16 +381,3 @@ def build_node(tables: "EGraphView | EGraph", kind: Kind, payload: tuple, kids: 
     if kind is Kind.LET:
         return Let(*kids)
     raise LoweringError(f"cannot lift an e-node of kind {kind}")
-
-
-def _post_order(root: Expr, leaves: Mapping[int, Handle]) -> list[Expr]:
-    """Nodes of `root` children first; inner functions and `leaves` are not entered."""
-    return list(post_order(root, _lowering_operands, stop=lambda node: id(node) in leaves))
-
-
-def _lowering_operands(node: Expr) -> tuple[Expr, ...]:
-    if isinstance(node, Function):
-        return ()
-    if isinstance(node, Let):
-        return (node.var, *children(node))
-    return children(node)

@@ -14,16 +14,105 @@ from typing import Mapping
 import numpy as np
 
 import ir
-from ir import Attrs, Constant, Expr, Function, IRModule
-from ir.types import Type
-from ir.visitor import bind, free_vars
+from ir import Attrs, Call, Constant, Expr, Function, If, IRModule, Let, Tuple, TupleGetItem, Var
+from ir.op.registry import Op
+from ir.types import TupleType, Type
+from ir.visitor import bind, children, free_vars, post_order
 
 from ..errors import LoweringError
-from .egraph import EGraph, build_node, constant_key
-from .terms import Handle, Kind
+from .egraph import Application, EGraph, build_node, constant_key
+from .terms import MAX_CALL_ARITY, Handle, Kind, Term
 from .view import ClassId, EGraphView, NodeId
 
-__all__ = ["Lowered", "lower", "lift", "lift_params", "lift_expr"]
+__all__ = ["Lowered", "lower", "lift", "lift_params", "lift_expr", "add_program", "add_expr"]
+
+
+# -- IR -> e-nodes ---------------------------------------------------------------------------------
+
+def add_program(egraph: EGraph, expr: Expr) -> Handle:
+    """Lower a typed program (`add_expr`) and remember it as an input: its e-nodes are the ones
+    `EGraph.input_enodes` reports, and `EGraph.program_nodes` maps its classes back to its IR nodes."""
+    done: dict[int, Handle] = {}
+    nodes: dict[Handle, list[Expr]] = {}
+    for node in _post_order(expr, {}):
+        handle = done[id(node)] = _lower_node(egraph, node, done)
+        nodes.setdefault(handle, []).append(node)
+    egraph.record_program(expr, nodes)
+    return done[id(expr)]
+
+
+def add_expr(egraph: EGraph, expr: Expr, leaves: Mapping[int, Handle] | None = None,
+             origin: str | None = None) -> Handle:
+    """Lower a typed IR expression; nodes whose `id` is in `leaves` stand for existing classes.
+
+    Inner functions are atomic (see `terms`). Every node must have its type inferred. `origin`
+    (a rule name) is recorded for the e-nodes this call makes, and reported by `EGraph.view`.
+    """
+    done: dict[int, Handle] = dict(leaves or {})
+    first_new = egraph.size
+    for node in _post_order(expr, done):
+        done[id(node)] = _lower_node(egraph, node, done)
+    if origin is not None and egraph.size > first_new:
+        egraph.record_application(Application(origin, first_new, egraph.size, done[id(expr)]))
+    return done[id(expr)]
+
+
+def _lower_node(egraph: EGraph, node: Expr, done: Mapping[int, Handle]) -> Handle:
+    if not node.type_inferred:
+        raise LoweringError(f"{node!r} has no type; run ir.infer_type on the program before lowering")
+    ty = node.checked_type
+    if isinstance(node, Var):
+        return egraph.add(Term(Kind.VAR, (egraph.intern_variable(node),)), ty)
+    if isinstance(node, Constant):
+        return egraph.add(Term(Kind.CONST, (egraph.intern_constant(node),)), ty)
+    if isinstance(node, Function):
+        return egraph.add(Term(Kind.FUNC, (egraph.intern_function(node),)), ty)
+    if isinstance(node, Call):
+        args = [done[id(a)] for a in node.args]
+        if isinstance(node.op, Op):
+            if len(args) > MAX_CALL_ARITY:
+                raise LoweringError(f"{node.op.name} has {len(args)} inputs; the e-graph supports at most "
+                                    f"{MAX_CALL_ARITY}")
+            return egraph.add(Term(Kind.CALL, (node.op.name, egraph.intern_attrs(node.attrs)), tuple(args)), ty)
+        if len(node.attrs):
+            raise LoweringError(f"a call of a function value carries attributes {dict(node.attrs)}; "
+                                "only op calls may have attributes")
+        return egraph.add(Term(Kind.APPLY, (), (done[id(node.op)], _add_list(egraph, args))), ty)
+    if isinstance(node, Tuple):
+        return egraph.add(Term(Kind.TUPLE, (), (_add_list(egraph, [done[id(f)] for f in node.fields]),)), ty)
+    if isinstance(node, TupleGetItem):
+        return egraph.add(Term(Kind.GETITEM, (node.index,), (done[id(node.tuple_value)],)), ty)
+    if isinstance(node, If):
+        kids = (node.cond, node.true_branch, node.false_branch)
+        return egraph.add(Term(Kind.IF, (), tuple(done[id(k)] for k in kids)), ty)
+    if isinstance(node, Let):
+        kids = (node.var, node.value, node.body)
+        return egraph.add(Term(Kind.LET, (), tuple(done[id(k)] for k in kids)), ty)
+    raise LoweringError(f"cannot lower a {type(node).__name__} node ({node!r}) into the e-graph")
+
+
+def _add_list(egraph: EGraph, items: list[Handle]) -> Handle:
+    """The class of the argument/field list `items` (a cons list)."""
+    tail = egraph.add(Term(Kind.NIL), TupleType([]))
+    for h in reversed(items):
+        tail = egraph.add(Term(Kind.CONS, (), (h, tail)), TupleType([egraph.type_of(h), *egraph.type_of(tail).fields]))
+    return tail
+
+
+def _post_order(root: Expr, leaves: Mapping[int, Handle]) -> list[Expr]:
+    """Nodes of `root` children first; inner functions and `leaves` are not entered."""
+    return list(post_order(root, _lowering_operands, stop=lambda node: id(node) in leaves))
+
+
+def _lowering_operands(node: Expr) -> tuple[Expr, ...]:
+    if isinstance(node, Function):
+        return ()
+    if isinstance(node, Let):
+        return (node.var, *children(node))
+    return children(node)
+
+
+# -- modules ---------------------------------------------------------------------------------------
 
 
 @dataclass
@@ -78,7 +167,7 @@ def lower(program: IRModule | Expr, params: Mapping[str, object] | None = None,
     except ir.IRError as err:
         raise LoweringError(f"cannot lower an ill-typed program: {err}") from err
     egraph = egraph or EGraph()
-    root = egraph.add_program(main.body)
+    root = add_program(egraph, main.body)
     egraph.roots.append(root)
     egraph.flush()
     others = {k: f for k, f in mod.functions.items() if k != "main"}

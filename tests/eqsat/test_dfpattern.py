@@ -15,7 +15,7 @@ from ir.dataflow_pattern import (
 from ir.dataflow_pattern import find_matches as direct_matches
 from ir.visitor import bind_params_by_name, children, post_order
 
-from eqsat.egraph.lower import lift, lower
+from eqsat.egraph.lower import add_expr, lift, lower
 from eqsat.errors import PatternCompileError
 from eqsat.extract import GreedyDagExtractor, IlpExtractor, OpCount, TreeExtractor, node_costs
 from eqsat.extract.cost import function_cost
@@ -74,7 +74,7 @@ def classes_of(egraph, body: ir.Expr) -> dict[int, int]:
     """id(IR node) -> canonical class, lowering node by node (every node is already in the e-graph)."""
     handle: dict[int, int] = {}
     for node in post_order(body):
-        handle[id(node)] = egraph.add_expr(node, {id(c): handle[id(c)] for c in children(node)})
+        handle[id(node)] = add_expr(egraph, node, {id(c): handle[id(c)] for c in children(node)})
     egraph.refresh()
     return {k: egraph.canonical(h) for k, h in handle.items()}
 

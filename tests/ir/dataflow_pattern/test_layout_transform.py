@@ -12,7 +12,7 @@ from ir.dataflow_pattern import (
 )
 from ir.visitor import children, post_order
 
-from eqsat.egraph.lower import lower
+from eqsat.egraph.lower import add_expr, lower
 from eqsat.rules.callback import find_matches as ematches
 
 x = relay.var("x", shape=(1, 16, 4, 4))
@@ -95,7 +95,7 @@ def test_ematching_agrees_with_the_direct_matcher():
     low = lower(ir.IRModule.from_expr(body))
     handle: dict[int, int] = {}
     for node in post_order(body):
-        handle[id(node)] = low.egraph.add_expr(node, {id(c): handle[id(c)] for c in children(node)})
+        handle[id(node)] = add_expr(low.egraph, node, {id(c): handle[id(c)] for c in children(node)})
     low.egraph.refresh()
     patterns = [to_blocked, is_op("layout_transform")(wildcard()).has_attr({"dst_layout": "NCHW"}),
                 is_op("nn.contrib_conv2d_NCHWc")(to_blocked, is_constant()).has_attr({"kernel_layout": "OIHW8i8o"}),
@@ -115,7 +115,7 @@ def test_ematching_agrees_on_dominators_through_layout_transforms():
         low = lower(ir.IRModule.from_expr(body))
         handle: dict[int, int] = {}
         for node in post_order(body):
-            handle[id(node)] = low.egraph.add_expr(node, {id(c): handle[id(c)] for c in children(node)})
+            handle[id(node)] = add_expr(low.egraph, node, {id(c): handle[id(c)] for c in children(node)})
         low.egraph.refresh()
         expected = sorted({low.egraph.canonical(handle[id(n)]) for n in find_matches(pattern, body)})
         assert ematches(pattern, low.egraph) == expected and bool(expected) == found, region
