@@ -34,6 +34,7 @@ from .egraph.lower import add_expr, add_program
 from .egraph.terms import Handle
 from .limits import Limits, StopReason
 from .report import IterationRow, Report
+from .rules.install import install_rule
 from .rules.match import Match
 from .rules.rule import RETRY_LATER, Result, Rule
 from .scheduler import BackoffScheduler, Scheduler
@@ -61,7 +62,7 @@ class _Run:
 
     def __init__(self, egraph: EGraph, rules: list[Rule], limits: Limits, scheduler: Scheduler):
         self.egraph, self.rules, self.limits, self.scheduler = egraph, rules, limits, scheduler
-        self.keys = {r.name: egraph.register_rule(r) for r in rules}
+        self.keys = {r.name: install_rule(egraph, r) for r in rules}
         self.deferred: dict[str, list[tuple[object, tuple]]] = {}
         self.waiting: dict[str, list[tuple[object, tuple]]] = {}
         self.seen: dict[str, set[tuple]] = {r.name: set() for r in rules}

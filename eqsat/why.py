@@ -46,6 +46,7 @@ from .errors import EqsatError
 from .limits import StopReason
 from .report import Report
 from .rules.callback import CallbackRule, DFMatch, find_matches
+from .rules.install import install_rule
 from .rules.lhs import left_sides
 from .rules.library import RULESETS
 from .rules.rule import DTYPE_GROUPS, RETRY_LATER, Rewrite, Rule
@@ -182,7 +183,7 @@ def _resolve(rule: Any, egraph: EGraph) -> Rule | DFPattern:
 def _matches_at(rule: Rule, egraph: EGraph, cls: ClassId) -> list[Any]:
     """The rule's matches rooted at `cls` (a `Match`, or `RETRY_LATER` for a row whose dominator
     region is not complete); rows that fail the query's Python checks are left out."""
-    key, queries = egraph.register_rule(_Fresh(rule))
+    key, queries = install_rule(egraph, _Fresh(rule))
     frozen = egraph.run_queries(key, [name for name, _ in queries])
     out = []
     for name, mq in queries:

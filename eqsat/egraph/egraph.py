@@ -90,7 +90,8 @@ class EGraph:
         """every rule result that made e-nodes, in the order they were added."""
         self._snapshot_sizes: list[int] = [0]
         """how many e-nodes egglog held at each refresh (increasing): what each search could see."""
-        self._rules: dict[int, tuple[object, str, list[tuple[str, object]]]] = {}
+        self.installed_rules: dict[int, tuple[object, str, list[tuple[str, object]]]] = {}
+        """id(rule) -> (rule, backend key, its queries), filled by `eqsat.rules.install.install_rule`."""
         self._flushed_terms = 0        # terms egglog holds as of the last refresh
         self._stale = False            # a flush happened after the last refresh
         self._programs: list[tuple[Expr, dict[Handle, list[Expr]]]] = []
@@ -167,8 +168,8 @@ class EGraph:
         return self._snapshot_sizes[bisect.bisect_right(self._snapshot_sizes, handle) - 1]
 
     def registered_rules(self) -> dict[str, object]:
-        """Rule name -> rule, for every rule registered with `register_rule`."""
-        return {rule.name: rule for rule, _, _ in self._rules.values()}
+        """Rule name -> rule, for every rule installed (`eqsat.rules.install.install_rule`)."""
+        return {rule.name: rule for rule, _, _ in self.installed_rules.values()}
 
     def application_of(self, handle: Handle) -> int | None:
         """The index in `applications` of the rule result that made `handle` (None: lowered from the input)."""
@@ -226,17 +227,6 @@ class EGraph:
         """Record that the e-node added as `node` replaces a region whose `interior` classes must not
         be used by any other extracted node (an escaping-intermediate constraint)."""
         self._regions.append((self._terms[node], frozenset(interior)))
-
-    # -- rules --------------------------------------------------------------------------------
-    def register_rule(self, rule) -> tuple[str, list[tuple[str, object]]]:
-        """Install a rule's queries once; returns its backend key and (query name, query) pairs."""
-        entry = self._rules.get(id(rule))
-        if entry is None:
-            key = f"rule{len(self._rules)}"
-            queries = [(f"{key}_{i}", mq) for i, mq in enumerate(rule.queries(self))]
-            self._backend.add_rule_queries(key, {name: mq.query for name, mq in queries})
-            entry = self._rules[id(rule)] = (rule, key, queries)
-        return entry[1], entry[2]
 
     # -- reading --------------------------------------------------------------------------------
     def refresh(self, queries: Iterable[str] = (), read_terms: bool = False,

@@ -36,6 +36,7 @@ from ..egraph.egraph import EGraph
 from ..egraph.query import QVar
 from ..egraph.terms import Handle, Kind, Term
 from .dfpattern import CompiledDFPattern, compile_dfpattern
+from .install import install_rule
 
 __all__ = ["SubMatch", "Region", "PatternIndex", "pattern_index", "node_inputs", "check_row", "find_region"]
 
@@ -106,7 +107,7 @@ class PatternIndex:
         self.pattern = pattern
         self.name = f"index {pattern!r}"
         self._compiled = compile_dfpattern(pattern, egraph)
-        self._key, queries = egraph.register_rule(self)
+        self._key, queries = install_rule(egraph, self)
         self._query_names = [q for q, _ in queries]
         self._rows: dict[tuple[int, tuple], None] = {}
         self._generation = -1

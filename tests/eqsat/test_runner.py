@@ -17,6 +17,7 @@ from ir import relay
 from eqsat.egraph.lower import lift, lower
 from eqsat.extract import GreedyDagExtractor, OpCount
 from eqsat.limits import Limits, StopReason
+from eqsat.rules.install import install_rule
 from eqsat.rules.library import resolve_rules
 from eqsat.rules.pattern import call, pvars
 from eqsat.rules.rule import birewrite, rule, ruleset
@@ -91,7 +92,7 @@ def test_a_search_asked_to_stop_leaves_the_remaining_rules_unsearched():
     # between them; an unsearched rule stores no matches
     e, _ = add_chain(6)
     low = lower(ir.IRModule.from_expr(e))
-    keys = [low.egraph.register_rule(r) for r in AC.rules]
+    keys = [install_rule(low.egraph, r) for r in AC.rules]
     backend = low.egraph.backend
     assert backend.search((k for k, _ in keys), stop=lambda: True) is False
     first, rest = [[q for q, _ in queries] for _, queries in keys[:1]], [q for _, qs in keys[1:] for q, _ in qs]
