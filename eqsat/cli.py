@@ -55,7 +55,7 @@ from .extract import EXTRACTORS, IlpExtractor, get_extractor, node_costs
 from .limits import Limits
 from .optimize import DEFAULT_TRIALS, cost_model, optimize, saturate_program
 from .progress import ProgressLine
-from .rules.audit import audit_rules
+from .rules.audit import audit_random, audit_rules
 from .rules.library import FAMILIES, RULESETS, RuleSet, default_rules, resolve_rules
 from .visualize import DIRECTIONS, describe_eclass, eclasses_with_op, neighbourhood, render, to_dot
 from .why import find_rule, why_not
@@ -416,7 +416,12 @@ def _cmd_check_rules(args: argparse.Namespace) -> int:
               f"near misses {v.near_misses}  {v.seconds:5.2f} s{detail}")
     counts = Counter(v.verdict for v in verdicts)
     print(f"{args.rules.name}: {len(verdicts)} rules: " + ", ".join(f"{n} {k}" for k, n in sorted(counts.items())))
-    return 0 if counts["ok"] == len(verdicts) else 1
+    random = audit_random(args.rules, args.random, args.seed) if args.random else None
+    if random is not None:
+        print(random.summary())
+        for name, program in sorted(random.unsound.items()):
+            print(f"{name} is unsound on:\n{program}")
+    return 0 if counts["ok"] == len(verdicts) and not (random and random.unsound) else 1
 
 
 def _cmd_bisect(args: argparse.Namespace) -> int:
@@ -574,6 +579,10 @@ def build_parser() -> argparse.ArgumentParser:
                                          "e-graph against it, on typical and edge values) and its near misses")
     check_rules.add_argument("--rules", type=_rules, default="default",
                              help=f"rule sets joined by '+' ({', '.join(sorted(RULESETS))})")
+    check_rules.add_argument("--random", type=_int_at_least(0), default=0,
+                             help="also check the whole set on this many seeded random programs (element-wise ops "
+                                  "over broadcasting shapes, edge constants, float32 and int32)")
+    check_rules.add_argument("--seed", type=int, default=0, help="the random programs' seed")
     check_rules.set_defaults(run=_cmd_check_rules)
 
     bisect = command("bisect", "replay saturation and name the first rule application whose result computes "

@@ -20,9 +20,10 @@ from ..errors import RuleError
 from ..limits import Limits
 from ..runner import saturate
 from .check import check_rule
+from .random_programs import random_programs
 from .rule import Rule, ruleset
 
-__all__ = ["RuleVerdict", "audit_rules", "rule_example", "fires_on", "VERDICTS"]
+__all__ = ["RuleVerdict", "RandomAudit", "audit_rules", "audit_random", "rule_example", "fires_on", "VERDICTS"]
 
 VERDICTS = ("ok", "unsound", "silent", "near-miss", "no-example")
 
@@ -85,6 +86,46 @@ def _audit(r: Rule) -> RuleVerdict:
             return RuleVerdict(r.name, "near-miss", checked.applied, checked.programs, len(misses),
                                time.perf_counter() - start, f"fired {fired} time(s) on near miss {k + 1}")
     return RuleVerdict(r.name, "ok", checked.applied, checked.programs, len(misses), time.perf_counter() - start)
+
+
+@dataclass(frozen=True)
+class RandomAudit:
+    """A rule set run on seeded random programs (`random_programs`): how many, on how many it
+    fired, and per unsound rule the first program it broke."""
+
+    programs: int
+    fired: int
+    unsound: dict[str, str]
+    """rule name -> the program (text) where a program of its e-graph computed something else."""
+
+    def summary(self) -> str:
+        verdict = "no rule unsound" if not self.unsound else f"unsound: {', '.join(sorted(self.unsound))}"
+        return f"random programs: {self.programs}, rules fired on {self.fired}; {verdict}"
+
+
+def audit_random(rules: Iterable[Rule], count: int, seed: int = 0) -> RandomAudit:
+    """Check the rule set on `count` random programs (broadcasting shapes, edge constants, float32
+    and int32) with `check_rule`; where the set breaks a program, each rule alone names the culprit."""
+    rules = list(rules)
+    every = ruleset("random-audit", rules)
+    fired, unsound = 0, {}
+    for mod in random_programs(count, seed):
+        try:
+            check_rule(every, mod["main"].body)
+        except RuleError:  # no rule fires on this program
+            continue
+        except AssertionError:
+            for r in rules:
+                if r.name in unsound:
+                    continue
+                try:
+                    check_rule(r, mod["main"].body)
+                except AssertionError:
+                    unsound[r.name] = ir.astext(mod)
+                except RuleError:
+                    pass
+        fired += 1
+    return RandomAudit(count, fired, unsound)
 
 
 def _first_line(err: BaseException) -> str:

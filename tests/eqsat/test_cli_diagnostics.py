@@ -12,7 +12,8 @@ from eqsat import RULESETS, Limits, call, pvars, rule, ruleset
 from eqsat.cli import main
 from eqsat.progress import ProgressLine
 from eqsat.report import IterationRow
-from eqsat.rules.audit import audit_rules
+from eqsat.rules.audit import audit_random, audit_rules
+from eqsat.rules.random_programs import OPERAND_SHAPES, random_programs
 
 x, = pvars("x")
 
@@ -31,6 +32,28 @@ def test_check_rules_fails_on_an_unsound_rule(capsys, monkeypatch):
     lines = capsys.readouterr().out.splitlines()
     assert lines[-2].split()[:2] == ["relu-drop", "unsound"] and "bits differ" in lines[-2]
     assert lines[-1] == "simplify+planted: 9 rules: 8 ok, 1 unsound"
+
+
+def test_random_programs_broadcast_and_cover_both_dtypes():
+    mods = list(random_programs(30, seed=3))
+    assert [ir.astext(m) for m in random_programs(5, seed=3)] == [ir.astext(m) for m in mods[:5]]  # seeded
+    mains = [ir.infer_type(m)["main"] for m in mods]  # every program type-checks
+    assert {f.params[0].checked_type.dtype for f in mains} == {"float32", "int32"}
+    assert all(tuple(p.checked_type.shape) in OPERAND_SHAPES for f in mains for p in f.params)
+
+
+def test_random_audit_names_a_rule_that_breaks_random_programs():
+    drop = rule("relu-drop", call("nn.relu", x), x)
+    found = audit_random([*RULESETS["simplify"], drop], 40)
+    assert set(found.unsound) == {"relu-drop"} and "nn.relu" in found.unsound["relu-drop"]
+    assert found.fired > 0 and "unsound: relu-drop" in found.summary()
+    assert not audit_random(RULESETS["default"], 15).unsound
+
+
+def test_check_rules_runs_random_programs_when_asked(capsys):
+    assert main(["check-rules", "--rules", "simplify", "--random", "10", "--seed", "2"]) == 0
+    last = capsys.readouterr().out.splitlines()[-1]
+    assert last.startswith("random programs: 10, rules fired on ") and last.endswith("no rule unsound")
 
 
 def test_audit_names_unsound_silent_and_exampleless_rules():
