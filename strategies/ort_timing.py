@@ -44,7 +44,7 @@ from ir.expr import Call, Constant, Expr, Function, Tuple, Var
 from ir.op.registry import get_op
 from ir.types import TensorType, TupleType, Type
 
-from .records import ErrorCode, TuningRecord
+from .records import ORT_IMPLEMENTATION, ErrorCode, TuningRecord
 from .work import nbytes
 from .workload import Workload
 
@@ -54,8 +54,6 @@ __all__ = ["ORT_IMPLEMENTATION", "GRAPH_OPTIMIZATION", "MIN_BATCH_US", "MAX_COPI
 
 logger = logging.getLogger("strategies")
 
-#: the implementation name of a record measured in ONNX Runtime
-ORT_IMPLEMENTATION = "onnxruntime"
 #: ONNX Runtime's graph optimization level for the ort target's programs: "disabled", "basic", "extended", "all"
 GRAPH_OPTIMIZATION = "disabled"
 #: a timed batch of runs lasts at least this long (microseconds), so fast workloads are not timer noise

@@ -29,13 +29,16 @@ from typing import Any, Iterable, Iterator, Mapping
 from .strategy import ConfigSpace
 
 __all__ = [
-    "FORMAT_VERSION", "ErrorCode", "TuningRecord", "TuningHistory", "SkippedLine", "TuningLog", "read_log",
-    "load_records", "append_records", "apply_history_best", "current_history",
+    "FORMAT_VERSION", "ORT_IMPLEMENTATION", "ErrorCode", "TuningRecord", "TuningHistory", "SkippedLine", "TuningLog",
+    "read_log", "load_records", "append_records", "apply_history_best", "current_history",
 ]
 
 logger = logging.getLogger("strategies")
 
 FORMAT_VERSION = 1
+#: the implementation name of a record measured in ONNX Runtime: it prices the ort target's cost
+#: model (`strategies.cost`) and names no implementation of the executor
+ORT_IMPLEMENTATION = "onnxruntime"
 
 
 class ErrorCode(enum.IntEnum):
@@ -238,12 +241,14 @@ class TuningHistory:
         """The fastest successful record for `workload` on `target` among the offered implementations.
 
         `spaces` maps each implementation selection may pick to its config space; a record naming
-        another implementation, or a config outside the space, is skipped with a warning.
+        another implementation, or a config outside the space, is skipped with a warning. Records
+        measured in ONNX Runtime (`ORT_IMPLEMENTATION`) are skipped silently: they cost programs,
+        they do not choose kernels.
         """
         self._warn_other_targets(target)
         usable = []
         for record in self._by_key.get((target, workload), ()):
-            if not record.ok:
+            if not record.ok or record.implementation == ORT_IMPLEMENTATION:
                 continue
             space = spaces.get(record.implementation)
             if space is None:

@@ -140,3 +140,13 @@ def test_sessions_are_timed_in_groups_that_fit_the_resident_budget():
     half = RESIDENT_BYTES // 2
     assert _groups([half, half, 1, 3 * RESIDENT_BYTES, 1]) == [[0, 1], [2], [3], [4]]
     assert _groups([]) == [[]] and _groups([1, 2, 3]) == [[0, 1, 2]]
+
+
+def test_an_ort_log_selects_no_executor_kernel_and_warns_about_none(tmp_path, caplog):
+    from strategies import apply_history_best, build
+    func, params = small_program()
+    log = tmp_path / "ort.jsonl"
+    tune(func, "ort", log=log, params=params, repeat=1, threads=1)
+    with caplog.at_level("WARNING", logger="strategies"), apply_history_best(log):
+        build(func, "ort", params=params)
+    assert not [r for r in caplog.records if "does not offer" in r.getMessage()]
