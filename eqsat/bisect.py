@@ -41,6 +41,7 @@ from .egraph.terms import Handle, Kind, Term
 from .limits import Limits
 from .report import IterationRow
 from .rules.check import output_difference
+from .rules.dominator import node_inputs
 from .rules.library import resolve_rules
 from .rules.match import Match
 from .rules.pattern import AVar, Pat, PCall, PConst, PGetItem, PTuple, PVar
@@ -365,8 +366,8 @@ def _find(p: Pat, cls: Handle, m: Match, nodes: Mapping[Handle, tuple[Term, ...]
     if isinstance(p, PTuple):
         for term in nodes.get(cls, ()):
             if term.kind is Kind.TUPLE:
-                items = _list_classes(canonical(term.children[0]), nodes, canonical)
-                if items is not None and len(items) == len(p.fields):
+                items = node_inputs(nodes, term)
+                if len(items) == len(p.fields):
                     for fields in _find_all(p.fields, items, m, nodes):
                         yield Tuple(list(fields))
         return
@@ -387,19 +388,6 @@ def _find_all(patterns: Sequence[Pat], classes: Sequence[Handle], m: Match,
     for head in _find(patterns[0], classes[0], m, nodes):
         for rest in _find_all(patterns[1:], classes[1:], m, nodes):
             yield (head, *rest)
-
-
-def _list_classes(cls: Handle, nodes: Mapping[Handle, tuple[Term, ...]], canonical) -> list[Handle] | None:
-    """The item classes of a cons list class (None when it is not one)."""
-    items = []
-    while True:
-        term = nodes[cls][0]
-        if term.kind is Kind.NIL:
-            return items
-        if term.kind is not Kind.CONS:
-            return None
-        items.append(canonical(term.children[0]))
-        cls = canonical(term.children[1])
 
 
 def _attrs_agree(p: PCall, attrs: ir.Attrs, m: Match) -> bool:

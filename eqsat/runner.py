@@ -8,8 +8,8 @@ every few matches while applying, so egglog's lack of node and time limits does 
 time budget is kept from both sides: applying stops when flushing what is pending would overrun
 it, and the run stops (with `time_limit`) when the next search is predicted to overrun it. A
 search that finds far more matches than predicted (associativity on a long chain can find a
-million) is cut short while its rows are read, which is where its time goes, so the budget is
-overrun by at most egglog's own search of one iteration.
+million) is cut short while its rows are read, which is where its time goes, and the rules are
+searched one egglog call each, so the budget is overrun by at most egglog's search of one rule.
 Ctrl-C (SIGINT, when saturating on the main thread) is noted and honoured at the same points as
 the limits: the run stops with `interrupted`, and the e-graph stays consistent for extraction.
 A row that a rule cannot decide yet (`RETRY_LATER`: a dominator region whose path has no
@@ -146,7 +146,7 @@ class _Run:
     def _over(self, enodes_before: int) -> bool:
         """True when the time or node budget would run out once the pending batch is flushed."""
         flush_estimate = self.flush_seconds_per_change * self.egraph.num_pending_changes
-        return (self.interrupted or self.elapsed() + flush_estimate >= self.limits.seconds
+        return (self.out_of_time(reserve=flush_estimate)
                 or enodes_before + self.egraph.num_pending >= self.limits.nodes)
 
     def flush(self) -> bool:

@@ -95,7 +95,8 @@ def _add_list(egraph: EGraph, items: list[Handle]) -> Handle:
     """The class of the argument/field list `items` (a cons list)."""
     tail = egraph.add(Term(Kind.NIL), TupleType([]))
     for h in reversed(items):
-        tail = egraph.add(Term(Kind.CONS, (), (h, tail)), TupleType([egraph.type_of(h), *egraph.type_of(tail).fields]))
+        fields = TupleType([egraph.type_of(h), *egraph.type_of(tail).fields])
+        tail = egraph.add(Term(Kind.CONS, (), (h, tail)), fields)
     return tail
 
 

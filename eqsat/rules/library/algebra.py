@@ -10,8 +10,8 @@ and two such factors fold into one; `a * (1 / b)` is `a / b`, `a / (1 + exp(-x))
 `a + (b - x)` is regrouped as `(a - x) + b`), with constant factors grouped last; a constant
 scale distributes over a constant shift (`(a + c1) * c2 = a * c2 + c1 * c2`) and constant
 addends fold, so a scale reaches the op before a bias. The variance written as
-`mean(x*x) - mean(x)^2` is the centred `mean((x - mean(x))^2)` (which does not cancel). Commutativity of add and multiply lives in `ac.py` (`COMMUTE`, bounded: one
-swapped twin per node).
+`mean(x*x) - mean(x)^2` is the centred `mean((x - mean(x))^2)` (which does not cancel).
+Commutativity of add and multiply lives in `ac.py` (`COMMUTE`, bounded: one swapped twin per node).
 
 Each rule states its dtypes and value preconditions. Rules that change float rounding (but never
 where NaN or infinities appear) are `exact=False`.
@@ -40,11 +40,6 @@ def _v(*shape: int, name: str = "x", dtype: str = "float32") -> Expr:
 
 def _c(value, dtype: str = "float32") -> Expr:
     return relay.const(np.asarray(value, dtype))
-
-
-def _scalar_is(value: float, name: str = "c"):
-    """Guard: the one-element constant `name` equals `value`."""
-    return lambda m: m.scalar(name) == value
 
 
 _NONNEGATIVE_OPS = frozenset({"exp", "sqrt", "abs", "sigmoid"})
