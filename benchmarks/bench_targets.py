@@ -4,7 +4,7 @@
     python -m benchmarks.bench_targets --small --models bert,resnet50
 
 Per zoo model (`ir.models`): the original exported with `to_onnx`, and ours, `eqsat.optimize(target="ort")`
-under the ort target's rules (`default` + `layout`) exported with `to_onnx(contrib=True)`; four ONNX Runtime CPU sessions
+under the default rules exported with `to_onnx(contrib=True)`; four ONNX Runtime CPU sessions
 (original / ours, optimizer off / fully on) take turns in interleaved rounds; the ratios are
 medians over rounds of original-all time / session time (above 1: faster than the original with
 ONNX Runtime's optimizer on). Outputs of ours are checked against the original's. For TENSAT's
