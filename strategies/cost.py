@@ -175,7 +175,7 @@ class CostModel:
     def breakdown(self, program: IRModule | Expr) -> dict[str, float]:
         """The program's cost per op type, in µs, highest first (ties by name)."""
         totals: dict[str, float] = {}
-        for node, cost, _ in self._calls(program):
+        for node, cost, _ in self.calls(program):
             totals[node.op.name] = totals.get(node.op.name, 0.0) + cost
         return dict(sorted(totals.items(), key=lambda kv: (-kv[1], kv[0])))
 
@@ -183,14 +183,14 @@ class CostModel:
         """How many of the program's distinct workloads, and what share of its cost, were measured or estimated."""
         measured: dict[str, bool] = {}
         costs = [0.0, 0.0]
-        for node, cost, was_measured in self._calls(program):
+        for node, cost, was_measured in self.calls(program):
             measured[Workload.of_call(node).key] = was_measured
             costs[was_measured] += cost
         count = sum(measured.values())
         return Coverage(count, len(measured) - count, costs[True], costs[False])
 
-    def _calls(self, program: IRModule | Expr) -> Iterable[tuple[Call, float, bool]]:
-        """Each distinct call of the program that is not on constants only, its cost and whether it was measured."""
+    def calls(self, program: IRModule | Expr) -> Iterable[tuple[Call, float, bool]]:
+        """Each call of the program that is not on constants only, its cost and whether it was measured."""
         func = entry_function(program)
         infer_type(func)
         constant = constant_subgraph(func)

@@ -17,17 +17,13 @@ import os
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping
 
-from ir.expr import Call, Expr
+from ir.expr import Expr
 from ir.module import IRModule
-from ir.op.registry import Op
-from ir.visitor import post_order
 
-from .constants import constant_subgraph
 from .cost import CostModel
 from .errors import NoImplementationError
 from .executor import prepare_program
-from .ort_timing import ORT_IMPLEMENTATION
-from .records import TuningHistory, TuningRecord
+from .records import ORT_IMPLEMENTATION, TuningHistory, TuningRecord
 from .select import Selection, candidate_implementations, highest_plevel, select_implementation
 from .workload import Workload
 
@@ -100,18 +96,13 @@ def tuning_coverage(program: IRModule | Expr, target: str,
     `target` or not, the implementation that will run, why, and its share of the cost."""
     history = TuningHistory.load(log)
     model = CostModel(target, history)
-    func = prepare_program(program, params)
-    constant = constant_subgraph(func)
-    calls: dict[str, list[Call]] = {}
-    for node in post_order(func):
-        if isinstance(node, Call) and isinstance(node.op, Op) and id(node) not in constant:
-            calls.setdefault(Workload.of_call(node).key, []).append(node)
-    rows = []
-    for key, nodes in calls.items():
-        workload = Workload.of_call(nodes[0])
-        cost = model.node_cost(workload.op, workload.attrs, workload.in_types, workload.out_type)
-        rows.append(_row(model, workload, len(nodes), cost * len(nodes)))
-    return TuningCoverage(model.target.kind, history.source, tuple(rows))
+    workloads: dict[str, tuple[Workload, int, float]] = {}
+    for node, cost, _ in model.calls(prepare_program(program, params)):
+        workload = Workload.of_call(node)
+        _, calls, total = workloads.get(workload.key, (workload, 0, 0.0))
+        workloads[workload.key] = (workload, calls + 1, total + cost)
+    rows = tuple(_row(model, workload, calls, cost) for workload, calls, cost in workloads.values())
+    return TuningCoverage(model.target.kind, history.source, rows)
 
 
 def _row(model: CostModel, workload: Workload, calls: int, cost_us: float) -> WorkloadCoverage:
