@@ -109,3 +109,15 @@ def test_three_dimensional_attention_exports_as_one_batch_of_heads(mask_shape):
     got = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, values)[0]
     want = attention_loops({k: v[None] for k, v in values.items()}, 0.4)[0]
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("opset", [DEFAULT_OPSET, 23])
+def test_a_fully_masked_row_stays_nan_in_onnx_runtime(opset):
+    values = attention_inputs((B, 1, S, T))
+    values["mask"][0, 0, 1, :] = -np.inf   # softmax of nothing: 0 / 0
+    values["mask"][1, 0, 2, 3] = np.nan
+    model = to_onnx(_program(values, 0.3), opset=opset)
+    got = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, values)[0]
+    want = attention_loops(values, 0.3)
+    assert np.isnan(want[0, :, 1]).all() and np.isnan(want[1, :, 2]).all()
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)  # NaN where the loops give NaN
