@@ -5,7 +5,7 @@
 
 A 3-D call (heads, sequence, head size) is written as one batch of 4-D (Unsqueeze, then Squeeze).
 A row the mask hides entirely (-inf throughout) is NaN in the op, as in its spelled-out form, but 0
-in ONNX Runtime's kernel; a `ReduceMax`/`Where` guard on the mask puts the NaN back.
+in ONNX Runtime's kernel; a `ReduceMax`/`Where` guard on the (small) mask puts the NaN back.
 Otherwise (an older opset, or a rank ONNX's `Attention` does not take) each is written as
 `MatMul(Q, Transpose(K))`, `Mul` by the scale, `Add` of the mask, `Softmax` over the last axis
 and `MatMul` with V: the spelling it was recognised from.
@@ -42,12 +42,13 @@ def _mask_over_scores(ctx: EmitContext, call: Call, mask: Value) -> Value:
     return ctx.node("Expand", [mask, ctx.ints((*lead, rows, cols))])
 
 
-def _nan_where_fully_masked(ctx: EmitContext, out: Value, mask: Value, dtype: str) -> Value:
-    """`out` with NaN in the rows whose mask is -inf throughout: there softmax divides 0 by 0, which
-    the op (and its spelled-out form) gives as NaN, while ONNX Runtime's `Attention` writes 0."""
+def _nan_in_hidden_rows(ctx: EmitContext, mask: Value, dtype: str) -> Value:
+    """The mask with NaN in its rows that are -inf throughout. There softmax divides 0 by 0, which
+    the op (and its spelled-out form) gives as NaN, while ONNX Runtime's `Attention` writes 0 for
+    such a row; a NaN in the mask makes it NaN. The mask is small (it broadcasts), so this is cheap."""
     row_max = ctx.node("ReduceMax", [mask, ctx.ints([-1])], keepdims=1)
-    dead = ctx.node("Equal", [row_max, ctx.const(-float("inf"), dtype)])
-    return ctx.node("Where", [dead, ctx.const(float("nan"), dtype), out])
+    hidden = ctx.node("Equal", [row_max, ctx.const(-float("inf"), dtype)])
+    return ctx.node("Where", [hidden, ctx.const(float("nan"), dtype), mask])
 
 
 @emits("nn.attention", "nn.masked_attention")
@@ -58,10 +59,8 @@ def emit_attention(ctx: EmitContext, call: Call, args: Sequence[Value]) -> Value
         added = list(range(_ATTENTION_RANK - query.ndim))
         inputs = [unsqueeze(ctx, a, added) for a in args[:3]]
         if len(args) > 3:
-            inputs.append(_mask_over_scores(ctx, call, args[3]))
+            inputs.append(_mask_over_scores(ctx, call, _nan_in_hidden_rows(ctx, args[3], query.dtype)))
         out = ctx.node("Attention", inputs, scale=scale)
-        if len(args) > 3:
-            out = _nan_where_fully_masked(ctx, out, inputs[3], query.dtype)
         return ctx.node("Squeeze", [out, ctx.ints(added)]) if added else out
     perm = list(range(query.ndim))
     perm[-2:] = perm[-1], perm[-2]
