@@ -8,6 +8,7 @@ class, not only the form that was lowered. Per pattern kind:
 | pattern                              | in the query                            | checked in Python per match    |
 |--------------------------------------|-----------------------------------------|--------------------------------|
 | `wildcard()`                         | a class variable; at the root, one query per kind of node | -            |
+| redirected `wildcard()`, no cycle    | its target                              | -                              |
 | `is_var(name)`                       | a `Var` node                            | the variable's name            |
 | `is_constant()`                      | a `Const` node                          | -                              |
 | `is_expr(e)`                         | `e`'s structure, its leaves by identity | call attributes equal `e`'s    |
@@ -22,6 +23,13 @@ class, not only the form that was lowered. Per pattern kind:
 | `has_attr`                           | -                                       | call, op or function attributes |
 | `has_type`, `has_dtype`, `has_shape` | -                                       | the class's type (the analysis) |
 | `dominates(parent, path, child)`     | the child                               | parent and path: the region search of `dominator`, over every form of every class |
+
+A recursive pattern (a wildcard redirected, through `redirect_to`, to a pattern containing it)
+is refused with a `PatternCompileError`: a query is a finite conjunction of atoms, and a
+recursive pattern stands for unboundedly many (one per trip around its cycle). Unrolling it to a
+fixed depth would miss longer chains the direct matcher finds, and the rule is that both paths
+agree wherever both accept a pattern; and where a class holds a node over itself (once `cast(x)`
+is merged with `x`), a walk of the recursion need not end. Use `rewrite` or `partition` on the IR.
 
 Decided at extraction, not per match (the answer depends on which users the extracted program
 keeps): escaping intermediates (an inner node of a callback's match used outside it) and the
@@ -47,7 +55,7 @@ from ir.attrs import freeze_value
 from ir.dataflow_pattern import (
     AltPattern, AttrPattern, CallPattern, ConstantPattern, DataTypePattern, DFPattern, DominatorPattern,
     ExprPattern, FunctionPattern, IfPattern, LetPattern, ShapePattern, TupleGetItemPattern, TuplePattern,
-    TypePattern, VarPattern, WildcardPattern,
+    TypePattern, VarPattern, WildcardPattern, is_recursive,
 )
 from ir.dataflow_pattern.match import DFPatternMatcher
 from ir.structural import structural_equal
@@ -143,7 +151,7 @@ class _Compiler:
 
     def _emit_new(self, p: DFPattern, v: _Variant) -> Emitted:
         if isinstance(p, WildcardPattern):
-            return [(v, v.fresh())]
+            return [(v, v.fresh())] if p.redirect is None else self.emit(p.redirect, v)
         if isinstance(p, VarPattern):
             key = v.fresh("String")
             if p.name:
@@ -246,6 +254,8 @@ class _Compiler:
         """("op", name or None, op-attribute constraints) or ("value", pattern of a function value)."""
         if isinstance(op, ExprPattern) and isinstance(op.expr, Op):
             return [("op", op.expr.name, [])]
+        if isinstance(op, WildcardPattern) and op.redirect is not None:
+            return self._callees(op.redirect)
         if isinstance(op, WildcardPattern):
             return [("op", None, []), ("value", op, [])]
         if isinstance(op, AltPattern):
@@ -457,6 +467,10 @@ def compile_dfpattern(pattern: DFPattern, egraph: EGraph) -> list[CompiledDFPatt
     """The query variants of `pattern` for `egraph` (empty when it can never match there)."""
     if not isinstance(pattern, DFPattern):
         raise PatternCompileError(f"expected a dataflow pattern, got {type(pattern).__name__} {pattern!r}")
+    if is_recursive(pattern):
+        text = "; ".join(repr(pattern).splitlines())
+        raise PatternCompileError(f"recursive patterns (redirect_to) match through the direct matcher, rewrite() "
+                                  f"and partition(); the e-graph path cannot compile a cyclic pattern: {text}")
     out = []
     for v, root in _anchored(_Compiler(egraph).emit(pattern, _Variant())):
         bound = tuple((p, var) for p, var in v.bound.items() if var.sort == "T")

@@ -14,6 +14,10 @@ Semantics follow TVM's Relay implementation (`shared/seeds/pattern-matching-in-r
 corners are documented where they live: matching in `match`, grouping of matches in `grouping`,
 `partition` and `rewrite` in their modules; why a pattern did not match in `explain`. This
 direct matcher is the reference the e-graph path must agree with.
+
+A pattern may refer to itself through `wildcard().redirect_to(...)` (a chain of any length);
+such recursive patterns work with `match`, `rewrite` and `partition`, and the e-graph path
+refuses them (`eqsat.rules.dfpattern`).
 """
 
 from __future__ import annotations
@@ -64,6 +68,7 @@ from .nodes import (
     TypePattern,
     VarPattern,
     WildcardPattern,
+    is_recursive,
 )
 from .partition import partition
 from .rewrite import GROWTH_SLACK_NODES, MAX_GROWTH, MAX_REWRITE_PASSES, DFPatternCallback, rewrite
@@ -78,7 +83,7 @@ __all__ = [
     "wildcard", "has_type", "has_dtype", "has_shape", "has_attr", "dominates",
     # use
     "match", "find_matches", "DFPatternMatcher", "partition", "rewrite", "DFPatternCallback",
-    "explain_match", "MatchExplanation", "Miss", "CAUSES",
+    "explain_match", "MatchExplanation", "Miss", "CAUSES", "is_recursive",
     "MAX_REWRITE_PASSES", "MAX_GROWTH", "GROWTH_SLACK_NODES",
     # fusion kinds for has_attr({"TOpPattern": ...})
     "K_ELEMWISE", "K_BROADCAST", "K_INJECTIVE", "K_COMM_REDUCE", "K_OUT_ELEMWISE_FUSABLE", "K_TUPLE",

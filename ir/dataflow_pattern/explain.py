@@ -27,7 +27,7 @@ from ..types import TensorType, Type
 from ..visitor import post_order
 from .errors import InvalidPatternError
 from .indexed_graph import IndexedGraph
-from .match import DFPatternMatcher, _attr_value_equal
+from .match import DFPatternMatcher, _attr_value_equal, raised_recursion_limit, recursion_frames
 from .nodes import (
     AltPattern,
     AttrPattern,
@@ -46,6 +46,7 @@ from .nodes import (
     TypePattern,
     VarPattern,
     WildcardPattern,
+    is_recursive,
 )
 
 __all__ = ["CAUSES", "Miss", "MatchExplanation", "Graph", "ExprGraph", "Explainer", "explain", "explain_match"]
@@ -73,6 +74,7 @@ CAUSES: dict[str, str] = {
 
 _COMMUTATIVE = ("add", "multiply")
 _MISSING = object()
+_FRAMES_PER_VISIT = 8  # the walk's frames per nested sub-pattern visit (visit, attempt, handler, ...)
 
 
 @dataclass(frozen=True)
@@ -233,6 +235,9 @@ class Explainer:
         bound = self.memo[p]
         if bound is value or (not isinstance(bound, Expr) and bound == value):
             return None
+        if isinstance(p, ExprPattern) and isinstance(p.expr, Op):  # ops are unique: another op, not a rebinding
+            called = value.name if isinstance(value, Op) else self.graph.describe(value)
+            return Miss(p, value, "op", f"the call is of {called}, not {p.expr.name}", depth)
         return Miss(p, value, "binding", f"{_short(p)} is used more than once, so it must meet one node: "
                           f"it met {self.graph.describe(bound)} before, here {self.graph.describe(value)}", depth)
 
@@ -251,7 +256,7 @@ class Explainer:
 
     # -- leaves --------------------------------------------------------------------------------
     def _wildcard(self, p: WildcardPattern, value: Any, form: Expr, depth: int) -> Miss | None:
-        return None
+        return None if p.redirect is None else self.visit_form(p.redirect, value, form, depth + 1)
 
     def _expr(self, p: ExprPattern, value: Any, form: Expr, depth: int) -> Miss | None:
         if DFPatternMatcher(form).match(p, form):
@@ -465,7 +470,8 @@ _HANDLERS: dict[type, Callable[[Explainer, Any, Any, Expr, int], Miss | None]] =
 
 def _trivial(p: DFPattern) -> bool:
     """Wildcards and bare ops: their matching says nothing about how far a match got."""
-    return isinstance(p, WildcardPattern) or (isinstance(p, ExprPattern) and isinstance(p.expr, Op))
+    return ((isinstance(p, WildcardPattern) and p.redirect is None)
+            or (isinstance(p, ExprPattern) and isinstance(p.expr, Op)))
 
 
 def _size(p: DFPattern) -> int:
@@ -577,4 +583,7 @@ def explain_match(pattern: DFPattern, expr: Expr, graph: Expr | None = None,
         raise TypeError(f"explain_match expects an IR expression, got {type(expr).__name__} {expr!r}")
     g = ExprGraph(expr if graph is None else graph)
     matched = g.matcher.match(pattern, expr)
-    return explain(Explainer(g), pattern, expr, matched, check)
+    if not is_recursive(pattern):
+        return explain(Explainer(g), pattern, expr, matched, check)
+    with raised_recursion_limit(recursion_frames(pattern, len(g.matcher.graph), _FRAMES_PER_VISIT)):
+        return explain(Explainer(g), pattern, expr, matched, check)

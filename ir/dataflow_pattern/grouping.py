@@ -9,6 +9,13 @@ part of the group, not inputs. A candidate is rejected when it shares an interio
 earlier group, or when an interior node is used outside the group by a node the root does not
 post-dominate. Every candidate, rejected or not, consumes a number (TVM's numbering).
 
+A recursive pattern (`redirect_to`) gives one group per chain, as in TVM: the root-most link
+is tried first and its match takes the whole chain down to the base, so the inner links are
+never candidates of their own. A redirected wildcard is not a leaf; the leaves its target
+reaches give the inputs (the base's operands and whatever the links take besides the chain).
+Each node of a chain that lacks its base is still tried, so such a chain costs time quadratic
+in its length, as in TVM.
+
 Functions marked `PartitionedFromPattern`, and their bodies, are not candidates (TVM). When
 partitioning, functions marked `Composite` count as partitioned too, and calls of partitioned
 functions are not candidates either, so partitioning twice changes nothing; rewrite callbacks

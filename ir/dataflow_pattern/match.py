@@ -4,6 +4,12 @@ Rules worth knowing (each is TVM's):
 
 * A pattern node binds one expression per match: a sub-pattern used twice must meet the same node.
   Failed branches forget what they bound.
+* A redirected wildcard (`redirect_to`) matches what its target matches. In a recursive pattern
+  the bindings of one match are shared by every trip around the cycle: the cycle's own nodes
+  collect one binding per trip (`node_map` lists them innermost first), and any other node inside
+  the cycle (e.g. a weight `wildcard()` next to the recursion) binds once, so every trip must meet
+  that same node. A later use of a node with several bindings meets the latest (the outermost of
+  the last chain it matched; TVM fails an internal check there).
 * A call pattern whose callee is `is_op("add")` or `is_op("multiply")` also tries its two
   arguments swapped. When the ops differ, `divide(multiply(a, b), c)` also matches
   `multiply(b, divide(a, c))` (and `a` with `b` exchanged), and `multiply(x, divide(a, c))`
@@ -20,7 +26,9 @@ Rules worth knowing (each is TVM's):
 
 from __future__ import annotations
 
-from typing import Any, Callable
+import sys
+from contextlib import contextmanager
+from typing import Any, Callable, Iterator
 
 from ..attrs import freeze_value
 from ..errors import IRError
@@ -29,6 +37,7 @@ from ..op.registry import Op
 from ..structural import structural_equal
 from ..type_infer import infer_type
 from ..types import TensorType, Type
+from ..visitor import post_order
 from .errors import InvalidPatternError
 from .indexed_graph import IndexedGraph
 from .nodes import (
@@ -49,12 +58,38 @@ from .nodes import (
     TypePattern,
     VarPattern,
     WildcardPattern,
+    is_recursive,
 )
 
-__all__ = ["DFPatternMatcher", "match", "find_matches"]
+__all__ = ["DFPatternMatcher", "match", "find_matches", "recursion_frames", "raised_recursion_limit"]
 
 _MISSING = object()
 _COMMUTATIVE = ("add", "multiply")
+FRAMES_PER_VISIT = 4  # Python frames one nested sub-pattern visit takes at most (_visit, handler, helper)
+
+
+def recursion_frames(pattern: DFPattern, nodes: int, frames_per_visit: int = FRAMES_PER_VISIT) -> int:
+    """Python frames that matching the recursive `pattern` in a graph of `nodes` nodes may nest.
+
+    Visits nest at most once per sub-pattern per node along a path of the graph; on a long chain
+    that goes far past Python's recursion limit (a pattern that is not recursive nests no deeper
+    than its own size).
+    """
+    return frames_per_visit * nodes * sum(1 for _ in post_order(pattern, lambda p: p.children()))
+
+
+@contextmanager
+def raised_recursion_limit(frames: int) -> Iterator[None]:
+    """Python's recursion limit raised by `frames` meanwhile.
+
+    Safe because pattern visits are Python-to-Python calls, which take no C stack.
+    """
+    old = sys.getrecursionlimit()
+    sys.setrecursionlimit(old + frames)
+    try:
+        yield
+    finally:
+        sys.setrecursionlimit(old)
 
 
 def _op_name(pattern: DFPattern) -> str | None:
@@ -96,6 +131,7 @@ class DFPatternMatcher:
         self._memoize = True
         self._tried_typing_root = False
         self._untypeable: dict[Expr, None] = {}
+        self._frames: dict[DFPattern, int] = {}
 
     @property
     def graph(self) -> IndexedGraph:
@@ -118,12 +154,25 @@ class DFPatternMatcher:
         self._memo.clear()
         self._matched.clear()
         self._memoize = True
-        return self._visit(pattern, self.root if expr is None else expr)
+        expr = self.root if expr is None else expr
+        frames = self._frames_for(pattern)
+        if not frames:
+            return self._visit(pattern, expr)
+        with raised_recursion_limit(frames):
+            return self._visit(pattern, expr)
+
+    def _frames_for(self, pattern: DFPattern) -> int:
+        """The recursion room matching `pattern` needs here (0 unless it is recursive)."""
+        frames = self._frames.get(pattern)
+        if frames is None:
+            frames = recursion_frames(pattern, len(self.graph)) if is_recursive(pattern) else 0
+            self._frames[pattern] = frames
+        return frames
 
     # -- memoized dispatch -----------------------------------------------------------------------
     def _visit(self, pattern: DFPattern, expr: Expr) -> bool:
         if self._memoize and pattern in self._memo:
-            return self._memo[pattern][0] is expr
+            return self._memo[pattern][-1] is expr
         watermark = len(self._matched)
         try:
             handler = _HANDLERS[type(pattern)]
@@ -145,11 +194,16 @@ class DFPatternMatcher:
     def _visit_all(self, patterns: tuple[DFPattern, ...] | None, exprs: tuple[Expr, ...]) -> bool:
         if patterns is None:
             return True
-        return len(patterns) == len(exprs) and all(self._visit(p, e) for p, e in zip(patterns, exprs, strict=True))
+        if len(patterns) != len(exprs):
+            return False
+        for p, e in zip(patterns, exprs):  # a loop, not all(): nested visits then take no C stack
+            if not self._visit(p, e):
+                return False
+        return True
 
     # -- leaves ----------------------------------------------------------------------------------
     def _wildcard(self, pattern: WildcardPattern, expr: Expr) -> bool:
-        return True
+        return pattern.redirect is None or self._visit(pattern.redirect, expr)
 
     def _expr(self, pattern: ExprPattern, expr: Expr) -> bool:
         target = pattern.expr

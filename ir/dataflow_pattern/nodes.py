@@ -5,12 +5,15 @@ pattern must bind the same expression node both times. Building a pattern valida
 arguments, so a malformed pattern fails where it is written, not when it is matched.
 Operators compose patterns: `p(a, b)` is a call pattern (`p(None)`: any number of arguments),
 `p | q` an alternative, `p + q` / `- * /` calls of `add` / `subtract` / `multiply` / `divide`.
+
+The one mutation is TVM's `WildcardPattern.redirect_to`: it ties a wildcard to another pattern,
+which may contain the wildcard, so a pattern can refer to itself (a chain of any length).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Callable
 
 import numpy as np
@@ -19,12 +22,13 @@ from ..attrs import Attrs
 from ..expr import Expr, Var
 from ..op.registry import Op, get_op
 from ..types import Dim, Type, normalize_dtype, normalize_shape
+from ..visitor import post_order
 from .errors import InvalidPatternError
 
 __all__ = [
     "DFPattern", "ExprPattern", "VarPattern", "ConstantPattern", "WildcardPattern", "CallPattern",
     "FunctionPattern", "TuplePattern", "TupleGetItemPattern", "IfPattern", "LetPattern", "AltPattern",
-    "TypePattern", "DataTypePattern", "ShapePattern", "AttrPattern", "DominatorPattern",
+    "TypePattern", "DataTypePattern", "ShapePattern", "AttrPattern", "DominatorPattern", "is_recursive",
 ]
 
 Ref = Callable[["DFPattern"], str]
@@ -68,6 +72,11 @@ class DFPattern:
 
     def children(self) -> tuple["DFPattern", ...]:
         """Sub-patterns in TVM's visiting order (which fixes partition parameter order)."""
+        return ()
+
+    def _in_place_children(self) -> tuple["DFPattern", ...]:
+        """Sub-patterns matched against the same expression node as this one (alternatives,
+        property checks, a redirect); every other sub-pattern meets an operand of that node."""
         return ()
 
     def _render(self, ref: Ref) -> str:
@@ -187,7 +196,39 @@ class ConstantPattern(DFPattern):
 
 @dataclass(frozen=True, eq=False, slots=True, repr=False)
 class WildcardPattern(DFPattern):
-    """Matches any expression."""
+    """Matches any expression; once redirected (`redirect_to`), what its target matches."""
+
+    redirect: DFPattern | None = field(default=None, init=False)
+
+    def redirect_to(self, pattern: Any) -> None:
+        """From now on match what `pattern` matches (TVM's `WildcardPattern.redirect_to`).
+
+        `pattern` may contain this wildcard, which makes the pattern recursive: below, `chain`
+        matches a dense layer under any number of casts.
+
+            rec = wildcard()
+            chain = is_op("cast")(rec)
+            rec.redirect_to(chain | is_op("nn.dense")(wildcard(), wildcard()))
+
+        Each trip around a cycle must move to an operand of the matched node (through a call,
+        tuple, function, ... pattern), so matching ends; a cycle that stays on one node, such as
+        `rec.redirect_to(rec | x)`, is refused here. A wildcard is redirected at most once.
+        """
+        target = _as_pattern(pattern, "the pattern of redirect_to")
+        if self.redirect is not None:
+            raise InvalidPatternError(f"redirect_to: this wildcard already redirects to {self.redirect!r}; "
+                                      "a wildcard is redirected once")
+        if any(node is self for node in post_order(target, lambda p: p._in_place_children())):
+            raise InvalidPatternError(f"redirect_to: {target!r} reaches this wildcard again without moving "
+                                      "to an operand (through |, has_* or dominates only), so matching would "
+                                      "never end; put the recursion under a call, tuple or function pattern")
+        _set(self, redirect=target)
+
+    def children(self) -> tuple[DFPattern, ...]:
+        return () if self.redirect is None else (self.redirect,)
+
+    def _in_place_children(self) -> tuple[DFPattern, ...]:
+        return self.children()
 
     def _render(self, ref: Ref) -> str:
         return "wildcard()"
@@ -336,6 +377,9 @@ class AltPattern(DFPattern):
     def children(self) -> tuple[DFPattern, ...]:
         return (self.left, self.right)
 
+    def _in_place_children(self) -> tuple[DFPattern, ...]:
+        return self.children()
+
     def _render(self, ref: Ref) -> str:
         return f"({ref(self.left)} | {ref(self.right)})"
 
@@ -355,6 +399,9 @@ class TypePattern(DFPattern):
 
     def children(self) -> tuple[DFPattern, ...]:
         return (self.pattern,)
+
+    def _in_place_children(self) -> tuple[DFPattern, ...]:
+        return self.children()
 
     def _render(self, ref: Ref) -> str:
         return f"{ref(self.pattern)}.has_type({self.type})"
@@ -380,6 +427,9 @@ class DataTypePattern(DFPattern):
     def children(self) -> tuple[DFPattern, ...]:
         return (self.pattern,)
 
+    def _in_place_children(self) -> tuple[DFPattern, ...]:
+        return self.children()
+
     def _render(self, ref: Ref) -> str:
         return f'{ref(self.pattern)}.has_dtype("{self.dtype}")'
 
@@ -400,6 +450,9 @@ class ShapePattern(DFPattern):
 
     def children(self) -> tuple[DFPattern, ...]:
         return (self.pattern,)
+
+    def _in_place_children(self) -> tuple[DFPattern, ...]:
+        return self.children()
 
     def _render(self, ref: Ref) -> str:
         return f"{ref(self.pattern)}.has_shape([{', '.join(str(d) for d in self.shape)}])"
@@ -426,6 +479,9 @@ class AttrPattern(DFPattern):
     def children(self) -> tuple[DFPattern, ...]:
         return (self.pattern,)
 
+    def _in_place_children(self) -> tuple[DFPattern, ...]:
+        return self.children()
+
     def _render(self, ref: Ref) -> str:
         return f"{ref(self.pattern)}.has_attr({dict(self.attrs)!r})"
 
@@ -450,5 +506,19 @@ class DominatorPattern(DFPattern):
     def children(self) -> tuple[DFPattern, ...]:
         return (self.parent, self.path, self.child)
 
+    def _in_place_children(self) -> tuple[DFPattern, ...]:
+        return (self.child,)
+
     def _render(self, ref: Ref) -> str:
         return f"dominates({ref(self.parent)}, {ref(self.path)}, {ref(self.child)})"
+
+
+def is_recursive(pattern: DFPattern) -> bool:
+    """Whether `pattern` holds a cycle: a redirected wildcard that its target leads back to."""
+    redirected = [p for p in post_order(pattern, _children) if isinstance(p, WildcardPattern)
+                  and p.redirect is not None]
+    return any(any(q is w for q in post_order(w.redirect, _children)) for w in redirected)
+
+
+def _children(p: DFPattern) -> tuple[DFPattern, ...]:
+    return p.children()

@@ -8,7 +8,8 @@
 
 Which matches become groups, their parameters and names: see `grouping`. When the graph was
 type-checked (`ir.infer_type`), each parameter is annotated with its argument's type, so the
-result type-checks again; otherwise parameters are untyped, as in TVM.
+result type-checks again; otherwise parameters are untyped, as in TVM. A recursive pattern
+wraps each whole chain, from its root-most link down to its base, into one function.
 """
 
 from __future__ import annotations

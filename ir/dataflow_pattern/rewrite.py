@@ -10,6 +10,10 @@ callbacks still changing the graph (TVM's limit, which TVM reports only as a fat
 a graph outgrowing `MAX_GROWTH` times its input size (plus `GROWTH_SLACK_NODES`): a callback
 whose result contains two matches of its own pattern doubles the graph each pass, and would
 exhaust memory long before the pass limit.
+
+A recursive pattern (`redirect_to`) matches a whole chain: the callback runs once, at the
+chain's root-most link, and `node_map` lists one node per link for the pattern nodes of the
+cycle, innermost first (the root's own node last).
 """
 
 from __future__ import annotations

@@ -321,3 +321,50 @@ def test_a_leaf_class_holding_a_constant_reaches_the_callback_as_that_constant()
     saturate(low.egraph, ruleset("probe", [CallbackRule(Probe())]), Limits(iterations=3))
     assert len(seen) == 1 and isinstance(seen[0], ir.Constant)
     np.testing.assert_array_equal(seen[0].data, np.full(3, 5.0, "float32"))
+
+
+def aliases() -> dict:
+    """Patterns with a redirected wildcard but no cycle: each one is its target under another name."""
+    conv, relu_op, conv_or_relu = wildcard(), wildcard(), wildcard()
+    conv.redirect_to(is_op("nn.conv2d")(wildcard(), wildcard()))
+    relu_op.redirect_to(is_op("nn.relu"))
+    conv_or_relu.redirect_to(conv | is_op("nn.relu")(wildcard()))
+    batch_norm = is_op("nn.batch_norm")(conv, wildcard(), wildcard(), wildcard(), wildcard())
+    return {"conv": conv, "batch-norm-of-conv": batch_norm, "callee": relu_op(wildcard()),
+            "alternative": is_op("add")(conv_or_relu, wildcard())}
+
+
+def test_a_redirect_without_a_cycle_compiles_to_its_target():
+    mod, params = ir.models.get("resnet50", small=True)
+    main = bind_params_by_name(mod["main"], params)
+    low = lower(ir.IRModule({"main": main}))
+    cls = classes_of(low.egraph, main.body)
+    for name, pattern in aliases().items():
+        expected = sorted({cls[id(n)] for n in direct_matches(pattern, main.body)})
+        assert expected and find_matches(pattern, low.egraph) == expected, name
+
+
+class KeepChain(DFPatternCallback):
+    """A callback on a chain of casts of any length (a recursive pattern)."""
+
+    def __init__(self):
+        super().__init__()
+        rec = wildcard()
+        self.pattern = is_op("cast")(rec)
+        rec.redirect_to(self.pattern | is_var())
+
+    def callback(self, pre, post, node_map):
+        return post
+
+
+def test_recursive_patterns_are_refused_by_name():
+    x = relay.var("x", shape=(2,))
+    chain = relay.cast(relay.cast(x, "float32"), "float32")
+    callback = KeepChain()
+    assert direct_matches(callback.pattern, chain) == [chain.args[0], chain]
+    low = lower(ir.IRModule.from_expr(chain))
+    refused = r"recursive patterns \(redirect_to\) .* cannot compile a cyclic pattern: %0 = wildcard\(\); "
+    with pytest.raises(PatternCompileError, match=refused):
+        find_matches(callback.pattern, low.egraph)
+    with pytest.raises(PatternCompileError, match=refused):
+        saturate(low.egraph, ruleset("chains", [CallbackRule(callback)]), Limits(iterations=2))
