@@ -77,13 +77,13 @@ def candidate_implementations(workload: Workload,
 
 def select_implementation(workload: Workload, target: Target | str,
                           history: TuningHistory | None = None) -> Selection:
-    """Choose the implementation and configuration for a workload with static shapes.
+    """Choose the implementation and configuration for a workload with static input shapes.
 
     `history` defaults to the one of the enclosing `apply_history_best` block.
     """
     target = as_target(target)
-    if not workload.static:
-        raise ValueError(f"select_implementation needs static shapes, got {workload.describe()}")
+    if not workload.inputs_static:
+        raise ValueError(f"select_implementation needs static input shapes, got {workload.describe()}")
     _, candidates, fallback = candidate_implementations(workload, target)
     names = tuple(impl.name for impl in candidates)
     history = history if history is not None else current_history()

@@ -25,7 +25,7 @@ __all__ = ["op_work", "numel", "nbytes", "ASSUMED_DIM", "conv_macs", "dim_size"]
 ASSUMED_DIM = 32
 
 #: ops that numpy and torch run as views: no data moves and no kernel starts
-_VIEWS = {"reshape", "squeeze", "expand_dims", "nn.batch_flatten", "split"}
+_VIEWS = {"reshape", "dyn.reshape", "squeeze", "expand_dims", "nn.batch_flatten", "split"}
 #: element-wise ops that cost a transcendental evaluation per element (counted as this many FLOPs); the
 #: piecewise-linear activations (nn.hard_sigmoid, nn.hard_swish) count one FLOP per element like arithmetic
 _TRANSCENDENTAL = {"exp": 8, "log": 8, "tanh": 8, "sigmoid": 8, "erf": 8, "nn.gelu": 12, "nn.bias_gelu": 12,

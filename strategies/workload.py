@@ -81,6 +81,12 @@ class Workload:
         """True when every input and output dimension is a known integer."""
         return all(_is_static(t) for t in (*self.in_types, self.out_type))
 
+    @property
+    def inputs_static(self) -> bool:
+        """True when every input dimension is a known integer; the output's may still depend on the
+        input values (`arange`, `dyn.reshape`), which only the kernel learns."""
+        return all(_is_static(t) for t in self.in_types)
+
     @cached_property
     def key(self) -> str:
         """The canonical JSON text naming this workload (op, input types, attributes)."""

@@ -16,6 +16,7 @@ from __future__ import annotations
 from typing import Sequence
 
 from ..expr import Call
+from ..op.shapes import known
 from .export_context import ONE_NODE_OPSETS, EmitContext, Value, emits
 from .export_tensor import unsqueeze
 
@@ -31,15 +32,20 @@ _ATTENTION_RANK = 4
 _ATTENTION_DTYPES = ("float32",)
 
 
-def _mask_over_scores(ctx: EmitContext, call: Call, mask: Value) -> Value:
+def _mask_over_scores(ctx: EmitContext, call: Call, args: Sequence[Value], mask: Value) -> Value:
     """The mask as ONNX Runtime takes it: 4-D, its last two axes as long as the scores' (ONNX
-    Runtime broadcasts only the leading axes of `attn_mask`), expanded where they are not."""
-    shape = ctx.static_shape(call.args[3], "attention mask")
-    rows, cols = ctx.static_shape(call.args[0], "query")[-2], ctx.static_shape(call.args[1], "key")[-2]
+    Runtime broadcasts only the leading axes of `attn_mask`), expanded where they are not (to
+    lengths read when the model runs where they are symbolic)."""
+    shape = ctx.type_of(call.args[3]).shape
+    rows, cols = ctx.type_of(call.args[0]).shape[-2], ctx.type_of(call.args[1]).shape[-2]
     if len(shape) == _ATTENTION_RANK and tuple(shape[-2:]) == (rows, cols):
         return mask
-    lead = ((1,) * _ATTENTION_RANK + tuple(shape[:-2]))[-(_ATTENTION_RANK - 2):]
-    return ctx.node("Expand", [mask, ctx.ints((*lead, rows, cols))])
+    if known(rows) and known(cols):
+        target = ctx.ints((1, 1, rows, cols))  # Expand broadcasts both ways: the 1s keep the mask's axes
+    else:
+        lengths = [ctx.node("Shape", [value], start=-2, end=-1) for value in args[:2]]
+        target = ctx.node("Concat", [ctx.ints((1, 1)), *lengths], axis=0)
+    return ctx.node("Expand", [mask, target])
 
 
 def _nan_in_hidden_rows(ctx: EmitContext, mask: Value, dtype: str) -> Value:
@@ -59,7 +65,7 @@ def emit_attention(ctx: EmitContext, call: Call, args: Sequence[Value]) -> Value
         added = list(range(_ATTENTION_RANK - query.ndim))
         inputs = [unsqueeze(ctx, a, added) for a in args[:3]]
         if len(args) > 3:
-            inputs.append(_mask_over_scores(ctx, call, _nan_in_hidden_rows(ctx, args[3], query.dtype)))
+            inputs.append(_mask_over_scores(ctx, call, args, _nan_in_hidden_rows(ctx, args[3], query.dtype)))
         out = ctx.node("Attention", inputs, scale=scale)
         return ctx.node("Squeeze", [out, ctx.ints(added)]) if added else out
     perm = list(range(query.ndim))

@@ -27,8 +27,10 @@ _UNARY = {
 _BINARY = {
     "add": "Add", "subtract": "Sub", "multiply": "Mul", "divide": "Div", "power": "Pow", "maximum": "Max",
     "minimum": "Min", "equal": "Equal", "less": "Less", "greater": "Greater", "less_equal": "LessOrEqual",
-    "greater_equal": "GreaterOrEqual", "logical_and": "And", "logical_or": "Or", "where": "Where",
+    "greater_equal": "GreaterOrEqual", "logical_and": "And", "logical_or": "Or",
 }
+#: dtypes ONNX Runtime's CPU `Where` lacks -> the dtype it selects them in, losslessly
+_WHERE_WIDER = {"bool": "uint8", "int16": "int32", "uint16": "int32"}
 
 
 @emits(*_UNARY)
@@ -45,6 +47,19 @@ def emit_isfinite(ctx: EmitContext, call: Call, args: Sequence[Value]) -> Value:
 @emits(*_BINARY)
 def emit_binary(ctx: EmitContext, call: Call, args: Sequence[Value]) -> Value:
     return ctx.node(_BINARY[call.op.name], args)
+
+
+@emits("where")
+def emit_where(ctx: EmitContext, call: Call, args: Sequence[Value]) -> Value:
+    """Where; values of a dtype ONNX Runtime's kernel lacks (bool, 16-bit integers) are selected in a
+    wider one and cast back."""
+    dtype = ctx.type_of(call).dtype
+    wider = _WHERE_WIDER.get(dtype)
+    if wider is None:
+        return ctx.node("Where", args)
+    cond, *values = args
+    picked = ctx.node("Where", [cond, *(ctx.node("Cast", [v], to=ctx.elem(wider)) for v in values)])
+    return ctx.node("Cast", [picked], to=ctx.elem(dtype))
 
 
 @emits("not_equal")

@@ -22,7 +22,7 @@ SCATTER_REDUCTION_OPSETS = {"add": 16, "mul": 16, "min": 18, "max": 18}
 TRILU_OPSET = 14
 
 
-def _int64(ctx: EmitContext, value: str, expr: Expr) -> str:
+def as_int64(ctx: EmitContext, value: str, expr: Expr) -> str:
     """`value` (of IR `expr`) as int64, the only index type some ONNX ops take."""
     return value if ctx.type_of(expr).dtype == "int64" else ctx.node("Cast", [value], to=ctx.elem("int64"))
 
@@ -36,7 +36,7 @@ def emit_gather(ctx: EmitContext, call: Call, args: Sequence[Value]) -> Value:
 def emit_scatter_nd(ctx: EmitContext, call: Call, args: Sequence[Value]) -> Value:
     data, indices, updates = args
     rank = ctx.type_of(call.args[1]).ndim
-    indices = ctx.node("Transpose", [_int64(ctx, indices, call.args[1])], perm=[*range(1, rank), 0])
+    indices = ctx.node("Transpose", [as_int64(ctx, indices, call.args[1])], perm=[*range(1, rank), 0])
     mode = call.attrs.mode
     if mode != "update" and ctx.opset < SCATTER_REDUCTION_OPSETS[mode]:
         raise FrontendError(f"scatter_nd(mode={mode!r}) needs opset {SCATTER_REDUCTION_OPSETS[mode]} or newer "
@@ -58,13 +58,13 @@ def emit_one_hot(ctx: EmitContext, call: Call, args: Sequence[Value]) -> Value:
     axis = normalize_axis(attrs.axis, ndim + 1)
     if attrs.dtype not in _ORT_ONE_HOT_DTYPES:
         positions = np.arange(attrs.depth, dtype="int64").reshape([attrs.depth] + [1] * (ndim - axis))
-        column = ctx.node("Unsqueeze", [_int64(ctx, indices, index_expr), ctx.ints([axis])])
+        column = ctx.node("Unsqueeze", [as_int64(ctx, indices, index_expr), ctx.ints([axis])])
         return ctx.node("Where", [ctx.node("Equal", [column, ctx.const(positions)]), on_value, off_value])
     if isinstance(index_expr, Constant):
         values = np.asarray(index_expr.data)
         indices = ctx.const(np.where(values < 0, attrs.depth, values).astype("int64"))
     else:
-        indices = _int64(ctx, indices, index_expr)
+        indices = as_int64(ctx, indices, index_expr)
         negative = ctx.node("Less", [indices, ctx.const(np.int64(0))])
         indices = ctx.node("Where", [negative, ctx.const(np.int64(attrs.depth)), indices])
     pair = ctx.node("Concat", [ctx.node("Reshape", [v, ctx.ints([1])]) for v in (off_value, on_value)], axis=0)

@@ -102,19 +102,26 @@ def emit_take(ctx: EmitContext, call: Call, args: Sequence[Value]) -> Value:
         size = ctx.type_of(data_expr).shape[axis]
     mode = call.attrs.mode
     if mode != "fast":
-        if size is None or not known(size):
-            raise FrontendError(f"take(mode={mode!r}) needs a static axis length, got data shape "
-                                f"{ctx.type_of(data_expr).shape_str()}")
         dtype = ctx.type_of(index_expr).dtype
-        if isinstance(index_expr, Constant):
+        if size is not None and known(size) and isinstance(index_expr, Constant):
             values = np.asarray(index_expr.data)
             fixed = np.clip(values, 0, size - 1) if mode == "clip" else np.mod(values, size)
             indices = ctx.const(fixed.astype(dtype))
-        elif mode == "clip":
-            indices = ctx.node("Clip", [indices, ctx.const(0, dtype), ctx.const(size - 1, dtype)])
         else:
-            indices = ctx.node("Mod", [indices, ctx.const(size, dtype)], fmod=0)
+            static = size is not None and known(size)
+            length = ctx.const(size, dtype) if static else _run_time_length(ctx, data, axis, dtype)
+            if mode == "clip":
+                last = ctx.node("Sub", [length, ctx.const(1, dtype)])
+                indices = ctx.node("Clip", [indices, ctx.const(0, dtype), last])
+            else:
+                indices = ctx.node("Mod", [indices, length], fmod=0)
     return ctx.node("Gather", [data, indices], axis=axis)
+
+
+def _run_time_length(ctx: EmitContext, data: Value, axis: int, dtype: str) -> Value:
+    """The length of `data`'s `axis` as a scalar of `dtype`, read with Shape when the model runs."""
+    length = ctx.node("Gather", [ctx.node("Shape", [data]), ctx.const(np.int64(axis))], axis=0)
+    return length if dtype == "int64" else ctx.node("Cast", [length], to=ctx.elem(dtype))
 
 
 @emits("broadcast_to")

@@ -4,9 +4,12 @@ The ops that shape computations are made of (`Shape`, `ConstantOfShape`, `Reshap
 `Gather`, `Slice`, `Squeeze`/`Unsqueeze`, `Expand`, ...) fold to constants when their data inputs
 are constant; `Shape` and `Size` fold whenever the input's shape has no `Any` dimension, to a
 symbolic shape value where it has symbolic ones (see `import_fold`). `Reshape`, `Expand` and `Slice`
-accept symbolic shape arguments that the IR can express: `Shape -> Gather(0) -> Concat([N, -1]) ->
-Reshape` becomes `reshape(newshape=[0, -1])`. A fold that would allocate more than the import's cap
-is refused before it allocates (`NodeContext.check_fold`).
+take symbolic shape arguments into static attributes where the IR can express them:
+`Shape -> Gather(0) -> Concat([N, -1]) -> Reshape` becomes `reshape(newshape=[0, -1])`. Where it
+cannot, or the argument is known only at run time, they become `dyn.reshape`, `dyn.expand` and
+`dyn.strided_slice` (and `Shape` of a tensor with an `Any` dimension `shape_of`); a symbolic value
+they read is computed from the graph inputs' shapes (`import_dims`). A fold that would allocate
+more than the import's cap is refused before it allocates (`NodeContext.check_fold`).
 """
 
 from __future__ import annotations
@@ -105,37 +108,41 @@ def convert_constant_of_shape(ctx: NodeContext) -> Expr:
     return ctx.const(np.broadcast_to(fill.reshape(-1)[0], shape))  # the constant copies it once
 
 
-def _folded_shape(ctx: NodeContext) -> list[Dim]:
-    """The input's shape, static or symbolic; an `Any` dimension cannot be folded."""
-    ty = ctx.type_of(ctx.input(0))
-    if not all(symbolic(d) for d in ty.shape):
-        raise FrontendError(f"{ctx.op_type} is folded at import, but the input has shape {ty.shape_str()} with an "
-                            f"unknown dimension; name it (dim_param) or give static shapes with from_onnx(shape=...)")
-    return list(ty.shape)
+def _folded_shape(ctx: NodeContext) -> list[Dim] | None:
+    """The input's shape, static or symbolic; None where it has an `Any` dimension (read at run time)."""
+    shape = ctx.type_of(ctx.input(0)).shape
+    return list(shape) if all(symbolic(d) for d in shape) else None
 
 
 @converter("Shape")
 def convert_shape(ctx: NodeContext) -> Expr:
+    """A constant (a symbolic shape value over size variables); `shape_of`, read at run time, when the
+    input has an `Any` dimension."""
     shape = _folded_shape(ctx)
     start, end = ctx.attr("start", 0), ctx.attr("end", None)  # opset 15 slices the shape
-    return ctx.const(np.array(shape[slice(start, end)], dtype=object), "int64")
+    if shape is not None:
+        return ctx.const(np.array(shape[slice(start, end)], dtype=object), "int64")
+    read = ctx.call("shape_of", ctx.input(0), dtype="int64")
+    if (start, end) == (0, None):
+        return read
+    return ctx.call("strided_slice", read, begin=[start], end=[_TO_THE_END if end is None else end], axes=[0])
 
 
 @converter("Size")
 def convert_size(ctx: NodeContext) -> Expr:
-    return ctx.const(np.array(product(_folded_shape(ctx)), dtype=object), "int64")
+    shape = _folded_shape(ctx)
+    if shape is not None:
+        return ctx.const(np.array(product(shape), dtype=object), "int64")
+    return ctx.call("prod", ctx.call("shape_of", ctx.input(0), dtype="int64"), axis=None)
 
 
 @converter("Range")
 def convert_range(ctx: NodeContext) -> Expr:
-    """A constant when the bounds are known at import; else `arange`, whose length is known at run time.
-    A bound that is a symbolic dimension is refused: the IR has no run-time value for it."""
+    """A constant when the bounds are known at import; else `arange`, whose length is known at run time
+    (a bound that is a symbolic dimension is computed from the graph inputs' shapes)."""
     bounds = [ctx.input(i) for i in range(3)]
     values = [ctx.graph.static_value(b) for b in bounds]
-    for what, value in zip(("start", "limit", "delta"), values):
-        if value is not None and is_symbolic(value):
-            _ints(value, f"the {what}")
-    if any(v is None for v in values):
+    if any(v is None or is_symbolic(v) for v in values):
         return ctx.call("arange", *bounds, dtype=ctx.type_of(bounds[0]).dtype)
     start, limit, delta = values
     if any(v.size != 1 for v in (start, limit, delta)):
@@ -151,9 +158,10 @@ def convert_range(ctx: NodeContext) -> Expr:
 
 # -- layout -------------------------------------------------------------------------------------------
 
-def _reshape_target(ctx: NodeContext, target: list[Dim], shape: Sequence[Dim]) -> list[int]:
+def _reshape_target(target: list[Dim], shape: Sequence[Dim]) -> list[int] | None:
     """A Reshape target with symbolic entries as `reshape` attributes: an entry equal to the input's
-    dimension at its position copies it (0), and one other symbolic entry is inferred (-1)."""
+    dimension at its position copies it (0), and one other symbolic entry is inferred (-1); None
+    when the symbolic entries have no such form."""
     out: list[int | None] = []
     for i, d in enumerate(target):
         if isinstance(d, SymbolicDim):
@@ -161,21 +169,24 @@ def _reshape_target(ctx: NodeContext, target: list[Dim], shape: Sequence[Dim]) -
         else:
             out.append(d)
     left = [i for i, d in enumerate(out) if d is None]
-    if not left:
-        return out  # type: ignore[return-value]
-    if len(left) > 1 or -1 in out:
-        raise FrontendError(f"target shape [{', '.join(map(str, target))}] has symbolic entries that are neither "
-                            f"the input's dimension at their position nor the single inferred one (input shape "
-                            f"({', '.join(map(str, shape))}))")
-    out[left[0]] = -1
+    if len(left) > 1 or (left and -1 in out):
+        return None
+    if left:
+        out[left[0]] = -1
     return out  # type: ignore[return-value]
 
 
 @converter("Reshape")
 def convert_reshape(ctx: NodeContext) -> Expr:
-    data = ctx.input(0)
-    newshape = _reshape_target(ctx, _dims(ctx.static_input(1, "target shape")), ctx.type_of(data).shape)
-    if ctx.attr("allowzero", 0) and 0 in newshape:
+    """A static `reshape`, or `dyn.reshape` when the target is known only at run time or has symbolic
+    entries that no static target expresses."""
+    data, target = ctx.input(0), ctx.input(1)
+    allowzero = ctx.attr("allowzero", 0)
+    value = ctx.graph.static_value(target)
+    newshape = None if value is None else _reshape_target(_dims(value), ctx.type_of(data).shape)
+    if newshape is None:
+        return ctx.call("dyn.reshape", data, target, allowzero=bool(allowzero))
+    if allowzero and 0 in newshape:
         raise ctx.unsupported("allowzero", 1, "a 0 in the target shape must copy the input dimension")
     call = ctx.call("reshape", data, newshape=newshape)  # typing it checks the target against the input
     if (value := ctx.constant_value(data)) is not None:
@@ -259,16 +270,28 @@ def _onnx_slice_start(start: int, step: int, dim) -> int:
 _TO_THE_END = 2**63 - 1
 
 
-def _slice_bound(bound: Dim, size: Dim, what: str) -> int:
-    """A slice bound as an int: a symbolic one must be the dimension's size plus a constant, which
-    counts from the end (a negative offset) or is past it."""
-    if known(bound):
+def _static_bound(bound: Dim, size: Dim) -> bool:
+    """Whether a slice bound has a static form: an int, or the dimension's size plus a constant."""
+    return isinstance(bound, int) or (known(size) and known(bound - size))
+
+
+def _slice_bound(bound: Dim, size: Dim) -> int:
+    """A slice bound with a static form as an int; the size plus a constant counts from the end (a
+    negative offset) or is past it."""
+    if isinstance(bound, int):
         return bound
     offset = bound - size
-    if not known(offset):
-        raise FrontendError(f"slice {what} {bound} on a dimension of size {size} depends on the sizes the model "
-                            f"runs at; only the size plus a constant can be expressed")
     return offset if offset < 0 else _TO_THE_END
+
+
+def _computed_slice(ctx: NodeContext, data: Expr) -> Expr:
+    """Slice whose starts, ends or steps are known only at run time (or are symbolic with no static
+    form): `dyn.strided_slice` over the given axes, which must be known at import."""
+    count = ctx.static_shape(ctx.input(1), "a slice with computed bounds")[0]
+    axes = ctx.optional_static(3, "axes")
+    axes = _normalized(range(count) if axes is None else _ints(axes, "axes"), ctx.type_of(data).ndim)
+    steps = ctx.input(4) if ctx.has_input(4) else ctx.const(np.ones(count, np.int64))
+    return ctx.call("dyn.strided_slice", data, ctx.input(1), ctx.input(2), steps, axes=axes)
 
 
 @converter("Slice")
@@ -277,6 +300,8 @@ def convert_slice(ctx: NodeContext) -> Expr:
     shape = ctx.type_of(data).shape
     if ctx.opset < 10:
         starts, ends, axes, steps = ctx.attr("starts"), ctx.attr("ends"), ctx.attr("axes", None), None
+    elif any(ctx.has_input(i) and ctx.graph.static_value(ctx.input(i)) is None for i in (1, 2, 4)):
+        return _computed_slice(ctx, data)
     else:
         starts, ends = ctx.static_input(1, "starts"), ctx.static_input(2, "ends")
         axes, steps = ctx.optional_static(3, "axes"), ctx.optional_static(4, "steps")
@@ -285,8 +310,10 @@ def convert_slice(ctx: NodeContext) -> Expr:
     steps = [1] * len(starts) if steps is None else _ints(steps, "steps")
     if not len(starts) == len(ends) == len(axes) == len(steps):
         raise FrontendError(f"starts {starts}, ends {ends}, axes {axes} and steps {steps} differ in length")
-    starts = [_slice_bound(b, shape[a], "start") for a, b in zip(axes, starts)]
-    ends = [_slice_bound(e, shape[a], "end") for a, e in zip(axes, ends)]
+    if not all(_static_bound(b, shape[a]) for a, b in zip(axes * 2, starts + ends)):
+        return _computed_slice(ctx, data)
+    starts = [_slice_bound(b, shape[a]) for a, b in zip(axes, starts)]
+    ends = [_slice_bound(e, shape[a]) for a, e in zip(axes, ends)]
     starts = [_onnx_slice_start(b, s, shape[a]) for a, b, s in zip(axes, starts, steps)]
     call = ctx.call("strided_slice", data, begin=starts, end=ends, strides=steps, axes=axes)  # checks the steps
     if (value := ctx.constant_value(data)) is not None:
@@ -332,15 +359,20 @@ def convert_unsqueeze(ctx: NodeContext) -> Expr:
 
 @converter("Expand")
 def convert_expand(ctx: NodeContext) -> Expr:
-    data = ctx.input(0)
-    target = _dims(ctx.static_input(1, "target shape"))
+    """A static `broadcast_to` (or a broadcast against tensors that carry the symbolic dimensions), or
+    `dyn.expand` when the target is known only at run time or the result's shape has no static form."""
+    data, target_input = ctx.input(0), ctx.input(1)
+    value = ctx.graph.static_value(target_input)
+    if value is None:
+        return ctx.call("dyn.expand", data, target_input)
+    target = _dims(value)
     shape = ctx.type_of(data).shape
     try:
         out = broadcast_shapes(shape, target)
     except ShapeError as err:
         raise FrontendError(f"cannot expand shape {ctx.type_of(data).shape_str()} to {target}: {err}") from None
     if not all(symbolic(d) for d in out):
-        raise FrontendError(f"expanding shape {ctx.type_of(data).shape_str()} to {target} gives a dynamic shape")
+        return ctx.call("dyn.expand", data, target_input)
     if tuple(out) == tuple(shape):
         return data
     if not all(known(d) for d in out):

@@ -33,6 +33,7 @@ from . import export_elemwise, export_indexing, export_nn, export_piecewise, exp
 from . import export_image  # noqa: F401  (the image.resize emitters)
 from . import export_nchwc  # noqa: F401  (layout_transform and the blocked convolutions)
 from . import export_attention  # noqa: F401  (registers its emitter)
+from . import export_dynamic  # noqa: F401  (shape_of and the dyn.* ops)
 from .errors import FrontendError
 from .export_context import CONTRIB_DOMAIN, EMITTERS, ONE_NODE_OPSETS, EmitContext, Names, Value
 from .export_contrib import CONTRIB_EMITTERS, CONTRIB_OPSET

@@ -34,15 +34,15 @@ import onnx
 from onnx import version_converter
 
 from ..errors import IRError, TypeInferenceError
-from ..expr import Call, Constant, Expr, Function, Tuple, Var
+from ..expr import Constant, Expr, Function, Tuple, Var
 from ..module import IRModule
 from ..type_infer import infer_type
 from ..types import SizeVar, TensorType
-from ..visitor import free_vars, post_order
+from ..visitor import bind, free_vars
 from . import import_control, import_elemwise, import_nn, import_tensor  # noqa: F401  (register converters)
 from .errors import FrontendError
 from .import_context import CONVERTERS, MAX_FOLDED_BYTES, NodeContext, TensorReader, TypeCache, node_label
-from .import_fold import symbolic_names
+from .import_dims import DimensionBuilder
 from .onnx_types import tensor_type_of
 
 __all__ = ["from_onnx", "load_model", "upgrade", "GraphImporter", "OLDEST_OPSET"]
@@ -287,11 +287,6 @@ def _ordered(nodes: Sequence[onnx.NodeProto]) -> list[onnx.NodeProto]:
     raise FrontendError(f"the graph has a cycle: {', '.join(steps)}")
 
 
-def _operands(call: Call) -> list[Expr]:
-    """The values `call` reads directly (the fields of a tuple argument count as arguments)."""
-    return [f for a in call.args for f in (a.fields if isinstance(a, Tuple) else (a,))]
-
-
 class _Unavailable:
     """An ONNX output the converter does not produce (e.g. a training-only statistic)."""
 
@@ -373,20 +368,21 @@ class GraphImporter:
         self.symbolic_values[placeholder] = (value, origin)
         return placeholder
 
-    def check_no_symbolic_values(self, body: Expr) -> None:
-        """Refuse a program that uses a symbolic shape value at run time: it would need the sizes of
-        its dimensions as data, which the IR does not compute."""
+    def materialize_symbolic_values(self, body: Expr) -> Expr:
+        """`body` with each symbolic shape value it uses as run-time data computed from the graph
+        inputs' shapes (`shape_of` and int64 arithmetic) instead of its placeholder."""
         used = [v for v in free_vars(body) if v in self.symbolic_values]
         if not used:
-            return
-        users = (n for n in post_order(body) if isinstance(n, Call) and any(a is used[0] for a in _operands(n)))
-        user = next((f"IR op {n.op.name}" for n in users), "a graph output or a branch condition")
-        value, origin = self.symbolic_values[used[0]]
-        shown = "[" + ", ".join(map(str, value.reshape(-1))) + "]"
-        raise FrontendError(f"the shape value {shown} computed by {origin} holds symbolic dimensions "
-                            f"({symbolic_names(value)}) and is used as run-time data by {user}; only shape "
-                            f"arguments (Reshape, Expand, Slice, ...) may depend on them, or give static shapes "
-                            f"with from_onnx(shape=...)")
+            return body
+        builder = DimensionBuilder(self.dimension_source)
+        binds = {}
+        for placeholder in used:
+            value, origin = self.symbolic_values[placeholder]
+            try:
+                binds[placeholder] = builder.value(value, placeholder.type_annotation.dtype)
+            except FrontendError as err:
+                raise FrontendError(f"{err} (the shape value computed by {origin})") from None
+        return bind(body, binds)
 
     def add_initializers(self, graph: onnx.GraphProto, freeze: bool) -> dict[str, Var]:
         """Initializers as constants, or (`freeze=False`) as parameters; returns those parameters."""
@@ -486,7 +482,7 @@ def from_onnx(model: onnx.ModelProto | str | os.PathLike | bytes, shape: Mapping
     weights = importer.add_initializers(proto.graph, freeze_params)
     outputs = importer.convert_nodes(proto.graph)
     body = outputs[0] if len(outputs) == 1 else Tuple(outputs)
-    importer.check_no_symbolic_values(body)
+    body = importer.materialize_symbolic_values(body)
     used = {id(v) for v in free_vars(body)}
     weight_params = [v for v in weights.values() if id(v) in used]
     func = Function(inputs + weight_params, body)

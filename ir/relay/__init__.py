@@ -21,7 +21,7 @@ from ..visitor import bind, bind_params_by_name, free_vars
 
 __all__ = [
     "var", "const", "Var", "Constant", "Call", "Tuple", "TupleGetItem", "Function", "If", "Let", "Expr",
-    "IRModule", "TensorType", "TupleType", "FuncType", "Any", "SizeVar", "op", "nn", "image", "expr", "analysis",
+    "IRModule", "TensorType", "TupleType", "FuncType", "Any", "SizeVar", "op", "nn", "image", "dyn", "expr", "analysis",
     "build_module", "transform", "structural_equal", "structural_hash",
 ]
 
@@ -62,7 +62,9 @@ op.op.get = get_op
 op.Op = Op
 nn = _namespace("nn")
 image = _namespace("image")
-for _family in (nn, image):
+dyn = _namespace("dyn")  # the ops over run-time shapes: relay.dyn.reshape, ...
+_FAMILIES = {"nn": nn, "image": image, "dyn": dyn}
+for _family in _FAMILIES.values():
     _short = _family.__name__.rsplit(".", 1)[-1]
     setattr(op, _short, _family)
     _sys.modules[f"ir.relay.op.{_short}"] = _family
@@ -71,8 +73,8 @@ op.tensor = op  # relay.op.tensor.add and friends
 for _name in list_ops():
     _fn = _builder(get_op(_name))
     _prefix, _, _short = _name.rpartition(".")
-    if _prefix in ("nn", "image"):
-        setattr(nn if _prefix == "nn" else image, _short, _fn)
+    if _prefix in _FAMILIES:
+        setattr(_FAMILIES[_prefix], _short, _fn)
     elif not _prefix:
         setattr(op, _name, _fn)
         globals()[_name] = _fn

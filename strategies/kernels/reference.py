@@ -582,3 +582,4 @@ def ops_with_reference() -> list[str]:
 from . import indexing, piecewise  # noqa: E402,F401  (their kernels register here, with `_ref`)
 from . import resize  # noqa: E402,F401  (the image.resize kernels register here, with `_ref`)
 from . import nchwc  # noqa: E402,F401  (layout_transform and the blocked convolutions register here, with `_ref`)
+from . import dynamic  # noqa: E402,F401  (shape_of and the dyn.* ops register here, with `_ref`)

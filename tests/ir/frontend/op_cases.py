@@ -329,6 +329,18 @@ CASES += [
     Case("arange", {"x": ix(3, dtype="int64")},  # summed, as its length is known only at run time
          lambda x: relay.sum(relay.arange(*(relay.const(np.int64(v)) for v in (2, 11, 3)), dtype="int64")) + x,
          lambda x: 2 + 5 + 8 + x),
+    Case("shape_of", {"x": fx(2, 3, 4)}, lambda x: relay.shape_of(x), lambda x: np.array(x.shape)),
+    # the dyn.* results have run-time dimensions: adding zeros of the expected shape makes the type static
+    Case("dyn.reshape", {"x": fx(2, 3, 4)},
+         lambda x: relay.dyn.reshape(x, relay.const(np.array([0, -1]))) + relay.const(np.zeros((2, 12), "float32")),
+         lambda x: x.reshape(2, 12)),
+    Case("dyn.expand", {"x": fx(3, 1)},
+         lambda x: relay.dyn.expand(x, relay.const(np.array([2, 1, 4]))) + relay.const(np.zeros((2, 3, 4), "float32")),
+         lambda x: np.broadcast_to(x, (2, 3, 4))),
+    Case("dyn.strided_slice", {"x": fx(4, 7)},
+         lambda x: relay.dyn.strided_slice(x, *(relay.const(np.array(v)) for v in ([-1, 1], [-9, 100], [-1, 2])),
+                                           axes=[0, 1]) + relay.const(np.zeros((4, 3), "float32")),
+         lambda x: x[::-1, 1::2]),
     Case("layout_transform", {"x": fx(2, 8, 3, 5)}, lambda x: relay.layout_transform(x, "NCHW", "NCHW4c"),
          lambda x: x.reshape(2, 2, 4, 3, 5).transpose(0, 1, 3, 4, 2)),
     Case("layout_transform-blocked-to-nhwc", {"x": fx(1, 2, 3, 5, 4)},

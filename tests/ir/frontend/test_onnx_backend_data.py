@@ -125,20 +125,7 @@ def check_case(case: str) -> Outcome:
 
 #: case -> why it fails today (the stage and the first line of the error); regenerate with
 #: `python -m benchmarks.onnx_backend_status`
-EXPECTED_FAILURES: dict[str, str] = {
-    'simple/test_expand_shape_model1':
-        "import: FrontendError: node 'test' (Expand, opset 9): input 1 ('shape', the target shape) must be a "
-        'constant or computable from constants, but it depends on graph inputs',
-    'simple/test_expand_shape_model2':
-        "import: FrontendError: node 'test' (Expand, opset 9): input 1 ('shape', the target shape) must be a "
-        'constant or computable from constants, but it depends on graph inputs',
-    'simple/test_expand_shape_model3':
-        "import: FrontendError: node 'test' (Expand, opset 9): input 1 ('shape', the target shape) must be a "
-        'constant or computable from constants, but it depends on graph inputs',
-    'simple/test_expand_shape_model4':
-        "import: FrontendError: node 'test' (Expand, opset 9): input 1 ('shape', the target shape) must be a "
-        'constant or computable from constants, but it depends on graph inputs',
-}
+EXPECTED_FAILURES: dict[str, str] = {}
 
 
 @pytest.mark.parametrize("case", case_dirs())

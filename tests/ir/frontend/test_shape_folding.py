@@ -204,14 +204,6 @@ def test_constant_of_a_derived_symbolic_size_is_refused_by_name():
         from_onnx(model(nodes, ["N", 4, 6], {"two": ints(2)}))
 
 
-def test_symbolic_range_limit_is_refused_by_name():
-    nodes = [node("Shape", ["x"], "s"), node("Gather", ["s", "zero"], "n"), node("Range", ["zero", "n", "one"], "r"),
-             node("Cast", ["r"], "rf", to=F), node("Unsqueeze", ["rf", "axes"], "ru"), node("Add", ["x", "ru"], "y")]
-    proto = model(nodes, ["N", 4, 6], {"zero": ints(0)[0], "one": ints(1)[0], "axes": ints(1, 2)})
-    with pytest.raises(FrontendError, match=r"node 'r' \(Range.*the limit \[N\] depends on symbolic dimensions"):
-        from_onnx(proto)
-
-
 def test_symbolic_shape_as_run_time_data_is_refused_by_name():
     nodes = [node("Shape", ["x"], "s"), node("Cast", ["s"], "sf", to=F), node("ReduceSum", ["x"], "r", keepdims=0),
              node("Add", ["r", "sf"], "y")]
@@ -230,22 +222,6 @@ def test_symbolic_indices_are_refused_by_name():
     nodes = [node("Shape", ["x"], "s"), node("Gather", ["s", "zero"], "n"), node("Gather", ["table", "n"], "y")]
     with pytest.raises(FrontendError, match=r"node 'y' \(Gather.*the indices \[N\] depends on symbolic"):
         from_onnx(model(nodes, ["N", 4, 6], {"zero": ints(0), "table": np.zeros(10, np.float32)}))
-
-
-def test_symbolic_shape_in_run_time_arithmetic_is_refused_by_name():
-    nodes = [node("Shape", ["x"], "s"), node("Add", ["s", "offset"], "t"), node("Cast", ["t"], "y", to=F)]
-    graph = helper.make_graph(nodes, "shapes", [helper.make_tensor_value_info("x", F, ["N", 4, 6]),
-                                                helper.make_tensor_value_info("offset", I64, [3])],
-                              [helper.make_tensor_value_info("y", F, None)])
-    with pytest.raises(FrontendError, match=r"\[N, 4, 6\] computed by node 's' \(Shape.*used as run-time data by "
-                                            r"IR op add"):
-        from_onnx(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]))
-
-
-def test_unknown_dimension_cannot_be_folded():
-    nodes, consts = CASES["flatten_gather_unsqueeze_concat"]()
-    with pytest.raises(FrontendError, match=r"node 's' \(Shape.*shape \(\?, 4, 6\) with an unknown dimension"):
-        from_onnx(model(nodes, [None, 4, 6], consts))
 
 
 def test_value_dependent_shape_names_the_op():

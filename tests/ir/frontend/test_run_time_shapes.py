@@ -1,0 +1,154 @@
+"""Shapes known only when the model runs: a shape fed as a graph input, a `Shape` of a tensor with
+an unknown dimension, a symbolic size used as data (a `Range` limit, a `Slice` end with no static
+form). They import as `shape_of` and the `dyn.*` ops, run on the executor at several sizes from
+one program, optimize, and export to ONNX with the same results as ONNX Runtime on the original."""
+
+from __future__ import annotations
+
+import numpy as np
+import onnx
+import pytest
+from onnx import helper
+
+import eqsat
+import ir
+import strategies
+from ir.frontend import FrontendError, from_onnx, to_onnx
+from strategies.errors import KernelError
+from tests.ir.frontend.ort_helpers import assert_outputs_close, flat_outputs, run_ort
+
+F, I64 = onnx.TensorProto.FLOAT, onnx.TensorProto.INT64
+
+
+def node(op_type: str, inputs: list[str], output: str, **attrs) -> onnx.NodeProto:
+    return helper.make_node(op_type, inputs, [output], name=output, **attrs)
+
+
+def model(nodes, inputs, consts=None, opset: int = 17, out: int = F) -> onnx.ModelProto:
+    graph = helper.make_graph(nodes, "run_time_shapes", [helper.make_tensor_value_info(*i) for i in inputs],
+                              [helper.make_tensor_value_info("y", out, None)],
+                              [onnx.numpy_helper.from_array(np.asarray(v), n) for n, v in (consts or {}).items()])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+
+
+def ops_of(mod: ir.IRModule) -> set[str]:
+    return {n.op.name for n in ir.post_order(mod["main"]) if isinstance(n, ir.Call)}
+
+
+def check_runs(proto: onnx.ModelProto, feeds: list[dict[str, np.ndarray]]) -> ir.IRModule:
+    """Import `proto`; the executor, the optimized program and its ONNX export each give ONNX
+    Runtime's outputs on every feed (different sizes, one program)."""
+    mod, params = from_onnx(proto)
+    executable = strategies.build(mod, "cpu", params)
+    optimized = eqsat.optimize(mod, params, target="ort")
+    exported = to_onnx(optimized.mod, optimized.params, contrib=True)
+    for feed in feeds:
+        expected = run_ort(proto, feed)
+        assert_outputs_close(expected, flat_outputs(executable.run(**feed)))
+        assert_outputs_close(expected, run_ort(exported, feed))
+    return mod
+
+
+def floats(*shape: int, seed: int = 0) -> np.ndarray:
+    return np.random.default_rng(seed).standard_normal(shape).astype(np.float32)
+
+
+@pytest.mark.parametrize("target", [[0, -1], [3, 2, -1], [-1], [2, 0, 2, 2]])
+def test_reshape_to_a_shape_given_as_input(target):
+    proto = model([node("Reshape", ["x", "shape"], "y")], [("x", F, [2, 3, 4]), ("shape", I64, [len(target)])])
+    mod = check_runs(proto, [{"x": floats(2, 3, 4), "shape": np.array(target, np.int64)}])
+    assert "dyn.reshape" in ops_of(mod)
+    assert mod["main"].checked_type.ret_type == ir.TensorType([ir.Any] * len(target))
+
+
+def test_reshape_with_a_run_time_target_and_allowzero():
+    """With allowzero a 0 in the target is a zero-size dimension, not a copy of the input's."""
+    proto = model([node("Reshape", ["x", "shape"], "y", allowzero=1)], [("x", F, [0, 3]), ("shape", I64, [2])],
+                  opset=14)
+    mod = check_runs(proto, [{"x": floats(0, 3), "shape": np.array([3, 0], np.int64)}])
+    assert [c.attrs.allowzero for c in ir.post_order(mod["main"]) if isinstance(c, ir.Call)] == [True]
+
+
+@pytest.mark.parametrize("target", [[2, 1, 4], [3, 1], [1, 1, 1, 1], [5, 3, 0]])
+def test_expand_to_a_shape_given_as_input(target):
+    proto = model([node("Expand", ["x", "shape"], "y")], [("x", F, [3, 1]), ("shape", I64, [len(target)])])
+    mod = check_runs(proto, [{"x": floats(3, 1), "shape": np.array(target, np.int64)}])
+    assert "dyn.expand" in ops_of(mod)
+
+
+def test_slice_with_bounds_given_as_inputs():
+    proto = model([node("Slice", ["x", "starts", "ends", "axes", "steps"], "y")],
+                  [("x", F, [5, 6]), ("starts", I64, [2]), ("ends", I64, [2]), ("steps", I64, [2])],
+                  {"axes": np.array([1, 0], np.int64)})
+    feeds = [{"x": floats(5, 6), "starts": np.array(s, np.int64), "ends": np.array(e, np.int64),
+              "steps": np.array(t, np.int64)}
+             for s, e, t in [([0, -1], [4, -100], [2, -1]), ([-2, 1], [100, 3], [1, 1]), ([5, 4], [0, 0], [-2, -3])]]
+    assert "dyn.strided_slice" in ops_of(check_runs(proto, feeds))
+
+
+def test_shape_of_a_symbolic_tensor_is_computed_when_the_model_runs():
+    proto = model([node("Shape", ["x"], "y")], [("x", F, ["batch", 3])], out=I64)
+    mod = check_runs(proto, [{"x": floats(b, 3)} for b in (1, 5)])
+    assert ops_of(mod) >= {"shape_of"}
+    assert from_onnx(proto, shape={"x": (4, 3)})[0]["main"].body.data.tolist() == [4, 3]  # static: a constant
+
+
+def test_symbolic_shape_in_run_time_arithmetic():
+    nodes = [node("Shape", ["x"], "s"), node("Add", ["s", "offset"], "t"), node("Cast", ["t"], "y", to=F)]
+    proto = model(nodes, [("x", F, ["N", 4, 6]), ("offset", I64, [3])])
+    check_runs(proto, [{"x": floats(n, 4, 6), "offset": np.array([1, -2, 7], np.int64)} for n in (1, 3)])
+
+
+def test_range_to_a_symbolic_size():
+    """`torch.arange(x.size(0))` added to x: the limit N is read from x's shape when the model runs."""
+    nodes = [node("Shape", ["x"], "s"), node("Gather", ["s", "zero"], "n"), node("Range", ["zero", "n", "one"], "r"),
+             node("Cast", ["r"], "rf", to=F), node("Unsqueeze", ["rf", "axes"], "ru"), node("Add", ["x", "ru"], "y")]
+    proto = model(nodes, [("x", F, ["N", 4, 6])], {"zero": np.int64(0), "one": np.int64(1), "axes": [1, 2]})
+    mod = check_runs(proto, [{"x": floats(n, 4, 6)} for n in (1, 4)])
+    assert {"arange", "shape_of"} <= ops_of(mod)
+
+
+def test_slice_of_a_buffer_to_a_symbolic_length():
+    """Hugging Face's `position_ids[:, :seq_len]`: a slice end with no static form on a static axis."""
+    nodes = [node("Shape", ["x"], "s"), node("Gather", ["s", "one"], "n"), node("Unsqueeze", ["n", "axes0"], "nu"),
+             node("Slice", ["buffer", "start", "nu", "axes1"], "ids"), node("Cast", ["ids"], "idf", to=F),
+             node("Add", ["x", "idf"], "y")]
+    consts = {"one": np.int64(1), "axes0": [0], "start": [0], "axes1": [1], "buffer": np.arange(16)[None, :]}
+    proto = model(nodes, [("x", F, ["N", "S"])], consts)
+    mod = check_runs(proto, [{"x": floats(n, s)} for n, s in ((1, 3), (4, 16), (2, 1))])
+    assert "dyn.strided_slice" in ops_of(mod)
+
+
+def test_unknown_dimension_is_read_when_the_model_runs():
+    """`x.view(x.size(0), -1)` over an input whose first dimension has no name."""
+    nodes = [node("Shape", ["x"], "s"), node("Gather", ["s", "zero"], "n"), node("Unsqueeze", ["n", "axes0"], "nu"),
+             node("Concat", ["nu", "minus1"], "t", axis=0), node("Reshape", ["x", "t"], "y")]
+    proto = model(nodes, [("x", F, [None, 4, 6])], {"zero": np.int64(0), "axes0": [0], "minus1": [-1]})
+    mod = check_runs(proto, [{"x": floats(n, 4, 6)} for n in (1, 3)])
+    assert {"shape_of", "dyn.reshape"} <= ops_of(mod)
+
+
+def test_a_bad_run_time_shape_is_a_clear_error():
+    proto = model([node("Reshape", ["x", "shape"], "y")], [("x", F, [2, 3]), ("shape", I64, [2])])
+    mod, params = from_onnx(proto)
+    executable = strategies.build(mod, "cpu", params)
+    with pytest.raises(KernelError, match=r"dyn.reshape: cannot reshape shape \[2, 3\] to \[4, 2\]"):
+        executable.run(x=floats(2, 3), shape=np.array([4, 2], np.int64))
+
+
+@pytest.mark.parametrize("shape_type, message", [((F, [2]), "1-D int32 or int64"), ((I64, [2, 1]), "1-D"),
+                                                 ((I64, ["k"]), "static length")])
+def test_a_shape_input_of_the_wrong_type_names_the_node(shape_type, message):
+    proto = model([node("Expand", ["x", "shape"], "y")], [("x", F, [3, 1]), ("shape", *shape_type)])
+    with pytest.raises(ir.IRError, match=rf"node 'y' \(Expand.*{message}"):
+        from_onnx(proto)
+
+
+def test_wrapped_take_over_a_symbolic_axis_exports():
+    """ONNX Gather's negative indices count from the end: exported with the axis length read at run time."""
+    x = ir.relay.var("x", shape=(ir.SizeVar("n"), 4))
+    mod = ir.IRModule.from_expr(ir.relay.take(x, ir.relay.const(np.array([-1, 0], "int64")), axis=0, mode="wrap"))
+    exported = to_onnx(mod)
+    for n in (1, 5):
+        value = floats(n, 4)
+        np.testing.assert_array_equal(run_ort(exported, {"x": value})[0], value[[-1, 0]])
