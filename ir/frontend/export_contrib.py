@@ -1,7 +1,7 @@
 """Emitters of the fused forms as ONNX Runtime contrib ops (domain `com.microsoft`), for `to_onnx(contrib=True)`.
 
     nn.conv2d_bias_act  -> FusedConv(X, W, B; activation, activation_params)
-    nn.dense_bias_act   -> FusedGemm(A, B, C; transB=1, activation, activation_alpha)   (2-D data)
+    nn.dense_bias_act   -> FusedGemm(A, B, C; transB=1, activation, activation_alpha)   (over the rows)
     nn.fused_matmul     -> FusedMatMul(A, B; alpha, transA, transB)
     nn.bias_gelu        -> BiasGelu(A, B)
     nn.skip_layer_norm  -> SkipLayerNormalization(input, skip, gamma[, beta]; epsilon)  (2-D or 3-D data)
@@ -27,7 +27,7 @@ from ..expr import Call
 from ..op.shapes import normalize_axis
 from .export_context import CONTRIB_DOMAIN, EmitContext, Value
 from .export_elemwise import GELU_OPSET
-from .export_nn import ONNX_ACTIVATIONS, cast_to, conv_nchw, from_nchw
+from .export_nn import ONNX_ACTIVATIONS, cast_to, conv_nchw, from_nchw, gemm_over_rows
 
 __all__ = ["ContribEmitter", "CONTRIB_EMITTERS", "CONTRIB_OPSET"]
 
@@ -74,11 +74,12 @@ def emit_fused_conv(ctx: EmitContext, call: Call, args: Sequence[Value]) -> Valu
 @_emits_contrib("nn.dense_bias_act")
 def emit_fused_gemm(ctx: EmitContext, call: Call, args: Sequence[Value]) -> Value | None:
     activation = _activation(call)
-    if activation is None or not _float32(ctx, call) or ctx.type_of(call.args[0]).ndim != 2:
+    if activation is None or not _float32(ctx, call) or ctx.type_of(call.args[0]).ndim < 2:
         return None
     name, alpha = activation
-    return ctx.node("FusedGemm", cast_to(ctx, args, call), domain=CONTRIB_DOMAIN, transB=1, activation=name,
-                    activation_alpha=alpha)
+    data, *rest = cast_to(ctx, args, call)
+    return gemm_over_rows(ctx, call, data, lambda rows: ctx.node(
+        "FusedGemm", [rows, *rest], domain=CONTRIB_DOMAIN, transB=1, activation=name, activation_alpha=alpha))
 
 
 @_emits_contrib("nn.fused_matmul")

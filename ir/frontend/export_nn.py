@@ -8,12 +8,12 @@ normalizes the same axes with both scale and bias, and their formula otherwise.
 
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Callable, Sequence
 
 from ..attrs import Attrs
 from ..expr import Call
 from ..op.nn import SPATIAL
-from ..op.shapes import normalize_axis
+from ..op.shapes import known, normalize_axis
 from .errors import FrontendError
 from .export_context import ONE_NODE_OPSETS, EmitContext, Value, emits
 from .export_elemwise import gelu
@@ -120,15 +120,28 @@ def _swap_last_two(ctx: EmitContext, name: str, ndim: int) -> str:
     return ctx.node("Transpose", [name], perm=list(range(ndim - 2)) + [ndim - 1, ndim - 2])
 
 
+def gemm_over_rows(ctx: EmitContext, call: Call, data: Value, gemm: Callable[[Value], Value]) -> Value:
+    """`gemm(rows)` for a dense layer: the rows of `data` (all axes but the last, flattened into one
+    when there are more than one, as ONNX's `Gemm` takes 2-D data) and the result shaped back."""
+    shape = ctx.type_of(call.args[0]).shape
+    if len(shape) == 2:
+        return gemm(data)
+    out = gemm(ctx.node("Reshape", [data, ctx.ints([-1, shape[-1]])]))
+    units = ctx.type_of(call).shape[-1]
+    if all(known(d) for d in shape[:-1]):
+        target = ctx.ints([*shape[:-1], units])
+    else:  # leading sizes known when the model runs
+        leading = ctx.node("Slice", [ctx.node("Shape", [data]), ctx.ints([0]), ctx.ints([-1])])
+        target = ctx.node("Concat", [leading, ctx.ints([units])], axis=0)
+    return ctx.node("Reshape", [out, target])
+
+
 @emits("nn.dense", "nn.dense_bias_act")
 def emit_dense(ctx: EmitContext, call: Call, args: Sequence[Value]) -> Value:
+    """Gemm (weight transposed by `transB`, bias as its `C`) over the rows of the data: ONNX
+    Runtime's Gemm kernel is faster than MatMul on a transposed weight, and needs no transpose."""
     data, weight, *bias = cast_to(ctx, args, call)
-    if ctx.type_of(call.args[0]).ndim == 2:
-        out = ctx.node("Gemm", [data, weight, *bias], transB=1)
-    else:
-        out = ctx.node("MatMul", [data, ctx.node("Transpose", [weight], perm=[1, 0])])
-        if bias:
-            out = ctx.node("Add", [out, bias[0]])
+    out = gemm_over_rows(ctx, call, data, lambda rows: ctx.node("Gemm", [rows, weight, *bias], transB=1))
     return _activation(ctx, out, call.attrs) if call.op.name == "nn.dense_bias_act" else out
 
 

@@ -49,6 +49,8 @@ CONTRIB_CASES = [
      "FusedGemm"),
     ("dense-leaky", lambda: relay.nn.dense_bias_act(v("x", 3, 5), v("w", 4, 5), v("b", 4), activation="leaky_relu",
                                                     alpha=0.3), "FusedGemm"),
+    ("dense-3d-relu", lambda: relay.nn.dense_bias_act(v("x", 2, 3, 5), v("w", 4, 5), v("b", 4), activation="relu"),
+     "FusedGemm"),
     ("matmul-batched-transposed", lambda: relay.nn.fused_matmul(v("a", 2, 4, 3), v("b", 2, 5, 4), transpose_a=True,
                                                                  transpose_b=True, alpha=0.5), "FusedMatMul"),
     ("matmul-broadcast", lambda: relay.nn.fused_matmul(v("a", 2, 3, 4), v("b", 4, 5), alpha=2.0), "FusedMatMul"),
@@ -74,7 +76,6 @@ def test_fused_form_exports_as_one_contrib_op(build, op_type):
 
 FALLBACK_CASES = [
     ("conv-no-activation", lambda: relay.nn.conv2d_bias_act(v("x", 1, 4, 5, 5), v("w", 6, 4, 3, 3), v("b", 6))),
-    ("dense-3d", lambda: relay.nn.dense_bias_act(v("x", 2, 3, 5), v("w", 4, 5), v("b", 4), activation="relu")),
     ("matmul-float64", lambda: relay.nn.fused_matmul(v("a", 3, 4, dtype="float64"), v("b", 4, 5, dtype="float64"),
                                                      alpha=0.5)),
     ("skip-ln-4d", lambda: relay.nn.skip_layer_norm(v("x", 2, 2, 3, 8), v("s", 2, 2, 3, 8), v("g", 8), v("b", 8))),

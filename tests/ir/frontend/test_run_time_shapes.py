@@ -152,3 +152,17 @@ def test_wrapped_take_over_a_symbolic_axis_exports():
     for n in (1, 5):
         value = floats(n, 4)
         np.testing.assert_array_equal(run_ort(exported, {"x": value})[0], value[[-1, 0]])
+
+
+@pytest.mark.parametrize("contrib", [False, True])
+def test_dense_over_rows_of_a_symbolic_size_exports(contrib):
+    """A dense layer over (n, 3, 5) data is one Gemm over its rows, reshaped back to sizes read at run time."""
+    x = ir.relay.var("x", shape=(ir.SizeVar("n"), 3, 5))
+    w, b = (ir.relay.const(floats(*shape, seed=1)) for shape in ((4, 5), (4,)))
+    mod = ir.IRModule.from_expr(ir.relay.nn.dense_bias_act(x, w, b, activation="relu"))
+    exported = to_onnx(mod, contrib=contrib)
+    assert {n.op_type for n in exported.graph.node} >= {"FusedGemm" if contrib else "Gemm", "Shape"}
+    for n in (1, 4):
+        value = floats(n, 3, 5)
+        expected = np.maximum(value @ w.data.T + b.data, 0)
+        np.testing.assert_allclose(run_ort(exported, {"x": value})[0], expected, rtol=1e-5, atol=1e-6)
