@@ -42,11 +42,11 @@ def _main_rules(ours: eqsat.Optimized, count: int = 3) -> str:
     return ", ".join(f"{rule} ({n})" for rule, n in used.most_common(count)) or "none"
 
 
-def measure_model(name: str, small: bool, repeat: int, min_seconds: float) -> dict[str, Any]:
+def measure_model(name: str, small: bool, repeat: int, min_seconds: float, rules: str | None = None) -> dict[str, Any]:
     mod, params = get(name, small=small)
     stopwatch = Stopwatch()
     with stopwatch("optimize"):
-        ours = eqsat.optimize(mod, params, target="ort")
+        ours = eqsat.optimize(mod, params, target="ort", **({"rules": rules} if rules else {}))
     original = ir.frontend.to_onnx(mod, params)
     exported = ir.frontend.to_onnx(ours.mod, ours.params, contrib=True)
     inputs = model_inputs(mod["main"], params)
@@ -80,6 +80,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--models", default=",".join(list_models()), help="comma-separated zoo models")
     parser.add_argument("--repeat", type=int, default=10, help="least number of timed rounds per model")
     parser.add_argument("--seconds", type=float, default=2.0, help="least seconds the original runs per model")
+    parser.add_argument("--rules", help="rule sets to optimize with (default: the ort target's default)")
     args = parser.parse_args(argv)
     names = args.models.split(",")
     unknown = [m for m in names if m not in list_models()]
@@ -91,7 +92,7 @@ def main(argv: Sequence[str] | None = None) -> None:
 
     rows = []
     for name in names:
-        rows.append(measure_model(name, args.small, args.repeat, args.seconds))
+        rows.append(measure_model(name, args.small, args.repeat, args.seconds, args.rules))
         print(f"{name}: ours off {rows[-1]['ours_off']:.3f}x, on {rows[-1]['ours_on']:.3f}x", file=sys.stderr,
               flush=True)
     notes = NOTES.format(cores=multiprocessing.cpu_count(), ort=onnxruntime.__version__,

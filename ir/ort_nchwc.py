@@ -15,7 +15,7 @@ import numpy as np
 from .attrs import Attrs
 from .op.layout import parse_layout, primal_axes
 
-__all__ = ["NCHWC_DOMAIN", "ort_nchwc_block_size", "ort_conv_block", "channel_block"]
+__all__ = ["NCHWC_DOMAIN", "ort_nchwc_block_size", "nchwc_forms", "ort_conv_block", "channel_block"]
 
 #: ONNX Runtime's domain of the NCHWc kernels
 NCHWC_DOMAIN = "com.microsoft.nchwc"
@@ -53,7 +53,6 @@ def ort_nchwc_block_size() -> int | None:
     return int(weights[0][0]) if weights else None
 
 
-
 def channel_block(layout: str, plain: str) -> int | None:
     """The block of C when `layout` is `plain` plus a channel block (NCHW{B}c / NHWC{B}c), else None."""
     axes = parse_layout(layout)
@@ -62,20 +61,33 @@ def channel_block(layout: str, plain: str) -> int | None:
     return axes[-1][1]
 
 
+def nchwc_forms(in_channels: int, out_channels: int, groups: int, block: int) -> tuple[str, str] | None:
+    """(data layout, kernel layout) in which ONNX Runtime's NCHWc Conv runs a convolution, else None.
+
+    Blocked output always (`out_channels` a multiple of `block`); the data unblocked when it has
+    fewer than `block` channels (weights OIHW{B}o), else blocked with OIHW{B}i{B}o weights, also for
+    a grouped convolution whose groups have whole blocks of input and output channels; a depthwise
+    convolution takes OIHW1i{B}o weights (MLAS's filter orders, `nchwc_transformer.cc`).
+    """
+    blocked = f"NCHW{block}c"
+    if out_channels % block or in_channels % groups or out_channels % groups:
+        return None
+    if groups == 1 and in_channels < block:
+        return "NCHW", f"OIHW{block}o"
+    if in_channels % block:
+        return None
+    if groups == in_channels == out_channels:
+        return blocked, f"OIHW1i{block}o"
+    if (in_channels // groups) % block or (out_channels // groups) % block:
+        return None
+    return blocked, f"OIHW{block}i{block}o"
+
 
 def ort_conv_block(attrs: Attrs, in_channels: int, out_channels: int) -> int | None:
-    """The block of a blocked convolution that ONNX Runtime's NCHWc Conv runs as it is laid out, else None:
-    blocked data and OIHW{B}i{B}o weights; unblocked data of fewer than B channels and OIHW{B}o weights;
-    or a depthwise convolution on blocked data with OIHW1i{B}o weights."""
+    """The block of a blocked convolution that ONNX Runtime's NCHWc Conv runs as it is laid out
+    (`nchwc_forms`), else None."""
     block = channel_block(attrs.out_layout or attrs.data_layout, "NCHW")
     if block is None:
         return None
-    if attrs.groups == 1 and attrs.data_layout == "NCHW" and in_channels < block:
-        expected = ("NCHW", f"OIHW{block}o")
-    elif attrs.groups == 1:
-        expected = (f"NCHW{block}c", f"OIHW{block}i{block}o")
-    elif attrs.groups == in_channels == out_channels:
-        expected = (f"NCHW{block}c", f"OIHW1i{block}o")
-    else:
-        return None
-    return block if (attrs.data_layout, attrs.kernel_layout) == expected else None
+    forms = nchwc_forms(in_channels, out_channels, attrs.groups, block)
+    return block if forms == (attrs.data_layout, attrs.kernel_layout) else None

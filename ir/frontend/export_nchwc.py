@@ -94,6 +94,11 @@ def _conv_attrs(call: Call, kernel: Sequence[int]) -> dict:
                 dilations=list(attrs.dilation), group=attrs.groups)
 
 
+def _activation(call: Call) -> str:
+    """The activation a blocked convolution applies ("none" for the plain one)."""
+    return "none" if call.op.name == "nn.contrib_conv2d_NCHWc" else call.attrs.activation
+
+
 @emits(*BLOCKED_CONVS)
 def emit_blocked_conv(ctx: EmitContext, call: Call, args: Sequence[Value]) -> Value:
     attrs = call.attrs
@@ -106,9 +111,12 @@ def emit_blocked_conv(ctx: EmitContext, call: Call, args: Sequence[Value]) -> Va
     out_shape = ctx.type_of(call).shape
     if call.op.name.endswith("_sum_act"):
         out = ctx.node("Add", [out, relayout(ctx, args[3], out_shape, out_layout, "NCHW")])
-    if call.op.name != "nn.contrib_conv2d_NCHWc" and attrs.activation != "none":
-        out = ctx.node(ONNX_ACTIVATIONS[attrs.activation], [out],
-                       alpha=attrs.alpha if attrs.activation == "leaky_relu" else None)
+    activation = _activation(call)
+    if activation == "clip":
+        dtype = ctx.type_of(call).dtype
+        out = ctx.node("Clip", [out, ctx.const(attrs.a_min, dtype), ctx.const(attrs.a_max, dtype)])
+    elif activation != "none":
+        out = ctx.node(ONNX_ACTIVATIONS[activation], [out], alpha=attrs.alpha if activation == "leaky_relu" else None)
     plain = [out_shape[0], int(np.prod([d for i, d in enumerate(out_shape) if i not in (0, 2, 3)])),
              out_shape[2], out_shape[3]]
     return relayout(ctx, out, plain, "NCHW", out_layout)
@@ -193,12 +201,11 @@ def emit_nchwc_conv(ctx: EmitContext, call: Call, args: Sequence[Value]) -> Valu
         inputs.append(args[2])
     if call.op.name.endswith("_sum_act"):
         inputs.append(_view(ctx, args[3], [0, out_channels, 0, 0]))
-    activation = getattr(attrs, "activation", "none") if call.op.name != "nn.contrib_conv2d_NCHWc" else "none"
-    extra = {}
+    activation, extra = _activation(call), {}
     if activation != "none":
-        extra["activation"] = ONNX_ACTIVATIONS[activation]
-        if activation == "leaky_relu":
-            extra["activation_params"] = [attrs.alpha]
+        extra["activation"] = "Clip" if activation == "clip" else ONNX_ACTIVATIONS[activation]
+        if activation in ("leaky_relu", "clip"):
+            extra["activation_params"] = [attrs.alpha] if activation == "leaky_relu" else [attrs.a_min, attrs.a_max]
     out = ctx.node("Conv", inputs, domain=NCHWC_DOMAIN, **_conv_attrs(call, [kh, kw]), **extra)
     return _view(ctx, out, [0, out_shape[1], 0, 0, block])
 

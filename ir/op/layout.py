@@ -12,8 +12,9 @@ multiple of its block (no padding).
 
 The blocked convolutions compute what `nn.conv2d` computes on the same values in NCHW / OIHW;
 their fused forms mirror ONNX Runtime's NCHWc `Conv` (bias, activation and a residual `Sum`
-input added before the activation). `data_layout` may be plain `NCHW` (a first layer whose few
-input channels are not blocked) and `out_layout` empty (the data layout).
+input added before the activation; `clip` between `a_min` and `a_max` too). `data_layout` may be
+plain `NCHW` (a first layer whose few input channels are not blocked) and `out_layout` empty (the
+data layout).
 """
 
 from __future__ import annotations
@@ -24,13 +25,13 @@ from typing import Sequence
 from ..attrs import Attrs
 from ..errors import ShapeError
 from ..types import Any, Dim, TensorType, Type
-from .fused import ACT
+from .fused import ACTIVATIONS
 from .nn import conv2d_rel, conv_attrs
 from .registry import AttrField, OpPattern, register_op
 from .shapes import dims_match, known, same_dtype, tensor
 
 __all__ = ["parse_layout", "primal_axes", "logical_sizes", "layout_shape", "blocked_layout",
-           "plain_conv_types", "BLOCKED_CONVS"]
+           "plain_conv_types", "BLOCKED_CONVS", "BLOCKED_ACTIVATIONS"]
 
 _TOKEN = re.compile(r"(\d*)([A-Za-z])")
 
@@ -187,15 +188,20 @@ _LAYOUT_ATTRS = [AttrField("src_layout", "str", convert=checked_layout),
 register_op("layout_transform", ["data"], layout_transform_rel, OpPattern.INJECTIVE, attrs=_LAYOUT_ATTRS,
             doc="The same values laid out as dst_layout instead of src_layout (e.g. NCHW -> NCHW16c).")
 
+#: the activations of the blocked convolutions: the fused forms' and ONNX Runtime's NCHWc `Clip`
+BLOCKED_ACTIVATIONS = (*ACTIVATIONS, "clip")
+_ACT = [AttrField("activation", "str", "none", choices=BLOCKED_ACTIVATIONS), AttrField("alpha", "float", 0.01),
+        AttrField("a_min", "float", 0.0, doc="clip's lower bound"), AttrField("a_max", "float", 6.0,
+                                                                              doc="clip's upper bound")]
 _CONV_ATTRS = _blocked_conv_attrs()
 _OUT_EW = OpPattern.OUT_ELEMWISE_FUSABLE
 register_op("nn.contrib_conv2d_NCHWc", ["data", "weight"], blocked_conv_rel, _OUT_EW, attrs=_CONV_ATTRS,
             doc="nn.conv2d on blocked data and weight (data_layout / kernel_layout), output as out_layout.")
 register_op("nn.contrib_conv2d_NCHWc_bias_act", ["data", "weight", "bias"], blocked_conv_rel, _OUT_EW,
-            attrs=_CONV_ATTRS + ACT,
+            attrs=_CONV_ATTRS + _ACT,
             doc="activation(nn.contrib_conv2d_NCHWc(data, weight) + bias[channel]) (ONNX Runtime's NCHWc Conv).")
 register_op("nn.contrib_conv2d_NCHWc_bias_sum_act", ["data", "weight", "bias", "sum"], blocked_conv_rel, _OUT_EW,
-            attrs=_CONV_ATTRS + ACT,
+            attrs=_CONV_ATTRS + _ACT,
             doc="activation(nn.contrib_conv2d_NCHWc(data, weight) + bias[channel] + sum), the residual added "
                 "before the activation (ONNX Runtime's NCHWc Conv with its Sum input).")
 

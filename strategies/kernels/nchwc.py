@@ -60,12 +60,19 @@ def _layout_transform(attrs: Attrs, x: np.ndarray) -> np.ndarray:
 
 def _plain_conv(attrs: Attrs, data: np.ndarray, weight: np.ndarray, bias: np.ndarray | None) -> np.ndarray:
     """The convolution (plus bias) in NCHW, from blocked operands."""
-    plain = Attrs({k: v for k, v in attrs.items() if k not in ("activation", "alpha")}).with_(
+    plain = Attrs({k: v for k, v in attrs.items() if k not in ("activation", "alpha", "a_min", "a_max")}).with_(
         data_layout="NCHW", kernel_layout="OIHW", out_layout="")
     inputs = [transform_layout(data, attrs.data_layout, "NCHW"), transform_layout(weight, attrs.kernel_layout, "OIHW")]
     if bias is None:
         return run_reference("nn.conv2d", plain, inputs)
     return run_reference("nn.conv2d_bias_act", plain.with_(activation="none", alpha=0.01), [*inputs, bias])
+
+
+def _activate(attrs: Attrs, x: np.ndarray) -> np.ndarray:
+    """The activation of a blocked convolution (`ir.op.layout.BLOCKED_ACTIVATIONS`)."""
+    if attrs.activation == "clip":
+        return np.minimum(np.maximum(x, x.dtype.type(attrs.a_min)), x.dtype.type(attrs.a_max))
+    return apply_activation(x, attrs.activation, attrs.alpha)
 
 
 def _out(attrs: Attrs, nchw: np.ndarray) -> np.ndarray:
@@ -79,7 +86,7 @@ def _conv2d_nchwc(attrs: Attrs, data: np.ndarray, weight: np.ndarray) -> np.ndar
 
 @_ref("nn.contrib_conv2d_NCHWc_bias_act")
 def _conv2d_nchwc_bias_act(attrs: Attrs, data: np.ndarray, weight: np.ndarray, bias: np.ndarray) -> np.ndarray:
-    return _out(attrs, apply_activation(_plain_conv(attrs, data, weight, bias), attrs.activation, attrs.alpha))
+    return _out(attrs, _activate(attrs, _plain_conv(attrs, data, weight, bias)))
 
 
 @_ref("nn.contrib_conv2d_NCHWc_bias_sum_act")
@@ -87,4 +94,4 @@ def _conv2d_nchwc_bias_sum_act(attrs: Attrs, data: np.ndarray, weight: np.ndarra
                                residual: np.ndarray) -> np.ndarray:
     out_layout = attrs.out_layout or attrs.data_layout
     summed = _plain_conv(attrs, data, weight, bias) + transform_layout(residual, out_layout, "NCHW")
-    return _out(attrs, apply_activation(summed, attrs.activation, attrs.alpha))
+    return _out(attrs, _activate(attrs, summed))

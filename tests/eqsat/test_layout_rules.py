@@ -1,5 +1,6 @@
 """The layout rules on a ResNet: the ort target extracts blocked regions that ONNX Runtime runs with the
-original's outputs, blocked layouts never reach a graph input or output, and the cpu target keeps NCHW."""
+original's outputs, blocked layouts never reach a graph input or output, and the cpu target keeps NCHW;
+ReLU6 and grouped convolutions run blocked too."""
 
 from __future__ import annotations
 
@@ -10,6 +11,8 @@ import pytest
 
 import eqsat
 import ir
+from eqsat.rules.library.layout import block_size
+from ir import relay
 from ir.frontend import to_onnx
 from ir.frontend.export_nchwc import NCHWC_DOMAIN
 from ir.op.layout import BLOCKED_CONVS
@@ -67,4 +70,28 @@ def test_squeezenet_concatenates_blocked_branches_in_ort():
     x = np.random.default_rng(1).standard_normal(mod["main"].params[0].checked_type.concrete_shape).astype("float32")
     want = evaluate(mod, {mod["main"].params[0].name_hint: x}, params)
     got = run_ort(model, {mod["main"].params[0].name_hint: x})[0]
+    np.testing.assert_allclose(got, want, rtol=0, atol=1e-4 * np.abs(want).max())
+
+
+def _conv_clip(data: ir.Expr, channels: int, seed: int, groups: int = 1) -> ir.Expr:
+    """ReLU6(conv2d(data) + bias) on typed `data`."""
+    rng = np.random.default_rng(seed)
+    weight = relay.const(rng.standard_normal((channels, data.checked_type.shape[1] // groups, 3, 3)).astype("float32"))
+    bias = relay.const(rng.standard_normal(channels).astype("float32"))
+    return ir.infer_type(relay.clip(relay.nn.bias_add(relay.nn.conv2d(data, weight, padding=1, groups=groups), bias),
+                                    0.0, 6.0))
+
+
+def test_relu6_and_grouped_convolutions_run_blocked_in_ort():
+    block = block_size()
+    x = relay.var("x", shape=(1, 2 * block, 6, 6))
+    body = _conv_clip(_conv_clip(ir.infer_type(x), 4 * block, 0, groups=2), 2 * block, 1)
+    mod = ir.infer_type(ir.IRModule.from_expr(body))
+    res = eqsat.optimize(mod, {}, target="ort", rules="default+layout")
+    convs = [n for n in ir.post_order(res.mod["main"]) if isinstance(n, ir.Call) and n.op.name in BLOCKED_CONVS]
+    assert [(n.attrs.groups, n.attrs.activation, n.attrs.a_max) for n in convs] == [(2, "clip", 6.0), (1, "clip", 6.0)]
+    assert "clip" not in _ops(res.mod)
+    inputs = {"x": np.random.default_rng(2).standard_normal((1, 2 * block, 6, 6)).astype("float32")}
+    want = evaluate(mod, inputs)
+    got = run_ort(to_onnx(res.mod, res.params, contrib=True), inputs)[0]
     np.testing.assert_allclose(got, want, rtol=0, atol=1e-4 * np.abs(want).max())

@@ -6,9 +6,12 @@
     add(layout_transform(a), c)           -> layout_transform(add(a, c'))         c per channel, c' blocked
     pool2d(layout_transform(a))           -> layout_transform(pool3d(a))          a read as NDHWC: blocks as depth
     concatenate(layout_transform(a_i), axis=1) -> layout_transform(concatenate(a_i, axis=1))  whole blocks
+    split(layout_transform(a), axis=1)[i] -> layout_transform(split(a, axis=1)[i])   at whole blocks
     layout_transform(layout_transform(x, A -> B), B -> A) -> x
     conv_NCHWc(x, w)                      -> conv_NCHWc(x, w, -0.0)               a bias that changes nothing
-    act(conv_NCHWc(...) + bias [+ sum])   -> conv_NCHWc(...; activation)          ONNX Runtime's fused forms
+    act(conv_NCHWc(...) + bias [+ sum])   -> conv_NCHWc(...; activation)          ONNX Runtime's fused forms,
+                                                                                 act relu, sigmoid, tanh,
+                                                                                 leaky relu or clip
 
 `B` is the channel block of ONNX Runtime's NCHWc kernels on this machine
 (`ir.ort_nchwc.ort_nchwc_block_size`; 8 where ONNX Runtime is missing), so the blocked forms are
@@ -35,7 +38,7 @@ from __future__ import annotations
 import numpy as np
 
 from ir import Expr, relay
-from ir.ort_nchwc import ort_nchwc_block_size
+from ir.ort_nchwc import nchwc_forms, ort_nchwc_block_size
 from ir.op.layout import blocked_layout
 from ir.op.registry import make_call
 
@@ -51,8 +54,10 @@ x, a, b, s, wt, bias = pvars("x a b s wt bias")
 
 #: element-wise ops of one input that commute with any layout change
 _UNARY = ("nn.relu", "sigmoid", "tanh", "clip", "nn.leaky_relu")
-_ACTIVATIONS = (("nn.relu", "relu"), ("sigmoid", "sigmoid"), ("tanh", "tanh"))
-_EXAMPLE_ATTRS = {"clip": {"a_min": -1.0, "a_max": 1.0}}
+#: element-wise ops that fuse into a blocked convolution: op -> (activation, the op's attributes it keeps)
+_ACTIVATIONS = {"nn.relu": ("relu", ()), "sigmoid": ("sigmoid", ()), "tanh": ("tanh", ()),
+                "nn.leaky_relu": ("leaky_relu", ("alpha",)), "clip": ("clip", ("a_min", "a_max"))}
+_EXAMPLE_ATTRS = {"clip": {"a_min": -1.0, "a_max": 1.0}, "nn.leaky_relu": {"alpha": 0.25}}
 
 
 def block_size() -> int:
@@ -64,21 +69,6 @@ def _lt(data: Expr, src: str, dst: str) -> Expr:
     return make_call("layout_transform", [data], {"src_layout": src, "dst_layout": dst})
 
 
-def _forms(data_channels: int, out_channels: int, groups: int, block: int) -> tuple[str, str] | None:
-    """(data layout, kernel layout) of the blocked twin of an NCHW convolution, or None when it has none."""
-    if out_channels % block:
-        return None
-    if groups == 1 and data_channels < block:
-        return "NCHW", f"OIHW{block}o"
-    if data_channels % block:
-        return None
-    if groups == 1:
-        return blocked_layout("NCHW", "C", block), f"OIHW{block}i{block}o"
-    if groups == data_channels == out_channels:
-        return blocked_layout("NCHW", "C", block), f"OIHW1i{block}o"
-    return None
-
-
 def _to_blocked(fused: bool):
     """The blocked twin of `nn.conv2d` (or `nn.conv2d_bias_act`) with a constant weight."""
     def build(m: Match) -> Expr | None:
@@ -86,7 +76,7 @@ def _to_blocked(fused: bool):
         if attrs.data_layout != "NCHW" or attrs.kernel_layout != "OIHW" or attrs.out_dtype:
             return None
         weight, channels = m.const("w"), m.shape("x")[1]
-        forms = _forms(channels, weight.shape[0], attrs.groups, block) if isinstance(channels, int) else None
+        forms = nchwc_forms(channels, weight.shape[0], attrs.groups, block) if isinstance(channels, int) else None
         if forms is None or m.ndim("x") != 4:
             return None
         data_layout, kernel_layout = forms
@@ -164,6 +154,22 @@ def _concat_through(arity: int):
     return build
 
 
+def _split_through(index: int):
+    """Part `index` of a split of NCHW{B}c data along channels at whole blocks: the split of the block axis."""
+    def build(m: Match) -> Expr | None:
+        src, split = _blocked_source(m), m["sp"]
+        if src is None or split.axis not in (1, -3):
+            return None
+        block, channels = m.shape("a")[-1], m.shape("a")[1] * m.shape("a")[-1]
+        sections = split.indices_or_sections
+        bounds = [channels // sections * i for i in range(1, sections)] if isinstance(sections, int) else sections
+        if any(bound % block for bound in bounds):
+            return None
+        parts = make_call("split", [m.expr("a")], {"indices_or_sections": [b // block for b in bounds], "axis": 1})
+        return _lt(parts[index], src, "NCHW")
+    return build
+
+
 def _same_layout(m: Match) -> bool:
     l1, l2 = m["l1"], m["l2"]
     return (l1.src_layout, l1.dst_layout) == (l2.src_layout, l2.dst_layout) and m.type("a") == m.type("b")
@@ -184,9 +190,9 @@ def _weight(out_channels: int, in_channels: int, seed: int = 0) -> Expr:
     return relay.const(rng.standard_normal((out_channels, in_channels, 3, 3)).astype("float32"))
 
 
-def _blocked_relu(name: str = "a") -> Expr:
+def _blocked_relu(name: str = "a", blocks: int = 2) -> Expr:
     bl = blocked_layout("NCHW", "C", block_size())
-    return _lt(relay.var(name, shape=(1, 2, 3, 3, block_size())), bl, "NCHW")
+    return _lt(relay.var(name, shape=(1, blocks, 3, 3, block_size())), bl, "NCHW")
 
 
 def _blocked_conv(activation: str = "none", with_sum: bool = False) -> Expr:
@@ -238,13 +244,33 @@ def _concat_rule(arity: int) -> Rewrite:
                 near_miss=lambda: relay.concatenate([_blocked_relu(f"a{i}") for i in range(arity)], axis=2))
 
 
-def _fuse_activation(op: str, activation: str, conv: str, inputs) -> Rewrite:
-    return rule(f"nchwc-{'sum-' if 'sum' in conv else ''}{activation}",
-                call(op, call(conv, *inputs, activation="none", bind_attrs="f")),
-                call(conv, *inputs, attrs_from="f", activation=activation),
-                example=lambda: make_call(op, [_blocked_conv(with_sum="sum" in conv)]),
-                near_miss=lambda: make_call(op, [_blocked_conv("tanh" if activation != "tanh" else "relu",
-                                                               with_sum="sum" in conv)]))
+def _fused(op: str, conv: str, inputs: tuple[PVar, ...]):
+    """`conv` with the activation of the matched `op` (and the attributes it keeps) instead of none."""
+    activation, kept = _ACTIVATIONS[op]
+
+    def build(m: Match) -> Expr:
+        attrs = {**m["f"], "activation": activation, **{k: getattr(m["act"], k) for k in kept}}
+        return make_call(conv, [m.expr(v.name) for v in inputs], attrs)
+    return build
+
+
+def _split_rule(index: int) -> Rewrite:
+    def split(first: int) -> Expr:
+        bounds = [first + block_size() * k for k in range(index + 1)]
+        return relay.split(_blocked_relu(blocks=index + 2), bounds, axis=1)[index]
+    return rule(f"split{index}-through-layout-transform",
+                call("split", call("layout_transform", a, bind_attrs="lt"), bind_attrs="sp")[index],
+                _split_through(index), example=lambda: split(block_size()), near_miss=lambda: split(block_size() - 1))
+
+
+def _fuse_activation(op: str, conv: str, inputs: tuple[PVar, ...]) -> Rewrite:
+    with_sum = conv == _SUM_ACT
+    return rule(f"nchwc-{'sum-' if with_sum else ''}{_ACTIVATIONS[op][0]}",
+                call(op, call(conv, *inputs, activation="none", bind_attrs="f"), bind_attrs="act"),
+                _fused(op, conv, inputs),
+                example=lambda: make_call(op, [_blocked_conv(with_sum=with_sum)], _EXAMPLE_ATTRS.get(op, {})),
+                near_miss=lambda: make_call(op, [_blocked_conv("tanh" if op != "tanh" else "relu", with_sum=with_sum)],
+                                            _EXAMPLE_ATTRS.get(op, {})))
 
 
 _BIAS_ACT = "nn.contrib_conv2d_NCHWc_bias_act"
@@ -272,7 +298,8 @@ LAYOUT = ruleset("layout", [
                                                                  .reshape(-1, 1, 1))),
          near_miss=lambda: relay.add(_blocked_relu(), relay.const(np.ones((1, 1, 3, 3), "float32")))),
     *(_pool_rule(op) for op in ("nn.max_pool2d", "nn.avg_pool2d", "nn.global_avg_pool2d")),
-    *(_concat_rule(arity) for arity in (2, 3, 4)),
+    *(_concat_rule(arity) for arity in range(2, 7)),
+    *(_split_rule(index) for index in range(4)),
     rule("layout-transform-inverse",
          call("layout_transform", call("layout_transform", x, bind_attrs="l1"), bind_attrs="l2"), x, when=_inverse,
          example=lambda: _lt(_lt(_image(block_size()), "NCHW", blocked_layout("NCHW", "C", block_size())),
@@ -281,7 +308,7 @@ LAYOUT = ruleset("layout", [
     rule("nchwc-bias", call("nn.contrib_conv2d_NCHWc", x, wt, bind_attrs="c"), _with_bias,
          dtypes="float", example=lambda: _blocked_conv_without_bias(),
          near_miss=lambda: relay.nn.conv2d(_image(block_size()), _weight(block_size(), block_size()))),
-    *(_fuse_activation(op, act, _BIAS_ACT, (x, wt, bias)) for op, act in _ACTIVATIONS),
+    *(_fuse_activation(op, _BIAS_ACT, (x, wt, bias)) for op in _ACTIVATIONS),
     rule("nchwc-sum", call("add", call(_BIAS_ACT, x, wt, bias, activation="none", bind_attrs="f"), s),
          call(_SUM_ACT, x, wt, bias, s, attrs_from="f"), when=lambda m: m.type("s") == m.root_type(),
          example=lambda: relay.add(_blocked_conv(), relay.var("s", shape=(1, 1, 5, 5, block_size()))),
@@ -290,5 +317,5 @@ LAYOUT = ruleset("layout", [
          call(_SUM_ACT, x, wt, bias, s, attrs_from="f"), when=lambda m: m.type("s") == m.root_type(),
          example=lambda: relay.add(relay.var("s", shape=(1, 1, 5, 5, block_size())), _blocked_conv()),
          near_miss=lambda: relay.add(relay.var("s", shape=(1, 1, 5, 1, block_size())), _blocked_conv())),
-    *(_fuse_activation(op, act, _SUM_ACT, (x, wt, bias, s)) for op, act in _ACTIVATIONS),
+    *(_fuse_activation(op, _SUM_ACT, (x, wt, bias, s)) for op in _ACTIVATIONS),
 ])

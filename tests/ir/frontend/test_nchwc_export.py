@@ -22,10 +22,11 @@ RNG = np.random.default_rng(5)
 
 
 def _region(form: str, block: int) -> tuple[ir.IRModule, dict[str, np.ndarray]]:
-    """NCHW in, a blocked convolution (with bias, relu and a residual sum where the form has them), NCHW out."""
+    """NCHW in, a blocked convolution (with bias, an activation and a residual sum where the form has them), NCHW out."""
     blocked = f"NCHW{block}c"
     in_c, groups, kernel = {"blocked": (2 * block, 1, f"OIHW{block}i{block}o"), "first-layer": (3, 1, f"OIHW{block}o"),
-                            "depthwise": (2 * block, 2 * block, f"OIHW1i{block}o")}[form]
+                            "depthwise": (2 * block, 2 * block, f"OIHW1i{block}o"),
+                            "grouped": (2 * block, 2, f"OIHW{block}i{block}o")}[form]
     out_c = 2 * block
     x = relay.var("x", shape=(2, in_c, 9, 7))
     weight = RNG.standard_normal((out_c, in_c // groups, 3, 3)).astype("float32")
@@ -40,6 +41,8 @@ def _region(form: str, block: int) -> tuple[ir.IRModule, dict[str, np.ndarray]]:
                                                           activation="relu", **attrs)
     elif form == "first-layer":
         conv = relay.nn.contrib_conv2d_NCHWc_bias_act(data, w, b, activation="leaky_relu", alpha=0.1, **attrs)
+    elif form == "grouped":
+        conv = relay.nn.contrib_conv2d_NCHWc_bias_act(data, w, b, activation="clip", a_min=-0.5, a_max=0.75, **attrs)
     else:
         conv = relay.nn.contrib_conv2d_NCHWc(data, w, **attrs)
     body = relay.layout_transform(relay.nn.relu(conv), blocked, "NCHW")
@@ -57,7 +60,7 @@ def test_the_block_size_is_ort_s():
     assert BLOCK in (4, 8, 16)
 
 
-@pytest.mark.parametrize("form", ["blocked", "first-layer", "depthwise"])
+@pytest.mark.parametrize("form", ["blocked", "first-layer", "depthwise", "grouped"])
 def test_nchwc_region_round_trip_in_ort(form):
     mod, inputs = _region(form, BLOCK)
     want = evaluate(mod, inputs)
