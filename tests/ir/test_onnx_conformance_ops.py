@@ -79,6 +79,13 @@ BAD = [
     ("arange", lambda: relay.arange(v((), I64, "a"), v((), I64, "b"), v((2,), I64, "c"), dtype="int64"),
      "step Tensor[(2,), int64] must be a scalar"),
     ("arange", lambda: relay.arange(v((), I64, "a"), v((), I64, "b"), v((), I64, "c")), "dtype float32"),
+    ("shape_of", lambda: relay.shape_of(v((2, 3)), dtype="float32"), "int32 or int64, not float32"),
+    ("dyn.reshape", lambda: relay.dyn.reshape(v((2, 3)), v((2,), name="s")), "1-D int32 or int64"),
+    ("dyn.expand", lambda: relay.dyn.expand(v((2, 3)), v((relay.SizeVar("k"),), I64, "s")), "static length"),
+    ("dyn.strided_slice", lambda: relay.dyn.strided_slice(v((2, 3)), *(v((2,), I64, n) for n in "bes"), axes=[0]),
+     "one entry per sliced axis"),
+    ("dyn.strided_slice", lambda: relay.dyn.strided_slice(v((2, 3)), *(v((2,), I64, n) for n in "bes"),
+                                                          axes=[1, -1]), "distinct axes"),
 ]
 
 
@@ -99,6 +106,8 @@ BAD_ATTRS = [
     (lambda: relay.topk(v((2, 3)), 1, ret_type="pairs"), "'ret_type' must be one of"),
     (lambda: relay.trilu(v((2, 3)), k=0.5), "'k' must be an int"),
     (lambda: relay.argmin(v((2, 3)), select_last_index="yes"), "'select_last_index' must be a bool"),
+    (lambda: relay.dyn.strided_slice(v((2, 3)), *(v((1,), I64, n) for n in "bes"), axes=0), "'axes' must be a list"),
+    (lambda: relay.dyn.reshape(v((2, 3)), v((2,), I64, "s"), allowzero="no"), "'allowzero' must be a bool"),
 ]
 
 

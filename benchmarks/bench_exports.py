@@ -1,0 +1,103 @@
+"""Real PyTorch exports in ONNX Runtime: the exported model against ours, each with ONNX Runtime's optimizer off and on.
+
+    python -m benchmarks.bench_exports                  # every model, full size -> results/exports.{json,md}
+    python -m benchmarks.bench_exports --small --models resnet18,distilbert
+
+Per model of `benchmarks.torch_models` (ResNet-18, MobileNet-v3-Large, EfficientNet-B0, ConvNeXt-T,
+DistilBERT; random weights, exported by `torch.onnx.export`): imported with `from_onnx`, optimized
+with `eqsat.optimize(target="ort")` and exported with `to_onnx(contrib=True)`; four ONNX Runtime CPU
+sessions (exported / ours, optimizer off / fully on) take turns in interleaved rounds and the ratios
+are medians over rounds of exported-with-optimizer-on time / session time (above 1: faster than
+what a user of ONNX Runtime gets from the export alone). Needs torch (and transformers).
+"""
+
+from __future__ import annotations
+
+import argparse
+import multiprocessing
+import sys
+from functools import partial
+from typing import Any, Sequence
+
+import onnx
+
+import eqsat
+from benchmarks.bench_spellings import ort_session, ratio_medians
+from benchmarks.bench_strategies import relative_error
+from benchmarks.report import Stopwatch, write_results
+from benchmarks.torch_models import EXPORTS, Unavailable, export, input_feed
+from ir.frontend import from_onnx, to_onnx
+
+COLUMNS = ["model", "ours_off", "ours_on", "exported_off", "exported_on_ms", "max_rel_error", "optimize_s",
+           "onnx_nodes", "ours_nodes"]
+
+
+def compare_in_ort(original: onnx.ModelProto, ours: onnx.ModelProto, feed: dict, repeat: int,
+                   min_seconds: float) -> dict[str, Any]:
+    """Interleaved timing of `original` and `ours` with ONNX Runtime's optimizer off and on: ratios
+    against the original with it on, and ours' largest relative error against the original."""
+    sessions = {"original_on": ort_session(original, True), "original_off": ort_session(original, False),
+                "ours_off": ort_session(ours, False), "ours_on": ort_session(ours, True)}
+    reference = sessions["original_off"].run(None, feed)
+    runs = {key: partial(session.run, None, feed) for key, session in sessions.items()}
+    original_on, ratios = ratio_medians(runs, "original_on", repeat, min_seconds)
+    return {**ratios, "original_on_ms": original_on * 1e3,
+            "max_rel_error": relative_error(tuple(sessions["ours_off"].run(None, feed)), reference)}
+
+
+def measure_export(name: str, small: bool, repeat: int, min_seconds: float) -> dict[str, Any]:
+    original = export(name, small)
+    mod, params = from_onnx(original)
+    stopwatch = Stopwatch()
+    with stopwatch("optimize"):
+        optimized = eqsat.optimize(mod, params, target="ort")
+    ours = to_onnx(optimized.mod, optimized.params, contrib=True)
+    row = compare_in_ort(original, ours, input_feed(original), repeat, min_seconds)
+    return {"model": name, "ours_off": row["ours_off"], "ours_on": row["ours_on"],
+            "exported_off": row["original_off"], "exported_on_ms": row["original_on_ms"],
+            "max_rel_error": row["max_rel_error"], "optimize_s": stopwatch.seconds["optimize"],
+            "onnx_nodes": len(original.graph.node), "ours_nodes": len(ours.graph.node)}
+
+
+NOTES = """\
+Wall-clock times on a machine with {cores} cores shared with other work; ONNX Runtime {ort}, CPU
+provider, default threads without spinning; {size} inputs. Ratios are medians over interleaved
+rounds (at least {repeat}, more until the export has run {seconds:g} s) of exported-with-optimizer-on
+time / session time: `ours_off` and `ours_on` our program with ONNX Runtime's optimizer off and on,
+`exported_off` the export with it off. `max_rel_error`: ours (optimizer off) against the export
+(optimizer off), largest difference over the largest magnitude. `onnx_nodes` / `ours_nodes`: nodes
+of the export and of ours."""
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--small", action="store_true", help="small inputs (64x64 images, 16 tokens)")
+    parser.add_argument("--models", default=",".join(EXPORTS), help="comma-separated models")
+    parser.add_argument("--repeat", type=int, default=10, help="least number of timed rounds per model")
+    parser.add_argument("--seconds", type=float, default=2.0, help="least seconds the export runs per model")
+    args = parser.parse_args(argv)
+    names = args.models.split(",")
+    unknown = [m for m in names if m not in EXPORTS]
+    if unknown:
+        parser.error(f"unknown models {unknown}; choose from {', '.join(EXPORTS)}")
+    if args.repeat < 1:
+        parser.error(f"--repeat must be at least 1, got {args.repeat}")
+    import onnxruntime
+
+    rows = []
+    for name in names:
+        try:
+            rows.append(measure_export(name, args.small, args.repeat, args.seconds))
+        except Unavailable as err:
+            print(f"{name}: skipped ({err})", file=sys.stderr)
+            continue
+        print(f"{name}: ours off {rows[-1]['ours_off']:.3f}x, on {rows[-1]['ours_on']:.3f}x", file=sys.stderr,
+              flush=True)
+    notes = NOTES.format(cores=multiprocessing.cpu_count(), ort=onnxruntime.__version__,
+                         size="small" if args.small else "full-size", repeat=args.repeat, seconds=args.seconds)
+    path = write_results("exports" + ("_small" if args.small else ""), rows, COLUMNS, notes)
+    print(path.read_text())
+
+
+if __name__ == "__main__":
+    main()

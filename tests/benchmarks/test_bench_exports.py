@@ -1,0 +1,22 @@
+"""The real-export benchmark end to end at small sizes: every architecture exports, imports,
+optimizes, and runs in ONNX Runtime with the original's outputs. Skipped without torch."""
+
+from __future__ import annotations
+
+import pytest
+
+from benchmarks.bench_exports import measure_export
+from benchmarks.torch_models import EXPORTS, Unavailable
+
+pytest.importorskip("torch")
+
+
+@pytest.mark.parametrize("name", sorted(EXPORTS))
+def test_export_optimizes_and_keeps_the_outputs(name):
+    try:
+        row = measure_export(name, small=True, repeat=1, min_seconds=0.0)
+    except Unavailable as err:
+        pytest.skip(str(err))
+    assert row["max_rel_error"] < 1e-4
+    assert row["ours_nodes"] < row["onnx_nodes"]  # something fused
+    assert row["ours_off"] > 0 and row["ours_on"] > 0
