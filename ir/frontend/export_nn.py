@@ -126,7 +126,11 @@ def gemm_over_rows(ctx: EmitContext, call: Call, data: Value, gemm: Callable[[Va
     shape = ctx.type_of(call.args[0]).shape
     if len(shape) == 2:
         return gemm(data)
-    out = gemm(ctx.node("Reshape", [data, ctx.ints([-1, shape[-1]])]))
+    depth = shape[-1] if known(shape[-1]) else ctx.type_of(call.args[1]).shape[-1]  # the weight's columns
+    if not known(depth):
+        raise FrontendError(f"a dense layer over {len(shape)}-D data is a 2-D Gemm, which needs a static row "
+                            f"length; got data shape {ctx.type_of(call.args[0]).shape_str()}")
+    out = gemm(ctx.node("Reshape", [data, ctx.ints([-1, depth])]))
     units = ctx.type_of(call).shape[-1]
     if all(known(d) for d in shape[:-1]):
         target = ctx.ints([*shape[:-1], units])

@@ -12,10 +12,7 @@ import numpy as np
 import onnx
 import pytest
 
-import eqsat
-import strategies
-from ir.frontend import from_onnx, to_onnx
-from tests.ir.frontend.ort_helpers import assert_outputs_close, flat_outputs, run_ort
+from tests.ir.frontend.test_run_time_shapes import check_runs
 
 torch = pytest.importorskip("torch")
 
@@ -34,24 +31,13 @@ def export(module, example: tuple, names: list[str], axes: dict, dynamo: bool = 
     return onnx.load_from_string(buffer.getvalue())
 
 
-def check_sizes(proto: onnx.ModelProto, feeds: list[dict[str, np.ndarray]]) -> None:
-    mod, params = from_onnx(proto)
-    executable = strategies.build(mod, "cpu", params)
-    optimized = eqsat.optimize(mod, params, target="ort")
-    exported = to_onnx(optimized.mod, optimized.params, contrib=True)
-    for feed in feeds:
-        expected = run_ort(proto, feed)
-        assert_outputs_close(expected, flat_outputs(executable.run(**feed)))
-        assert_outputs_close(expected, run_ort(exported, feed))
-
-
 def test_cnn_with_a_dynamic_batch():
     torch.manual_seed(0)
     net = torch.nn.Sequential(torch.nn.Conv2d(3, 8, 3, padding=1), torch.nn.BatchNorm2d(8), torch.nn.ReLU(),
                               torch.nn.MaxPool2d(2), torch.nn.Flatten(), torch.nn.Linear(8 * 4 * 4, 10))
     proto = export(net, (torch.randn(2, 3, 8, 8),), ["x"], {"x": {0: "batch"}})
     rng = np.random.default_rng(0)
-    check_sizes(proto, [{"x": rng.standard_normal((b, 3, 8, 8)).astype(np.float32)} for b in (1, 4)])
+    check_runs(proto, [{"x": rng.standard_normal((b, 3, 8, 8)).astype(np.float32)} for b in (1, 4)])
 
 
 @pytest.mark.parametrize("dynamo", [False, True], ids=["torchscript", "dynamo"])
@@ -75,4 +61,4 @@ def test_bert_with_dynamic_axes(axes, dynamo):
     proto = export(Encoder(), (torch.randint(0, 100, (2, 8)),), ["ids"], {"ids": axes}, dynamo)
     rng = np.random.default_rng(0)
     sizes = [(1, 8), (4, 8)] if len(axes) == 1 else [(1, 5), (4, 12)]
-    check_sizes(proto, [{"ids": rng.integers(0, 100, size).astype(np.int64)} for size in sizes])
+    check_runs(proto, [{"ids": rng.integers(0, 100, size).astype(np.int64)} for size in sizes])
