@@ -24,6 +24,13 @@ def emit_shape_of(ctx: EmitContext, call: Call, args: Sequence[Value]) -> Value:
     return shape if call.attrs.dtype == "int64" else ctx.node("Cast", [shape], to=ctx.elem(call.attrs.dtype))
 
 
+@emits("argwhere")
+def emit_argwhere(ctx: EmitContext, call: Call, args: Sequence[Value]) -> Value:
+    """NonZero gives one row per axis; argwhere one row per position."""
+    rows = ctx.node("Transpose", [ctx.node("NonZero", args)], perm=[1, 0])
+    return rows if call.attrs.dtype == "int64" else ctx.node("Cast", [rows], to=ctx.elem(call.attrs.dtype))
+
+
 @emits("dyn.reshape")
 def emit_dyn_reshape(ctx: EmitContext, call: Call, args: Sequence[Value]) -> Value:
     if not call.attrs.allowzero:

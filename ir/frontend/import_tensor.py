@@ -97,11 +97,15 @@ def convert_constant(ctx: NodeContext) -> Expr:
 
 @converter("ConstantOfShape")
 def convert_constant_of_shape(ctx: NodeContext) -> Expr:
-    """A constant; over a symbolic shape, the fill value broadcast to it (see `Expand`)."""
-    shape = _dims(ctx.static_input(0, "output shape"))
+    """A constant; over a symbolic shape, the fill value broadcast to it (see `Expand`); over a shape
+    known only at run time, `dyn.expand` of the fill value."""
     fill = ctx.attr("value", np.zeros(1, "float32"))
     if fill.size != 1:
         raise FrontendError(f"the fill value must hold one element, got shape {list(fill.shape)}")
+    value = ctx.graph.static_value(ctx.input(0))
+    if value is None:
+        return ctx.call("dyn.expand", ctx.const(fill.reshape(())), ctx.input(0))
+    shape = _dims(value)
     if not all(known(d) for d in shape):
         return _expand_symbolic(ctx, ctx.const(fill.reshape(())), shape)
     ctx.check_fold(shape, fill.dtype)
@@ -441,6 +445,15 @@ def convert_pad(ctx: NodeContext) -> Expr:
 
 
 # -- indexing -----------------------------------------------------------------------------------------
+
+@converter("NonZero")
+def convert_nonzero(ctx: NodeContext) -> Expr:
+    """ONNX NonZero: one row per axis of the positions of the non-zero elements (argwhere transposed)."""
+    data = ctx.input(0)
+    if (value := ctx.constant_value(data)) is not None and value.dtype != object and value.ndim > 0:
+        return ctx.const(np.array(np.nonzero(value), dtype=np.int64).reshape(value.ndim, -1))
+    return ctx.call("transpose", ctx.call("argwhere", data, dtype="int64"), axes=[1, 0])
+
 
 @converter("Gather")
 def convert_gather(ctx: NodeContext) -> Expr:

@@ -12,8 +12,8 @@ they compute (`Gather`, `Concat`, `Cast`, arithmetic, `Where`, reductions, ...),
 target becomes an attribute; a folded constant over `max_folded_bytes` is refused before it is
 allocated. A `dim_param` becomes a size variable, and a shape over it a symbolic shape value
 (`import_fold`): PyTorch's `x.view(x.size(0), -1)` over a batch `N` becomes a `reshape` to
-`[0, -1]` of type `(N, ...)`; a shape that only values decide (`NonZero`, a target read from an
-input) is refused with an error naming the node.
+`[0, -1]` of type `(N, ...)`. A shape that only values decide (`NonZero`, a target read from an
+input) imports with run-time (`?`) dimensions through `shape_of`, `argwhere` and the `dyn.*` ops.
 
 A model is checked as ONNX Runtime checks it: a value is defined once, nodes may come in any order
 but form no cycle, and each node's inputs, outputs and attribute types follow its op's schema.

@@ -1,4 +1,4 @@
-"""Ops whose shape arguments are tensors computed at run time (TVM's `shape_of` and `dyn.*` ops).
+"""Ops whose shapes are known only at run time (TVM's `shape_of`, `argwhere` and `dyn.*` ops).
 
 They carry ONNX models whose `Reshape`, `Expand` or `Slice` arguments depend on values only a run
 knows (a shape fed as a graph input, a bound computed from a symbolic dimension that no static
@@ -29,6 +29,15 @@ def _shape_vector(t: Type, what: str) -> int:
     if not known(value.shape[0]) or not isinstance(value.shape[0], int):
         raise ShapeError(f"the {what} must have a static length (it fixes the rank), got {value}")
     return value.shape[0]
+
+
+def argwhere_rel(args: Sequence[Type], attrs: Attrs) -> Type:
+    if attrs.dtype not in _INDEX_DTYPES:
+        raise ShapeError(f"argwhere gives int32 or int64 positions, not {attrs.dtype}")
+    condition = tensor(args[0], "condition")
+    if condition.ndim == 0:
+        raise ShapeError("argwhere needs a condition of rank 1 or more, got a scalar")
+    return TensorType([Any, condition.ndim], attrs.dtype)
 
 
 def shape_of_rel(args: Sequence[Type], attrs: Attrs) -> Type:
@@ -68,6 +77,10 @@ def dyn_strided_slice_rel(args: Sequence[Type], attrs: Attrs) -> Type:
 register_op("shape_of", ["data"], shape_of_rel, OpPattern.OPAQUE,
             attrs=[AttrField("dtype", "dtype", "int64")],
             doc="The shape of data as a 1-D tensor, read at run time (TVM's shape_of; ONNX Shape).")
+register_op("argwhere", ["condition"], argwhere_rel, OpPattern.OPAQUE,
+            attrs=[AttrField("dtype", "dtype", "int64")],
+            doc="The positions of condition's non-zero elements, one row each in row-major order: a "
+                "(count, rank) tensor whose count only a run knows (TVM's argwhere; ONNX NonZero transposed).")
 register_op("dyn.reshape", ["data", "newshape"], dyn_reshape_rel, OpPattern.INJECTIVE,
             attrs=[AttrField("allowzero", "bool", False)],
             doc="data reshaped to a target known at run time: a 0 copies the input's dimension at its "

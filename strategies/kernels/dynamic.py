@@ -1,5 +1,5 @@
-"""Reference kernels of the ops over run-time shapes (`ir.op.dynamic`): the shape arguments are
-read from tensors, with ONNX's conventions for `Reshape`, `Expand` and `Slice`."""
+"""Reference kernels of the ops with run-time shapes (`ir.op.dynamic`): the shape arguments are read
+from tensors, with ONNX's conventions for `Reshape`, `Expand` and `Slice`."""
 
 from __future__ import annotations
 
@@ -15,6 +15,11 @@ from .reference import _ref
 @_ref("shape_of")
 def _shape_of(attrs: Attrs, x: np.ndarray) -> np.ndarray:
     return np.array(x.shape, dtype=attrs.dtype)
+
+
+@_ref("argwhere")
+def _argwhere(attrs: Attrs, condition: np.ndarray) -> np.ndarray:
+    return np.argwhere(condition).astype(attrs.dtype)
 
 
 @_ref("dyn.reshape")

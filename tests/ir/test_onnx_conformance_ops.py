@@ -80,6 +80,7 @@ BAD = [
      "step Tensor[(2,), int64] must be a scalar"),
     ("arange", lambda: relay.arange(v((), I64, "a"), v((), I64, "b"), v((), I64, "c")), "dtype float32"),
     ("shape_of", lambda: relay.shape_of(v((2, 3)), dtype="float32"), "int32 or int64, not float32"),
+    ("argwhere", lambda: relay.argwhere(v(())), "rank 1 or more"),
     ("dyn.reshape", lambda: relay.dyn.reshape(v((2, 3)), v((2,), name="s")), "1-D int32 or int64"),
     ("dyn.expand", lambda: relay.dyn.expand(v((2, 3)), v((relay.SizeVar("k"),), I64, "s")), "static length"),
     ("dyn.strided_slice", lambda: relay.dyn.strided_slice(v((2, 3)), *(v((2,), I64, n) for n in "bes"), axes=[0]),

@@ -99,6 +99,7 @@ GOOD = {
     "trilu": (lambda: relay.trilu(v(F), 1, False), "Tensor[(2, 3), float32]"),
     "arange": (lambda: relay.arange(*(v((), "int64", n) for n in "abc"), dtype="int64"), "Tensor[(?,), int64]"),
     "shape_of": (lambda: relay.shape_of(v(IMG), dtype="int32"), "Tensor[(4,), int32]"),
+    "argwhere": (lambda: relay.argwhere(v(IMG)), "Tensor[(?, 4), int64]"),
     "dyn.reshape": (lambda: relay.dyn.reshape(v(IMG), v((3,), "int64", "s")), "Tensor[(?, ?, ?), float32]"),
     "dyn.expand": (lambda: relay.dyn.expand(v((3, 1)), v((3,), "int64", "s")), "Tensor[(?, 3, ?), float32]"),
     "dyn.strided_slice": (lambda: relay.dyn.strided_slice(v(IMG), *(v((2,), "int64", n) for n in "bes"),

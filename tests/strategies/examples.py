@@ -174,6 +174,7 @@ EXAMPLES: list[Example] = [
     ex("trilu", normal(2, 3, 4), k=-1, upper=False),
     ex("arange", np.array(1.0, "float32"), np.array(4.0, "float32"), np.array(0.5, "float32"), dtype="float32"),
     ex("shape_of", normal(2, 0, 3), dtype="int32"),
+    ex("argwhere", np.array([[0, 1.5], [-2, 0], [0, 0]], "float32"), dtype="int32"),
     ex("dyn.reshape", normal(2, 3, 4), np.array([0, 2, -1], "int64")),
     ex("dyn.expand", normal(3, 1), np.array([2, 1, 4], "int32")),
     ex("dyn.strided_slice", normal(4, 7), np.array([-1, 1]), np.array([-9, 100]), np.array([-1, 2]), axes=(0, 1)),

@@ -33,6 +33,14 @@ def test_shape_of_reads_the_shape_in_the_dtype():
     assert out.dtype == np.int32 and out.tolist() == [2, 0, 5]
 
 
+def test_argwhere_lists_positions_in_row_major_order():
+    x = np.array([[[0, 1], [2, 0]], [[0, 0], [0, -3]]], "float32")
+    expected = [[i, j, k] for i in range(2) for j in range(2) for k in range(2) if x[i, j, k] != 0]
+    out = run("argwhere", x, dtype="int32")
+    assert out.dtype == np.int32 and out.tolist() == expected
+    assert run("argwhere", np.zeros((3, 2), bool), dtype="int64").shape == (0, 2)
+
+
 BOUNDS = [(0, 3, 1), (-2, 100, 1), (1, -1, 2), (-1, -100, -1), (5, 0, -2), (2**62, -2**62, -3), (3, 3, 1), (-9, 2, 1)]
 
 

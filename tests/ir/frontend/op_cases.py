@@ -330,6 +330,9 @@ CASES += [
          lambda x: relay.sum(relay.arange(*(relay.const(np.int64(v)) for v in (2, 11, 3)), dtype="int64")) + x,
          lambda x: 2 + 5 + 8 + x),
     Case("shape_of", {"x": fx(2, 3, 4)}, lambda x: relay.shape_of(x), lambda x: np.array(x.shape)),
+    Case("argwhere", {"x": fx(3, 4)},  # summed, as its count is known only at run time
+         lambda x: relay.sum(relay.argwhere(relay.greater(x, relay.const(np.float32(0)))), axis=0),
+         lambda x: np.argwhere(x > 0).sum(axis=0)),
     # the dyn.* results have run-time dimensions: adding zeros of the expected shape makes the type static
     Case("dyn.reshape", {"x": fx(2, 3, 4)},
          lambda x: relay.dyn.reshape(x, relay.const(np.array([0, -1]))) + relay.const(np.zeros((2, 12), "float32")),

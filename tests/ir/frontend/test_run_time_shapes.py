@@ -128,6 +128,29 @@ def test_unknown_dimension_is_read_when_the_model_runs():
     assert {"shape_of", "dyn.reshape"} <= ops_of(mod)
 
 
+def test_nonzero_positions_have_a_run_time_count():
+    """NonZero's count of positions is known only when the model runs: `argwhere`, transposed."""
+    proto = model([node("Greater", ["x", "zero"], "mask"), node("NonZero", ["mask"], "nz"),
+                   node("ReduceSum", ["nz", "axis"], "y", keepdims=0)],
+                  [("x", F, ["N", 4])], {"zero": np.float32(0.5), "axis": [1]}, out=I64)
+    mod = check_runs(proto, [{"x": floats(n, 4, seed=n)} for n in (1, 3)] + [{"x": np.zeros((2, 4), np.float32)}])
+    assert "argwhere" in ops_of(mod)
+
+
+def test_nonzero_of_a_constant_folds():
+    proto = model([node("NonZero", ["c"], "nz"), node("Cast", ["nz"], "nzf", to=F), node("Add", ["x", "nzf"], "y")],
+                  [("x", F, [2, 3])], {"c": np.array([[0, 1, 0], [2, 0, 3]], np.float32)})
+    mod = check_runs(proto, [{"x": floats(2, 3)}])
+    assert "argwhere" not in ops_of(mod)
+
+
+def test_constant_of_a_run_time_shape():
+    proto = model([node("ConstantOfShape", ["shape"], "y", value=onnx.numpy_helper.from_array(np.array([2.5], np.float32)))],
+                  [("shape", I64, [3])])
+    mod = check_runs(proto, [{"shape": np.array(s, np.int64)} for s in ([2, 1, 3], [0, 4, 1])])
+    assert "dyn.expand" in ops_of(mod)
+
+
 def test_a_bad_run_time_shape_is_a_clear_error():
     proto = model([node("Reshape", ["x", "shape"], "y")], [("x", F, [2, 3]), ("shape", I64, [2])])
     mod, params = from_onnx(proto)

@@ -224,12 +224,6 @@ def test_symbolic_indices_are_refused_by_name():
         from_onnx(model(nodes, ["N", 4, 6], {"zero": ints(0), "table": np.zeros(10, np.float32)}))
 
 
-def test_value_dependent_shape_names_the_op():
-    nodes = [node("NonZero", ["x"], "nz"), node("Cast", ["nz"], "y", to=F)]
-    with pytest.raises(FrontendError, match=r"NonZero"):
-        from_onnx(model(nodes, [2, 4, 6], {}))
-
-
 def test_range_of_run_time_bounds_is_an_arange():
     nodes = [node("ReduceMax", ["x"], "m", keepdims=0), node("Cast", ["m"], "limit", to=F),
              node("Range", ["zero", "limit", "half"], "y")]
