@@ -89,6 +89,13 @@ def op_work(op_name: str, attrs: Attrs, in_types: Sequence[Type], out_type: Type
     if op_name in ("nn.dense", "nn.dense_bias_act"):
         k = dim_size(in_types[0].shape[-1], assumed_dim)  # type: ignore[union-attr]
         return Work(2.0 * out_elems * k + 2.0 * out_elems, moved)
+    if op_name == "nn.feed_forward":  # dense, bias and GELU, then dense and bias; the hidden values stay inside
+        data, weight1 = in_types[0], in_types[1]
+        k = dim_size(data.shape[-1], assumed_dim)  # type: ignore[union-attr]
+        units = dim_size(weight1.shape[0], assumed_dim)  # type: ignore[union-attr]
+        hidden = numel(data, assumed_dim) // max(k, 1) * units
+        flops = (2.0 * k + 1 + _TRANSCENDENTAL["nn.gelu"]) * hidden + (2.0 * units + 1) * out_elems
+        return Work(flops, moved)
     if op_name in ("nn.matmul", "nn.batch_matmul", "nn.fused_matmul"):
         return Work(2.0 * _matmul_macs(attrs, in_types, out_type, assumed_dim), moved)
     if op_name in ("nn.attention", "nn.masked_attention"):

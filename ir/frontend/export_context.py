@@ -70,11 +70,13 @@ class EmitContext:
     """Builds the ONNX nodes of one IR call into the node list of the current (sub)graph."""
 
     def __init__(self, opset: int, names: Names, nodes: list[onnx.NodeProto],
-                 add_constant: Callable[[np.ndarray], str]):
+                 add_constant: Callable[[np.ndarray], str],
+                 constant_value: Callable[[str], np.ndarray | None] = lambda name: None):
         self.opset = opset
         self.names = names
         self.nodes = nodes
         self._add_constant = add_constant
+        self._constant_value = constant_value
 
     def node(self, op_type: str, inputs: Sequence[str], outputs: int = 1, domain: str = "", **attrs: Any) -> Any:
         """Append an ONNX node of `domain` (default: the standard one); returns its output name, or a
@@ -90,6 +92,10 @@ class EmitContext:
         """The name of an initializer holding `value` (small equal constants are shared)."""
         arr = np.asarray(value) if dtype is None else np.asarray(value).astype(dtype)
         return self._add_constant(arr)
+
+    def value_of(self, name: Value) -> np.ndarray | None:
+        """The array an initializer named `name` holds (a weight, a constant); None for a computed value."""
+        return self._constant_value(name) if isinstance(name, str) else None
 
     def ints(self, values: Sequence[int]) -> str:
         """A 1-D int64 initializer, the form ONNX takes shapes, axes and pads in."""

@@ -118,13 +118,16 @@ def gelu(ctx: EmitContext, data: str, approximate: str, dtype: str) -> str:
     return ctx.node("Mul", [half_x, ctx.node("Add", [phi, ctx.const(1.0, dtype)])])
 
 
+def gelu_node(ctx: EmitContext, data: str, approximate: str, dtype: str) -> str:
+    """ONNX `Gelu` since opset 20, its formula before (and for float64)."""
+    if ctx.opset >= GELU_OPSET and dtype in _ORT_ACTIVATION_DTYPES:
+        return ctx.node("Gelu", [data], approximate=approximate)
+    return gelu(ctx, data, approximate, dtype)
+
+
 @emits("nn.gelu")
 def emit_gelu(ctx: EmitContext, call: Call, args: Sequence[Value]) -> Value:
-    """ONNX `Gelu` since opset 20, its formula before (and for float64)."""
-    dtype = ctx.type_of(call).dtype
-    if ctx.opset >= GELU_OPSET and dtype in _ORT_ACTIVATION_DTYPES:
-        return ctx.node("Gelu", args, approximate=call.attrs.approximate)
-    return gelu(ctx, args[0], call.attrs.approximate, dtype)
+    return gelu_node(ctx, args[0], call.attrs.approximate, ctx.type_of(call).dtype)
 
 
 def hard_sigmoid(ctx: EmitContext, data: str, alpha: float, beta: float, dtype: str) -> str:

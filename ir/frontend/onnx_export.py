@@ -32,7 +32,7 @@ from ..types import TensorType, TupleType, Type
 from . import export_elemwise, export_indexing, export_nn, export_piecewise, export_tensor  # noqa: F401  (emitters)
 from . import export_image  # noqa: F401  (the image.resize emitters)
 from . import export_nchwc  # noqa: F401  (layout_transform and the blocked convolutions)
-from . import export_attention  # noqa: F401  (registers its emitter)
+from . import export_attention, export_feed_forward  # noqa: F401  (register their emitters)
 from . import export_dynamic  # noqa: F401  (shape_of and the dyn.* ops)
 from .errors import FrontendError
 from .export_context import CONTRIB_DOMAIN, EMITTERS, ONE_NODE_OPSETS, EmitContext, Names, Value
@@ -107,17 +107,21 @@ class _GraphExporter:
         self.opset = opset
         self.contrib = contrib
         self.names = Names()
-        self.initializers: list[tuple[str, np.ndarray]] = []
+        self.initializers: dict[str, np.ndarray] = {}
         self._constant_names: dict[Expr, str] = {}
         self._shared_constants: dict[tuple, str] = {}
 
     def add_initializer(self, name: str, value: np.ndarray) -> None:
         elem_of_dtype(value.dtype.name, f"constant {name!r}")
-        self.initializers.append((name, value))
+        self.initializers[name] = value
 
     def write_initializers(self, graph: onnx.GraphProto) -> None:
-        """Add the initializers to `graph` in place (weights can be large: each is copied once)."""
-        for name, value in self.initializers:
+        """Add the initializers some node reads to `graph` in place (weights can be large: each is copied
+        once; one an emitter replaced by its slices, or a parameter nothing uses, is left out)."""
+        used = _read_names(graph)
+        for name, value in self.initializers.items():
+            if name not in used:
+                continue
             tensor = graph.initializer.add()
             tensor.name = name
             tensor.data_type = elem_of_dtype(value.dtype.name, name)
@@ -126,7 +130,7 @@ class _GraphExporter:
 
     def context(self, scope: _Scope) -> EmitContext:
         """An emitter context that appends to the nodes of `scope`."""
-        return EmitContext(self.opset, self.names, scope.nodes, self.small_constant)
+        return EmitContext(self.opset, self.names, scope.nodes, self.small_constant, self.initializers.get)
 
     def small_constant(self, value: np.ndarray) -> str:
         key = (value.dtype.str, value.shape, value.tobytes()) if value.size <= _SHARED_CONSTANT_ELEMENTS else None
@@ -226,15 +230,20 @@ def _check_param(var: Var, value: np.ndarray) -> None:
                             f"but the parameter is {ty}")
 
 
+def _subgraphs(node: onnx.NodeProto) -> list[onnx.GraphProto]:
+    return [g for attr in node.attribute for g in (*([attr.g] if attr.HasField("g") else []), *attr.graphs)]
+
+
+def _read_names(graph: onnx.GraphProto) -> set[str]:
+    """The value names the nodes of `graph` read, subgraphs included."""
+    return {name for node in graph.node for name in node.input}.union(
+        *(_read_names(sub) for node in graph.node for sub in _subgraphs(node)))
+
+
 def _domains(graph: onnx.GraphProto) -> set[str]:
     """The operator domains of the graph's nodes, subgraphs included."""
-    found = set()
-    for node in graph.node:
-        found.add(node.domain)
-        for attr in node.attribute:
-            for sub in (*([attr.g] if attr.HasField("g") else []), *attr.graphs):
-                found |= _domains(sub)
-    return found
+    return {node.domain for node in graph.node}.union(
+        *(_domains(sub) for node in graph.node for sub in _subgraphs(node)))
 
 
 def to_onnx(mod: IRModule | Expr, params: Mapping[str, np.ndarray] | None = None, opset: int | None = None,

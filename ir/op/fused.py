@@ -3,7 +3,8 @@
 Each has a plain decomposition into the portable ops (see `decompose` in the exporter and the
 reference kernels); they mirror ONNX Runtime's contrib kernels (`FusedConv`, `FusedMatMul`,
 `BiasGelu`, `SkipLayerNormalization`) and ONNX's `Attention` (opset 23) so a target that has them
-can pick them at extraction.
+can pick them at extraction. `nn.feed_forward` is the transformer's dense-GELU-dense block, which
+an exporter may write in column chunks that keep each chunk's hidden activations in cache.
 """
 
 from __future__ import annotations
@@ -50,6 +51,15 @@ def skip_layer_norm_rel(args: Sequence[Type], attrs: Attrs) -> Type:
     return layer_norm_rel([summed, *args[2:]], attrs)
 
 
+_PLAIN_DENSE = Attrs({"units": None, "out_dtype": ""})
+
+
+def feed_forward_rel(args: Sequence[Type], attrs: Attrs) -> Type:
+    """data (..., K), weight1 (H, K), bias1 (H), weight2 (N, H), bias2 (N) -> (..., N)."""
+    hidden = _check_bias(dense_rel(args[:2], _PLAIN_DENSE), args[2], -1)
+    return _check_bias(dense_rel([hidden, args[3]], _PLAIN_DENSE), args[4], -1)
+
+
 def attention_rel(args: Sequence[Type], attrs: Attrs) -> Type:
     """query (..., Sq, D), key (..., Sk, D), value (..., Sk, Dv) with equal leading axes -> (..., Sq, Dv);
     a mask, when given, broadcasts to the scores (..., Sq, Sk) without growing them."""
@@ -91,6 +101,8 @@ register_op("nn.skip_layer_norm", ["data", "skip", "gamma", "beta"], skip_layer_
             attrs=[AttrField("axis", "int", -1), AttrField("epsilon", "float", 1e-5),
                    AttrField("center", "bool", True), AttrField("scale", "bool", True)],
             doc="layer_norm(data + skip) over the last axis (ORT SkipLayerNormalization).")
+register_op("nn.feed_forward", ["data", "weight1", "bias1", "weight2", "bias2"], feed_forward_rel,
+            OpPattern.OPAQUE, doc="dense(gelu(dense(data, weight1) + bias1), weight2) + bias2, exact GELU (a transformer's feed-forward).")
 _SCALE = [AttrField("scale", "float", 1.0)]
 register_op("nn.attention", ["query", "key", "value"], attention_rel, OpPattern.OPAQUE, attrs=_SCALE,
             doc="softmax(query @ key^T * scale, last axis) @ value (ONNX Attention without a mask).")

@@ -574,6 +574,16 @@ def _bias_gelu(attrs: Attrs, x: np.ndarray, bias: np.ndarray) -> np.ndarray:
     return gelu(x + bias)
 
 
+_PLAIN_DENSE = Attrs({"out_dtype": ""})
+
+
+@_ref("nn.feed_forward")
+def _feed_forward(attrs: Attrs, x: np.ndarray, weight1: np.ndarray, bias1: np.ndarray, weight2: np.ndarray,
+                  bias2: np.ndarray) -> np.ndarray:
+    hidden = gelu(_dense(_PLAIN_DENSE, x, weight1) + bias1)
+    return _dense(_PLAIN_DENSE, hidden, weight2) + bias2
+
+
 def ops_with_reference() -> list[str]:
     """The ops that have a reference kernel, sorted."""
     return sorted(_KERNELS)

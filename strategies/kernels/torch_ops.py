@@ -383,3 +383,9 @@ def _lrn(attrs, xs, out_type):
 @_kernel("nn.bias_gelu")
 def _bias_gelu(attrs, xs, out_type):
     return _F().gelu(xs[0] + xs[1])
+
+
+@_kernel("nn.feed_forward")
+def _feed_forward(attrs, xs, out_type):
+    x, weight1, bias1, weight2, bias2 = xs
+    return _F().linear(_F().gelu(_F().linear(x, weight1, bias1)), weight2, bias2)

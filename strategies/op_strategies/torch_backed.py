@@ -33,7 +33,7 @@ TORCH_ON_CPU = ("nn.conv2d", "nn.conv2d_bias_act", "nn.dense", "nn.dense_bias_ac
 #: GEMM-like ops reach this fraction of a device's peak in library kernels
 _LIBRARY_GEMM_EFFICIENCY = 0.7
 _GEMM_LIKE = {"nn.conv2d", "nn.conv2d_bias_act", "nn.dense", "nn.dense_bias_act", "nn.matmul", "nn.batch_matmul",
-              "nn.fused_matmul"}
+              "nn.fused_matmul", "nn.feed_forward"}
 
 
 def torch_compute(op_name: str):

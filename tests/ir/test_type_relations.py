@@ -111,6 +111,9 @@ GOOD = {
     "nn.fused_matmul": (lambda: relay.nn.fused_matmul(v((5, 7)), v((3, 7), name="w"), transpose_b=True, alpha=0.5),
                         "Tensor[(5, 3), float32]"),
     "nn.bias_gelu": (lambda: relay.nn.bias_gelu(v(F), v((3,), name="b")), "Tensor[(2, 3), float32]"),
+    "nn.feed_forward": (lambda: relay.nn.feed_forward(v((2, 5, 7)), v((4, 7), name="w1"), v((4,), name="b1"),
+                                                      v((3, 4), name="w2"), v((3,), name="b2")),
+                        "Tensor[(2, 5, 3), float32]"),
     "nn.skip_layer_norm": (lambda: relay.nn.skip_layer_norm(v(F), v(F, name="s"), v((3,), name="g"),
                                                             v((3,), name="b")), "Tensor[(2, 3), float32]"),
     **{name: (lambda name=name: getattr(relay, name)(v((2, 3))), "Tensor[(2, 3), bool]")
@@ -170,6 +173,8 @@ BAD = {
     "nn.conv2d": (lambda: relay.nn.conv2d(v(IMG), v((6, 3, 3, 3), name="w")), "4 channels"),
     "nn.conv2d-kernel": (lambda: relay.nn.conv2d(v((1, 4, 2, 2)), v((6, 4, 3, 3), name="w")), "larger than"),
     "nn.dense": (lambda: relay.nn.dense(v((5, 7)), v((3, 6), name="w")), "last dimension 7"),
+    "nn.feed_forward": (lambda: relay.nn.feed_forward(v((5, 7)), v((4, 7), name="w1"), v((4,), name="b1"),
+                                                      v((3, 5), name="w2"), v((3,), name="b2")), "last dimension 4"),
     "nn.batch_matmul": (lambda: relay.nn.batch_matmul(v((2, 5, 7)), v((2, 3, 6), name="w")), "7 vs 6"),
     "nn.bias_add": (lambda: relay.nn.bias_add(v(IMG), v((5,), name="b")), "length"),
     "nn.batch_norm": (lambda: relay.nn.batch_norm(v(IMG), *(v((3,), name=n) for n in "gbmv")), "gamma"),

@@ -153,6 +153,7 @@ EXAMPLES: list[Example] = [
     ex("nn.pad", normal(2, 3), pad_width=((0, 0), (2, 1)), pad_mode="reflect"),
     ex("nn.lrn", normal(1, 6, 2, 2), size=3), ex("nn.lrn", normal(1, 2, 2, 6), size=4, axis=-1),
     ex("nn.bias_gelu", normal(2, 6), normal(6)),
+    ex("nn.feed_forward", normal(3, 5), normal(8, 5), normal(8), normal(4, 8), normal(4)),
     # ONNX conformance ops
     ex("nn.elu", normal(3, 4) * 3, alpha=0.5), ex("nn.selu", normal(3, 4) * 3),
     ex("nn.celu", normal(3, 4, dtype="float64") * 3, alpha=2.0),

@@ -28,6 +28,7 @@ def test_node_cost_needs_no_ir_and_is_deterministic():
     ("nn.bias_gelu", {}, [T((2, 8)), T((8,))], T((2, 8)), {"ort", "cuda"}),
     ("nn.skip_layer_norm", {}, [T((2, 8)), T((2, 8)), T((8,)), T((8,))], T((2, 8)), {"ort", "cuda"}),
     ("nn.fused_matmul", {"alpha": 2.0}, [T((2, 4)), T((4, 3))], T((2, 3)), {"ort", "cuda"}),
+    ("nn.feed_forward", {}, [T((2, 4)), T((8, 4)), T((8,)), T((4, 8)), T((4,))], T((2, 4)), {"ort", "cuda"}),
     ("nn.conv2d_bias_act", {"activation": "relu"}, [T((1, 4, 6, 6)), T((8, 4, 1, 1)), T((8,))], T((1, 8, 6, 6)),
      {"cpu", "ort", "cuda"}),
     ("nn.dense", {}, [T((2, 4)), T((3, 4))], T((2, 3)), {"cpu", "ort", "cuda", "mytarget"}),
@@ -98,3 +99,15 @@ def test_a_symbolic_dimension_costs_as_its_expression_at_the_assumed_size():
     from strategies.work import ASSUMED_DIM, numel
     n = SizeVar("N")
     assert numel(ir.TensorType((n * 4, 3), "float32")) == ASSUMED_DIM * 4 * 3
+
+
+def test_the_feed_forward_block_costs_less_than_its_three_ops_on_ort():
+    """Its hidden values stay inside, so the ort target extracts it where a rule made it."""
+    model = CostModel("ort")
+    x, w1, b1, w2, b2, hidden = T((128, 768)), T((3072, 768)), T((3072,)), T((768, 3072)), T((768,)), T((128, 3072))
+    fused = model.node_cost("nn.feed_forward", {}, [x, w1, b1, w2, b2], x)
+    dense = {"units": None, "out_dtype": "", "activation": "none", "alpha": 0.01}
+    parts = (model.node_cost("nn.dense_bias_act", dense, [x, w1, b1], hidden)
+             + model.node_cost("nn.gelu", {"approximate": "none"}, [hidden], hidden)
+             + model.node_cost("nn.dense_bias_act", dense, [hidden, w2, b2], x))
+    assert fused < parts

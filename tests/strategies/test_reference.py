@@ -346,6 +346,14 @@ def test_bias_gelu():
     np.testing.assert_allclose(run("nn.bias_gelu", x, b), gelu(x + b), rtol=1e-5, atol=1e-6)
 
 
+def test_feed_forward():
+    x, w1, b1, w2, b2 = rand(2, 3, 4), rand(6, 4), rand(6), rand(5, 6), rand(5)
+    gelu = elementwise(lambda v: v * 0.5 * (1 + math.erf(v / math.sqrt(2))))
+    hidden = gelu(np.einsum("nsk,hk->nsh", x, w1) + b1)
+    np.testing.assert_allclose(run("nn.feed_forward", x, w1, b1, w2, b2), np.einsum("nsh,oh->nso", hidden, w2) + b2,
+                               rtol=1e-5, atol=1e-5)
+
+
 def _sigmoid(v: float) -> float:
     """The logistic function without overflow: exp of a non-positive argument only."""
     return 1 / (1 + math.exp(-v)) if v >= 0 else math.exp(v) / (1 + math.exp(v))

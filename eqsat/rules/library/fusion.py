@@ -17,7 +17,7 @@ from ..rule import rule, ruleset
 
 __all__ = ["FUSION"]
 
-x, w, b, s, g, be = pvars("x w b s g be")
+x, w, b, s, g, be, w2, b2 = pvars("x w b s g be w2 b2")
 
 
 def _vector_bias(m: Match) -> bool:
@@ -90,6 +90,16 @@ def _activated(kind: str) -> list:
             for fn, act in _ACTIVATIONS]
 
 
+def _plain_denses(m: Match) -> bool:
+    """Both dense layers compute in their inputs' dtype (the fused op has no `out_dtype`)."""
+    return not m["d1"].out_dtype and not m["d2"].out_dtype
+
+
+def _feed_forward(approximate: str = "none") -> Expr:
+    hidden = relay.nn.gelu(_fused("dense"), approximate=approximate)
+    return relay.nn.dense_bias_act(hidden, _v("w2", 4, 3), _v("b2", 4))
+
+
 def _skip_layer_norm(axis: int = -1) -> Expr:
     size = 5 if axis == -1 else 2
     return relay.nn.layer_norm(relay.add(_v("x", 2, 5), _v("s", 2, 5)), _v("g", size), _v("be", size), axis=axis)
@@ -111,6 +121,12 @@ FUSION = ruleset("fusion", [
          when=_vector_bias,
          example=lambda: relay.nn.gelu(relay.add(_v("x", 2, 5), _v("b", 5))),
          near_miss=lambda: relay.nn.gelu(relay.add(_v("x", 2, 5), _v("b", 5)), approximate="tanh")),
+    rule("feed-forward",     call("nn.dense_bias_act",
+                                  call("nn.gelu", call("nn.dense_bias_act", x, w, b, activation="none",
+                                                       bind_attrs="d1"), approximate="none"),
+                                  w2, b2, activation="none", bind_attrs="d2"),
+         call("nn.feed_forward", x, w, b, w2, b2), when=_plain_denses, dtypes="float",
+         example=_feed_forward, near_miss=lambda: _feed_forward(approximate="tanh")),
     rule("skip-layer-norm",  call("nn.layer_norm", call("add", x, s), g, be, bind_attrs="ln"),
          call("nn.skip_layer_norm", x, s, g, be, attrs_from="ln"),
          when=_last_axis, example=_skip_layer_norm, near_miss=lambda: _skip_layer_norm(axis=0)),

@@ -183,6 +183,8 @@ CASES += [
     Case("nn.bias_add", {"x": fx(2, 3, 4, 5), "b": fx(3)}, relay.nn.bias_add, lambda x, b: x + b[:, None, None]),
     Case("nn.bias_add-last", {"x": fx(2, 3, 4), "b": fx(4)}, lambda x, b: relay.nn.bias_add(x, b, axis=-1), np.add),
     Case("nn.bias_gelu", {"x": fx(2, 3, 4), "b": fx(4)}, relay.nn.bias_gelu, lambda x, b: R.gelu(x + b)),
+    Case("nn.feed_forward", {"x": fx(2, 3, 4), "w1": fx(6, 4), "b1": fx(6), "w2": fx(5, 6), "b2": fx(5)},
+         relay.nn.feed_forward, lambda x, w1, b1, w2, b2: R.gelu(x @ w1.T + b1) @ w2.T + b2),
     Case("nn.batch_norm", {"x": fx(2, 3, 4, 4), "g": fx(3), "b": fx(3), "m": fx(3), "v": fx(3, kind="positive")},
          lambda x, g, b, m, v: relay.nn.batch_norm(x, g, b, m, v, epsilon=1e-3).astuple(),
          lambda x, g, b, m, v: R.batch_norm(x, g, b, m, v, epsilon=1e-3)),

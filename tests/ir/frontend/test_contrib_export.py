@@ -55,12 +55,6 @@ CONTRIB_CASES = [
                                                                  transpose_b=True, alpha=0.5), "FusedMatMul"),
     ("matmul-broadcast", lambda: relay.nn.fused_matmul(v("a", 2, 3, 4), v("b", 4, 5), alpha=2.0), "FusedMatMul"),
     ("bias-gelu", lambda: relay.nn.bias_gelu(v("x", 2, 3, 8), v("b", 8)), "BiasGelu"),
-    ("skip-ln-3d", lambda: relay.nn.skip_layer_norm(v("x", 2, 3, 8), v("s", 2, 3, 8), v("g", 8), v("b", 8),
-                                                    epsilon=1e-3), "SkipLayerNormalization"),
-    ("skip-ln-2d-no-beta", lambda: relay.nn.skip_layer_norm(v("x", 3, 8), v("s", 3, 8), v("g", 8), v("b", 8),
-                                                            center=False), "SkipLayerNormalization"),
-    ("skip-ln-broadcast-skip", lambda: relay.nn.skip_layer_norm(v("x", 2, 3, 8), v("s", 3, 8), v("g", 8), v("b", 8)),
-     "SkipLayerNormalization"),
 ]
 
 
@@ -78,10 +72,12 @@ FALLBACK_CASES = [
     ("conv-no-activation", lambda: relay.nn.conv2d_bias_act(v("x", 1, 4, 5, 5), v("w", 6, 4, 3, 3), v("b", 6))),
     ("matmul-float64", lambda: relay.nn.fused_matmul(v("a", 3, 4, dtype="float64"), v("b", 4, 5, dtype="float64"),
                                                      alpha=0.5)),
+    # ONNX Runtime's SkipLayerNormalization runs slower than Add and LayerNormalization: never written
+    ("skip-ln-3d", lambda: relay.nn.skip_layer_norm(v("x", 2, 3, 8), v("s", 2, 3, 8), v("g", 8), v("b", 8),
+                                                    epsilon=1e-3)),
+    ("skip-ln-2d-no-beta", lambda: relay.nn.skip_layer_norm(v("x", 3, 8), v("s", 3, 8), v("g", 8), v("b", 8),
+                                                            center=False)),
     ("skip-ln-4d", lambda: relay.nn.skip_layer_norm(v("x", 2, 2, 3, 8), v("s", 2, 2, 3, 8), v("g", 8), v("b", 8))),
-    ("skip-ln-vector-skip", lambda: relay.nn.skip_layer_norm(v("x", 2, 3, 8), v("s", 8), v("g", 8), v("b", 8))),
-    ("skip-ln-no-scale", lambda: relay.nn.skip_layer_norm(v("x", 3, 8), v("s", 3, 8), v("g", 8), v("b", 8),
-                                                          scale=False)),
 ]
 
 
@@ -103,8 +99,7 @@ def test_contrib_export_of_a_fused_program_matches_the_standard_one():
     hidden = relay.nn.dense_bias_act(x, w1, b1, activation="relu")
     out = relay.nn.skip_layer_norm(relay.nn.dense(hidden, w2), x, v("g", 8), b2)
     standard, contrib = export_and_check(relay.nn.bias_gelu(out, b2))
-    assert {op for domain, op in node_types(contrib) if domain == MS} == {
-        "FusedGemm", "SkipLayerNormalization", "BiasGelu"}
+    assert {op for domain, op in node_types(contrib) if domain == MS} == {"FusedGemm", "BiasGelu"}
     assert len(contrib.graph.node) < len(standard.graph.node)
 
 

@@ -1,0 +1,74 @@
+"""`nn.feed_forward` exports as Gemm, Gelu, Gemm in column chunks sized to a core's cache, equal to one block."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import numpy as np
+import pytest
+
+import ir
+from ir import relay
+from ir.frontend import to_onnx
+from ir.frontend.export_feed_forward import CHUNK_BYTES, chunk_count
+from strategies.interpreter import evaluate
+from tests.ir.frontend.ort_helpers import assert_outputs_close, run_ort
+
+RNG = np.random.default_rng(0)
+
+
+@pytest.mark.parametrize("rows, units, expected", [
+    (4, 16, 1),                           # far below the budget: one chunk
+    (CHUNK_BYTES // 4 // 64, 64, 1),      # exactly the budget
+    (CHUNK_BYTES // 4 // 64 + 1, 64, 2),  # one row over it
+    (128, 3072, 3),                       # BERT-base's 128 tokens: 1.5 MiB of hidden values
+    (40000, 7, 7),                        # 3 chunks would do, but 7 is prime: the next divisor
+])
+def test_chunk_count_is_the_fewest_even_chunks_within_the_budget(rows, units, expected):
+    assert chunk_count(rows, units, 4) == expected
+
+
+def _block(rows: int | ir.SizeVar, k: int, units: int, weights_as_params: bool):
+    x = relay.var("x", shape=(2, rows, k))
+    shapes = {"w1": (units, k), "b1": (units,), "w2": (k, units), "b2": (k,)}
+    weights = [relay.var(n, shape=s) for n, s in shapes.items()]
+    mod = ir.IRModule.from_expr(relay.Function([x, *weights], relay.nn.feed_forward(x, *weights)))
+    ir.infer_type(mod)
+    values = {n: (RNG.standard_normal(s) * 0.2).astype("float32") for n, s in shapes.items()}
+    params = values if weights_as_params else {}
+    return mod, params, values
+
+
+def _export_and_check(mod, params, values, rows: int) -> Counter:
+    model = to_onnx(mod, params)
+    inputs = {"x": RNG.standard_normal((2, rows, mod["main"].params[0].checked_type.shape[-1])).astype("float32"),
+              **{k: v for k, v in values.items() if k not in params}}
+    expected = evaluate(mod, {**inputs, **params})
+    assert_outputs_close([expected], run_ort(model, inputs), rel=1e-4)
+    assert {i.name for i in model.graph.initializer} <= {name for node in model.graph.node for name in node.input}
+    return Counter(n.op_type for n in model.graph.node)
+
+
+def test_a_block_over_the_budget_is_chunked_and_equal():
+    rows, units = 64, 4096  # 2 x 64 rows x 4096 x 4 bytes = 2 MiB of hidden values: 4 chunks
+    ops = _export_and_check(*_block(rows, 32, units, weights_as_params=True), rows)
+    assert ops["Gemm"] == 2 * 4 and ops["Concat"] == ops["Split"] == 0
+
+
+def test_the_whole_weights_are_not_written_next_to_their_chunks():
+    mod, params, values = _block(64, 32, 4096, weights_as_params=True)
+    model = to_onnx(mod, params)
+    names = {i.name for i in model.graph.initializer}
+    assert names.isdisjoint({"w1", "b1", "w2"}) and "b2" in names
+    assert sum(np.prod(i.dims) for i in model.graph.initializer) < sum(v.size for v in values.values()) + 100
+
+
+def test_weights_that_are_graph_inputs_keep_one_chunk():
+    ops = _export_and_check(*_block(64, 32, 4096, weights_as_params=False), 64)
+    assert ops["Gemm"] == 2
+
+
+def test_symbolic_rows_keep_one_chunk():
+    mod, params, values = _block(ir.SizeVar("seq"), 32, 4096, weights_as_params=True)
+    ops = _export_and_check(mod, params, values, 64)
+    assert ops["Gemm"] == 2
