@@ -28,16 +28,19 @@ from benchmarks.report import Stopwatch, write_results
 from benchmarks.torch_models import EXPORTS, Unavailable, export, input_feed
 from ir.frontend import from_onnx, to_onnx
 
-COLUMNS = ["model", "ours_off", "ours_on", "exported_off", "exported_on_ms", "max_rel_error", "optimize_s",
-           "onnx_nodes", "ours_nodes"]
+COLUMNS = ["model", "ours_off", "ours_on", "exported_off", "control", "exported_on_ms", "max_rel_error",
+           "optimize_s", "onnx_nodes", "ours_nodes"]
 
 
 def compare_in_ort(original: onnx.ModelProto, ours: onnx.ModelProto, feed: dict, repeat: int,
                    min_seconds: float) -> dict[str, Any]:
     """Interleaved timing of `original` and `ours` with ONNX Runtime's optimizer off and on: ratios
-    against the original with it on, and ours' largest relative error against the original."""
+    against the original with it on, and ours' largest relative error against the original. A
+    second session of the original with the optimizer on, timed last in each round, is the control:
+    its ratio would be 1 on a quiet machine, and its distance from 1 is the row's noise."""
     sessions = {"original_on": ort_session(original, True), "original_off": ort_session(original, False),
-                "ours_off": ort_session(ours, False), "ours_on": ort_session(ours, True)}
+                "ours_off": ort_session(ours, False), "ours_on": ort_session(ours, True),
+                "control": ort_session(original, True)}
     reference = sessions["original_off"].run(None, feed)
     runs = {key: partial(session.run, None, feed) for key, session in sessions.items()}
     original_on, ratios = ratio_medians(runs, "original_on", repeat, min_seconds)
@@ -54,7 +57,7 @@ def measure_export(name: str, small: bool, repeat: int, min_seconds: float) -> d
     ours = to_onnx(optimized.mod, optimized.params, contrib=True)
     row = compare_in_ort(original, ours, input_feed(original), repeat, min_seconds)
     return {"model": name, "ours_off": row["ours_off"], "ours_on": row["ours_on"],
-            "exported_off": row["original_off"], "exported_on_ms": row["original_on_ms"],
+            "exported_off": row["original_off"], "control": row["control"], "exported_on_ms": row["original_on_ms"],
             "max_rel_error": row["max_rel_error"], "optimize_s": stopwatch.seconds["optimize"],
             "onnx_nodes": len(original.graph.node), "ours_nodes": len(ours.graph.node)}
 
@@ -64,7 +67,8 @@ Wall-clock times on a machine with {cores} cores shared with other work; ONNX Ru
 provider, default threads without spinning; {size} inputs. Ratios are medians over interleaved
 rounds (at least {repeat}, more until the export has run {seconds:g} s) of exported-with-optimizer-on
 time / session time: `ours_off` and `ours_on` our program with ONNX Runtime's optimizer off and on,
-`exported_off` the export with it off. `max_rel_error`: ours (optimizer off) against the export
+`exported_off` the export with it off, `control` a second session of the export with it on (1 on a
+quiet machine: its distance from 1 is the row's noise). `max_rel_error`: ours (optimizer off) against the export
 (optimizer off), largest difference over the largest magnitude. `onnx_nodes` / `ours_nodes`: nodes
 of the export and of ours."""
 
