@@ -71,12 +71,16 @@ class EmitContext:
 
     def __init__(self, opset: int, names: Names, nodes: list[onnx.NodeProto],
                  add_constant: Callable[[np.ndarray], str],
-                 constant_value: Callable[[str], np.ndarray | None] = lambda name: None):
+                 constant_value: Callable[[str], np.ndarray | None] = lambda name: None,
+                 views: dict[str, str] | None = None):
         self.opset = opset
         self.names = names
         self.nodes = nodes
         self._add_constant = add_constant
         self._constant_value = constant_value
+        #: value -> the earlier value it reshapes without copying (shared by the whole export): an emitter
+        #: that can read either takes the earlier one, and a view node that nothing reads is left out
+        self.views: dict[str, str] = {} if views is None else views
 
     def node(self, op_type: str, inputs: Sequence[str], outputs: int = 1, domain: str = "", **attrs: Any) -> Any:
         """Append an ONNX node of `domain` (default: the standard one); returns its output name, or a

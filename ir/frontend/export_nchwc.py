@@ -158,8 +158,25 @@ def _float32(ctx: EmitContext, call: Call) -> bool:
 
 
 def _view(ctx: EmitContext, name: str, shape: Sequence[int]) -> str:
-    """`name` reshaped (an alias, no copy) to `shape`; 0 keeps the input's size at that position."""
+    """`name` reshaped (an alias, no copy) to `shape`, 0 keeping the input's size there; a weight is
+    reshaped at export time."""
+    value = ctx.value_of(name)
+    if value is not None:
+        return ctx.const(value.reshape([value.shape[i] if d == 0 else d for i, d in enumerate(shape)]))
     return ctx.node("Reshape", [name, ctx.ints(shape)])
+
+
+def _blocked_view(ctx: EmitContext, flat: str, outer: Dim, block: int) -> str:
+    """The IR's 5-D (N, C // B, H, W, B) view of ONNX Runtime's 4-D blocked tensor `flat` (C channels)."""
+    out = _view(ctx, flat, [0, outer if isinstance(outer, int) else -1, 0, 0, block])
+    ctx.views[out] = flat
+    return out
+
+
+def _flat_view(ctx: EmitContext, blocked: str, channels: int) -> str:
+    """ONNX Runtime's 4-D (N, C, H, W) form of a 5-D blocked value: the tensor it is a view of where
+    it is one (the view is then left out of the model unless something else reads it)."""
+    return ctx.views.get(blocked) or _view(ctx, blocked, [0, channels, 0, 0])
 
 
 def emit_reorder(ctx: EmitContext, call: Call, args: Sequence[Value]) -> Value | None:
@@ -170,10 +187,10 @@ def emit_reorder(ctx: EmitContext, call: Call, args: Sequence[Value]) -> Value |
     for plain in ("NCHW", "NHWC"):
         if src == plain and (block := channel_block(dst, "NCHW")) is not None and _machine_block(ctx, call, block):
             out = ctx.node("ReorderInput", [args[0]], domain=NCHWC_DOMAIN, channels_last=int(plain == "NHWC"))
-            return _view(ctx, out, [0, -1, 0, 0, block])
+            return _blocked_view(ctx, out, ctx.type_of(call).shape[1], block)
         if dst == plain and (block := channel_block(src, "NCHW")) is not None and _machine_block(ctx, call, block):
             outer = ctx.type_of(call.args[0]).shape[1]
-            flat = _view(ctx, args[0], [0, outer * block, 0, 0])
+            flat = _flat_view(ctx, args[0], outer * block)
             return ctx.node("ReorderOutput", [flat], domain=NCHWC_DOMAIN, channels=outer * block,
                             channels_last=int(plain == "NHWC"))
     return None
@@ -194,20 +211,20 @@ def emit_nchwc_conv(ctx: EmitContext, call: Call, args: Sequence[Value]) -> Valu
         return None
     weight_shape = ctx.static_shape(call.args[1], "the kernel")
     kh, kw = weight_shape[2], weight_shape[3]
-    data = args[0] if attrs.data_layout == "NCHW" else _view(ctx, args[0], [0, in_channels, 0, 0])
+    data = args[0] if attrs.data_layout == "NCHW" else _flat_view(ctx, args[0], in_channels)
     weight = _view(ctx, args[1], [out_channels, in_channels // attrs.groups, kh, kw])
     inputs = [data, weight]
     if call.op.name != "nn.contrib_conv2d_NCHWc":
         inputs.append(args[2])
     if call.op.name.endswith("_sum_act"):
-        inputs.append(_view(ctx, args[3], [0, out_channels, 0, 0]))
+        inputs.append(_flat_view(ctx, args[3], out_channels))
     activation, extra = _activation(call), {}
     if activation != "none":
         extra["activation"] = "Clip" if activation == "clip" else ONNX_ACTIVATIONS[activation]
         if activation in ("leaky_relu", "clip"):
             extra["activation_params"] = [attrs.alpha] if activation == "leaky_relu" else [attrs.a_min, attrs.a_max]
     out = ctx.node("Conv", inputs, domain=NCHWC_DOMAIN, **_conv_attrs(call, [kh, kw]), **extra)
-    return _view(ctx, out, [0, out_shape[1], 0, 0, block])
+    return _blocked_view(ctx, out, out_shape[1], block)
 
 
 def blocked_pool2d(attrs: Attrs, data_shape: Sequence[Dim]) -> bool:
@@ -227,7 +244,7 @@ def emit_nchwc_pool(ctx: EmitContext, call: Call, args: Sequence[Value]) -> Valu
         return None
     _, outer, h, w, block = data_shape
     _guard(ctx, block)
-    data = _view(ctx, args[0], [0, outer * block, 0, 0])
+    data = _flat_view(ctx, args[0], outer * block)
     pads = [attrs.padding[1], attrs.padding[2], attrs.padding[4], attrs.padding[5]]
     if call.op.name == "nn.avg_pool3d" and tuple(attrs.pool_size[1:]) == (h, w) and not any(pads):
         out = ctx.node("GlobalAveragePool", [data], domain=NCHWC_DOMAIN)
@@ -239,7 +256,7 @@ def emit_nchwc_pool(ctx: EmitContext, call: Call, args: Sequence[Value]) -> Valu
         else:
             out = ctx.node("AveragePool", [data], domain=NCHWC_DOMAIN,
                            count_include_pad=int(attrs.count_include_pad), **window)
-    return _view(ctx, out, [0, outer, 0, 0, block])
+    return _blocked_view(ctx, out, outer, block)
 
 
 CONTRIB_EMITTERS["layout_transform"] = emit_reorder

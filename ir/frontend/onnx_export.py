@@ -17,7 +17,7 @@ small; importing folds it back into a constant.
 
 from __future__ import annotations
 
-from typing import Mapping
+from typing import Mapping, Sequence
 
 import numpy as np
 import onnx
@@ -110,6 +110,7 @@ class _GraphExporter:
         self.initializers: dict[str, np.ndarray] = {}
         self._constant_names: dict[Expr, str] = {}
         self._shared_constants: dict[tuple, str] = {}
+        self.views: dict[str, str] = {}
 
     def add_initializer(self, name: str, value: np.ndarray) -> None:
         elem_of_dtype(value.dtype.name, f"constant {name!r}")
@@ -130,7 +131,7 @@ class _GraphExporter:
 
     def context(self, scope: _Scope) -> EmitContext:
         """An emitter context that appends to the nodes of `scope`."""
-        return EmitContext(self.opset, self.names, scope.nodes, self.small_constant, self.initializers.get)
+        return EmitContext(self.opset, self.names, scope.nodes, self.small_constant, self.initializers.get, self.views)
 
     def small_constant(self, value: np.ndarray) -> str:
         key = (value.dtype.str, value.shape, value.tobytes()) if value.size <= _SHARED_CONSTANT_ELEMENTS else None
@@ -240,6 +241,15 @@ def _read_names(graph: onnx.GraphProto) -> set[str]:
         *(_read_names(sub) for node in graph.node for sub in _subgraphs(node)))
 
 
+def _drop_unread_views(nodes: list[onnx.NodeProto], views: Mapping[str, str],
+                       outputs: Sequence[str]) -> list[onnx.NodeProto]:
+    """`nodes` without the view nodes (`EmitContext.views`) whose value no node and no graph output reads."""
+    read = set(outputs).union(*(_read_names(sub) for node in nodes for sub in _subgraphs(node)))
+    read.update(name for node in nodes for name in node.input)
+    return [node for node in nodes if not (len(node.output) == 1 and node.output[0] in views
+                                           and node.output[0] not in read)]
+
+
 def _domains(graph: onnx.GraphProto) -> set[str]:
     """The operator domains of the graph's nodes, subgraphs included."""
     return {node.domain for node in graph.node}.union(
@@ -299,7 +309,7 @@ def to_onnx(mod: IRModule | Expr, params: Mapping[str, np.ndarray] | None = None
         output_names.append(result)
     outputs = [value_info(n, t) for n, t in zip(output_names, _flatten_type(func.body.checked_type))]
 
-    graph = onnx.helper.make_graph(root.nodes, name, inputs, outputs)
+    graph = onnx.helper.make_graph(_drop_unread_views(root.nodes, exporter.views, output_names), name, inputs, outputs)
     opset_ids = [onnx.helper.make_opsetid("", opset)]
     ir_version = onnx.helper.find_min_ir_version_for(opset_ids)
     if contrib:

@@ -127,3 +127,39 @@ def test_a_symbolic_batch_exports_and_runs_at_any_batch():
             inputs = {"x": RNG.standard_normal((batch, BLOCK, 6, 6)).astype("float32")}
             want = evaluate(mod, inputs)
             np.testing.assert_allclose(run_ort(model, inputs)[0], want, rtol=0, atol=1e-4 * np.abs(want).max())
+
+
+def test_nchwc_nodes_read_each_other_directly_and_weights_are_reshaped_at_export():
+    """Between two NCHWc nodes no Reshape runs; a blocked value an element-wise op reads is viewed once."""
+    blocked, kernel = f"NCHW{BLOCK}c", f"OIHW{BLOCK}i{BLOCK}o"
+    x = relay.var("x", shape=(2, BLOCK, 6, 6))
+
+    def conv(data, seed):
+        rng = np.random.default_rng(seed)
+        weight = relay.const(transform_layout(rng.standard_normal((BLOCK, BLOCK, 3, 3)).astype("float32"), "OIHW",
+                                              kernel))
+        bias = relay.const(rng.standard_normal(BLOCK).astype("float32"))
+        return relay.nn.contrib_conv2d_NCHWc_bias_act(data, weight, bias, padding=1, data_layout=blocked,
+                                                      kernel_layout=kernel, out_layout=blocked, activation="relu")
+    first = conv(relay.layout_transform(x, "NCHW", blocked), 1)
+    second = conv(first, 2)
+    pooled = relay.nn.max_pool3d(second, (1, 2, 2), (1, 2, 2), layout="NDHWC")
+    out = relay.layout_transform(relay.tanh(pooled) + relay.nn.max_pool3d(first, (1, 2, 2), (1, 2, 2),
+                                                                          layout="NDHWC"), blocked, "NCHW")
+    mod = ir.infer_type(ir.IRModule.from_expr(out))
+    model = to_onnx(mod, contrib=True)
+    produced_by = {o: n for n in model.graph.node for o in n.output}
+    initializers = {i.name for i in model.graph.initializer}
+    reshapes = [n for n in model.graph.node if n.op_type == "Reshape"]
+    assert not [n for n in reshapes if n.input[0] in initializers]  # weights laid out once, at export
+    for node in reshapes:  # no Reshape between two NCHWc nodes
+        source = produced_by.get(node.input[0])
+        readers = [n for n in model.graph.node if node.output[0] in n.input]
+        assert not (source is not None and source.domain == NCHWC_DOMAIN and readers
+                    and all(n.domain == NCHWC_DOMAIN for n in readers)), node.name
+    guard = [n for n in reshapes if n.output[0].startswith("NCHWc_block_size_must_be")]
+    # the guard; the two pools' outputs, read by tanh and add, as 5-D; the sum as 4-D for ReorderOutput
+    assert len(guard) == 1 and len(reshapes) == 1 + 2 + 1
+    inputs = {"x": RNG.standard_normal((2, BLOCK, 6, 6)).astype("float32")}
+    want = evaluate(mod, inputs)
+    np.testing.assert_allclose(run_ort(model, inputs)[0], want, rtol=0, atol=1e-4 * np.abs(want).max())
