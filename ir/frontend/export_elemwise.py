@@ -149,13 +149,16 @@ def emit_hard_sigmoid(ctx: EmitContext, call: Call, args: Sequence[Value]) -> Va
     return hard_sigmoid(ctx, args[0], call.attrs.alpha, call.attrs.beta, ctx.type_of(call).dtype)
 
 
+def hard_swish(ctx: EmitContext, data: str, dtype: str) -> str:
+    """ONNX `HardSwish` since opset 14 (where ONNX Runtime runs it), x * HardSigmoid(x) otherwise."""
+    if ctx.opset >= 14 and dtype in _ORT_ACTIVATION_DTYPES:
+        return ctx.node("HardSwish", [data])
+    return ctx.node("Mul", [data, hard_sigmoid(ctx, data, HARD_SWISH_ALPHA, HARD_SWISH_BETA, dtype)])
+
+
 @emits("nn.hard_swish")
 def emit_hard_swish(ctx: EmitContext, call: Call, args: Sequence[Value]) -> Value:
-    """ONNX `HardSwish` since opset 14 (where ONNX Runtime runs it), x * HardSigmoid(x) otherwise."""
-    dtype = ctx.type_of(call).dtype
-    if ctx.opset >= 14 and dtype in _ORT_ACTIVATION_DTYPES:
-        return ctx.node("HardSwish", args)
-    return ctx.node("Mul", [args[0], hard_sigmoid(ctx, args[0], HARD_SWISH_ALPHA, HARD_SWISH_BETA, dtype)])
+    return hard_swish(ctx, args[0], ctx.type_of(call).dtype)
 
 
 @emits("nn.silu", "nn.quick_gelu")

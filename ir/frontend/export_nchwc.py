@@ -38,6 +38,7 @@ from ..types import Any, Dim
 from .errors import FrontendError
 from .export_context import EmitContext, Value, emits
 from .export_contrib import CONTRIB_EMITTERS
+from .export_elemwise import hard_sigmoid, hard_swish
 from .export_nn import ONNX_ACTIVATIONS
 
 __all__ = ["NCHWC_DOMAIN", "ort_nchwc_block_size", "blocked_pool2d", "relayout"]
@@ -99,6 +100,25 @@ def _activation(call: Call) -> str:
     return "none" if call.op.name == "nn.contrib_conv2d_NCHWc" else call.attrs.activation
 
 
+def _standard_activation(ctx: EmitContext, call: Call, out: str) -> str:
+    """`out` through the blocked convolution's activation, as standard ONNX nodes."""
+    activation, attrs, dtype = _activation(call), call.attrs, ctx.type_of(call).dtype
+    if activation == "clip":
+        return ctx.node("Clip", [out, ctx.const(attrs.a_min, dtype), ctx.const(attrs.a_max, dtype)])
+    if activation == "hard_sigmoid":
+        return hard_sigmoid(ctx, out, attrs.alpha, attrs.beta, dtype)
+    if activation == "hard_swish":
+        return hard_swish(ctx, out, dtype)
+    if activation == "none":
+        return out
+    return ctx.node(ONNX_ACTIVATIONS[activation], [out], alpha=attrs.alpha if activation == "leaky_relu" else None)
+
+
+#: ONNX Runtime's NCHWc Conv activations (beyond `ONNX_ACTIVATIONS`) with their parameters
+_NCHWC_ACTIVATIONS = {"clip": ("Clip", ("a_min", "a_max")), "hard_sigmoid": ("HardSigmoid", ("alpha", "beta")),
+                      "hard_swish": ("HardSwish", ()), "leaky_relu": ("LeakyRelu", ("alpha",))}
+
+
 @emits(*BLOCKED_CONVS)
 def emit_blocked_conv(ctx: EmitContext, call: Call, args: Sequence[Value]) -> Value:
     attrs = call.attrs
@@ -111,12 +131,7 @@ def emit_blocked_conv(ctx: EmitContext, call: Call, args: Sequence[Value]) -> Va
     out_shape = ctx.type_of(call).shape
     if call.op.name.endswith("_sum_act"):
         out = ctx.node("Add", [out, relayout(ctx, args[3], out_shape, out_layout, "NCHW")])
-    activation = _activation(call)
-    if activation == "clip":
-        dtype = ctx.type_of(call).dtype
-        out = ctx.node("Clip", [out, ctx.const(attrs.a_min, dtype), ctx.const(attrs.a_max, dtype)])
-    elif activation != "none":
-        out = ctx.node(ONNX_ACTIVATIONS[activation], [out], alpha=attrs.alpha if activation == "leaky_relu" else None)
+    out = _standard_activation(ctx, call, out)
     plain = [out_shape[0], int(np.prod([d for i, d in enumerate(out_shape) if i not in (0, 2, 3)])),
              out_shape[2], out_shape[3]]
     return relayout(ctx, out, plain, "NCHW", out_layout)
@@ -220,9 +235,10 @@ def emit_nchwc_conv(ctx: EmitContext, call: Call, args: Sequence[Value]) -> Valu
         inputs.append(_flat_view(ctx, args[3], out_channels))
     activation, extra = _activation(call), {}
     if activation != "none":
-        extra["activation"] = "Clip" if activation == "clip" else ONNX_ACTIVATIONS[activation]
-        if activation in ("leaky_relu", "clip"):
-            extra["activation_params"] = [attrs.alpha] if activation == "leaky_relu" else [attrs.a_min, attrs.a_max]
+        name, params = _NCHWC_ACTIVATIONS.get(activation, (ONNX_ACTIVATIONS.get(activation), ()))
+        extra["activation"] = name
+        if params:
+            extra["activation_params"] = [float(getattr(attrs, k)) for k in params]
     out = ctx.node("Conv", inputs, domain=NCHWC_DOMAIN, **_conv_attrs(call, [kh, kw]), **extra)
     return _blocked_view(ctx, out, out_shape[1], block)
 

@@ -12,7 +12,8 @@ multiple of its block (no padding).
 
 The blocked convolutions compute what `nn.conv2d` computes on the same values in NCHW / OIHW;
 their fused forms mirror ONNX Runtime's NCHWc `Conv` (bias, activation and a residual `Sum`
-input added before the activation; `clip` between `a_min` and `a_max` too). `data_layout` may be
+input added before the activation; `clip` between `a_min` and `a_max`, `hard_sigmoid` (`alpha`,
+`beta`) and `hard_swish` too, computed as those ops compute them). `data_layout` may be
 plain `NCHW` (a first layer whose few input channels are not blocked) and `out_layout` empty (the
 data layout).
 """
@@ -31,7 +32,7 @@ from .registry import AttrField, OpPattern, register_op
 from .shapes import dims_match, known, same_dtype, tensor
 
 __all__ = ["parse_layout", "primal_axes", "logical_sizes", "layout_shape", "blocked_layout",
-           "plain_conv_types", "BLOCKED_CONVS", "BLOCKED_ACTIVATIONS"]
+           "plain_conv_types", "BLOCKED_CONVS", "BLOCKED_ACTIVATIONS", "OP_ACTIVATIONS"]
 
 _TOKEN = re.compile(r"(\d*)([A-Za-z])")
 
@@ -188,9 +189,16 @@ _LAYOUT_ATTRS = [AttrField("src_layout", "str", convert=checked_layout),
 register_op("layout_transform", ["data"], layout_transform_rel, OpPattern.INJECTIVE, attrs=_LAYOUT_ATTRS,
             doc="The same values laid out as dst_layout instead of src_layout (e.g. NCHW -> NCHW16c).")
 
-#: the activations of the blocked convolutions: the fused forms' and ONNX Runtime's NCHWc `Clip`
-BLOCKED_ACTIVATIONS = (*ACTIVATIONS, "clip")
-_ACT = [AttrField("activation", "str", "none", choices=BLOCKED_ACTIVATIONS), AttrField("alpha", "float", 0.01),
+#: activations of the blocked convolutions that are an element-wise op of the IR: activation -> (the op,
+#: the attributes of the convolution that are the op's)
+OP_ACTIVATIONS = {"clip": ("clip", ("a_min", "a_max")), "hard_sigmoid": ("nn.hard_sigmoid", ("alpha", "beta")),
+                  "hard_swish": ("nn.hard_swish", ())}
+#: the activations of the blocked convolutions: the fused forms' and ONNX Runtime's NCHWc `Clip`,
+#: `HardSigmoid` and `HardSwish`
+BLOCKED_ACTIVATIONS = (*ACTIVATIONS, *OP_ACTIVATIONS)
+_ACT = [AttrField("activation", "str", "none", choices=BLOCKED_ACTIVATIONS),
+        AttrField("alpha", "float", 0.01, doc="leaky relu's slope, hard sigmoid's scale"),
+        AttrField("beta", "float", 0.5, doc="hard sigmoid's offset"),
         AttrField("a_min", "float", 0.0, doc="clip's lower bound"), AttrField("a_max", "float", 6.0,
                                                                               doc="clip's upper bound")]
 _CONV_ATTRS = _blocked_conv_attrs()

@@ -6,14 +6,18 @@ A blocked convolution is `nn.conv2d`'s reference kernel on the NCHW / OIHW views
 
 from __future__ import annotations
 
+from typing import Any, Mapping, Sequence
+
 import numpy as np
 
 from ir.attrs import Attrs
-from ir.op.layout import parse_layout, primal_axes
+from ir.types import TensorType, Type
+from ir.op.layout import OP_ACTIVATIONS, parse_layout, primal_axes
 
+from .prepared import NO_DONATION, Kernel, PreparedCompute
 from .reference import _ref, apply_activation, run_reference
 
-__all__ = ["transform_layout"]
+__all__ = ["transform_layout", "plain_conv_attrs", "blocked_activation", "blocked_conv_compute"]
 
 
 def _to_primal(x: np.ndarray, layout: str) -> np.ndarray:
@@ -58,20 +62,29 @@ def _layout_transform(attrs: Attrs, x: np.ndarray) -> np.ndarray:
     return transform_layout(x, attrs.src_layout, attrs.dst_layout)
 
 
+def plain_conv_attrs(attrs: Attrs, fused: bool) -> Attrs:
+    """The attributes of the NCHW / OIHW convolution a blocked one computes (`nn.conv2d_bias_act` with no
+    activation where `fused`, as the blocked activation comes after the residual sum)."""
+    plain = Attrs({k: v for k, v in attrs.items() if k not in ("activation", "alpha", "beta", "a_min", "a_max")}).with_(
+        data_layout="NCHW", kernel_layout="OIHW", out_layout="")
+    return plain.with_(activation="none", alpha=0.01) if fused else plain
+
+
 def _plain_conv(attrs: Attrs, data: np.ndarray, weight: np.ndarray, bias: np.ndarray | None) -> np.ndarray:
     """The convolution (plus bias) in NCHW, from blocked operands."""
-    plain = Attrs({k: v for k, v in attrs.items() if k not in ("activation", "alpha", "a_min", "a_max")}).with_(
-        data_layout="NCHW", kernel_layout="OIHW", out_layout="")
+    plain = plain_conv_attrs(attrs, fused=False)
     inputs = [transform_layout(data, attrs.data_layout, "NCHW"), transform_layout(weight, attrs.kernel_layout, "OIHW")]
     if bias is None:
         return run_reference("nn.conv2d", plain, inputs)
-    return run_reference("nn.conv2d_bias_act", plain.with_(activation="none", alpha=0.01), [*inputs, bias])
+    return run_reference("nn.conv2d_bias_act", plain_conv_attrs(attrs, fused=True), [*inputs, bias])
 
 
-def _activate(attrs: Attrs, x: np.ndarray) -> np.ndarray:
-    """The activation of a blocked convolution (`ir.op.layout.BLOCKED_ACTIVATIONS`)."""
-    if attrs.activation == "clip":
-        return np.minimum(np.maximum(x, x.dtype.type(attrs.a_min)), x.dtype.type(attrs.a_max))
+def blocked_activation(attrs: Attrs, x: np.ndarray) -> np.ndarray:
+    """The activation of a blocked convolution (`ir.op.layout.BLOCKED_ACTIVATIONS`): an element-wise op's
+    by that op's reference kernel, so a fused convolution gives the bits of the op after it."""
+    if attrs.activation in OP_ACTIVATIONS:
+        op, kept = OP_ACTIVATIONS[attrs.activation]
+        return run_reference(op, Attrs({k: getattr(attrs, k) for k in kept}), [x])
     return apply_activation(x, attrs.activation, attrs.alpha)
 
 
@@ -86,7 +99,7 @@ def _conv2d_nchwc(attrs: Attrs, data: np.ndarray, weight: np.ndarray) -> np.ndar
 
 @_ref("nn.contrib_conv2d_NCHWc_bias_act")
 def _conv2d_nchwc_bias_act(attrs: Attrs, data: np.ndarray, weight: np.ndarray, bias: np.ndarray) -> np.ndarray:
-    return _out(attrs, _activate(attrs, _plain_conv(attrs, data, weight, bias)))
+    return _out(attrs, blocked_activation(attrs, _plain_conv(attrs, data, weight, bias)))
 
 
 @_ref("nn.contrib_conv2d_NCHWc_bias_sum_act")
@@ -94,4 +107,27 @@ def _conv2d_nchwc_bias_sum_act(attrs: Attrs, data: np.ndarray, weight: np.ndarra
                                residual: np.ndarray) -> np.ndarray:
     out_layout = attrs.out_layout or attrs.data_layout
     summed = _plain_conv(attrs, data, weight, bias) + transform_layout(residual, out_layout, "NCHW")
-    return _out(attrs, _activate(attrs, summed))
+    return _out(attrs, blocked_activation(attrs, summed))
+
+
+def blocked_conv_compute(plain: PreparedCompute, plain_out: TensorType) -> PreparedCompute:
+    """A blocked convolution by the compute `plain` of the NCHW / OIHW convolution (`nn.conv2d`, or
+    `nn.conv2d_bias_act` for the fused forms) whose output type is `plain_out`: data and weight laid
+    out as NCHW / OIHW (a constant weight once), then the residual sum and the activation, and the
+    result laid out as `out_layout`."""
+    def prepare(attrs: Attrs, constants: Sequence[Any], out_type: Type, config: Mapping[str, Any]) -> Kernel:
+        fused = len(constants) > 2
+        weight = constants[1]
+        weight = None if weight is None else transform_layout(weight, attrs.kernel_layout, "OIHW")
+        inner = plain.prepare(plain_conv_attrs(attrs, fused), [None, weight, *constants[2:3]], plain_out, config)
+        out_layout = attrs.out_layout or attrs.data_layout
+
+        def kernel(inputs: Sequence[Any], donated) -> np.ndarray:
+            data = transform_layout(inputs[0], attrs.data_layout, "NCHW")
+            w = weight if weight is not None else transform_layout(inputs[1], attrs.kernel_layout, "OIHW")
+            out = inner([data, w, *inputs[2:3]], NO_DONATION)
+            if len(inputs) > 3:
+                out = out + transform_layout(inputs[3], out_layout, "NCHW")
+            return transform_layout(blocked_activation(attrs, out) if fused else out, "NCHW", out_layout)
+        return kernel
+    return PreparedCompute(prepare, f"blocked_{plain.__name__}")

@@ -7,9 +7,10 @@ no column matrix: it counts as the convolution's work at the roofline's peak. Me
 two-core AVX-512 host (one thread, ResNet-50's convolutions with bias and relu): 1.16-1.31x faster
 than ONNX Runtime's FusedConv of the same layer, about 110 GFLOP/s on a 3x3 layer. A call it cannot run as laid out (another
 block size than this machine's, a dtype other than float32, a layout pairing the kernel lacks)
-keeps only the host reference kernel, whose cost keeps extraction away from it. Other targets
-(cpu, cuda) have no implementation, as for the other fused forms: the blocked layouts are ONNX
-Runtime's kernels', so only the ort target extracts them.
+keeps only the host reference kernel, whose cost keeps extraction away from it. On the host (the
+ort target's compute, and the cpu target, which verifies ort programs) a blocked convolution runs
+the cpu convolution kernels on its NCHW / OIHW views, laid out there and back, and is estimated as
+the plain one plus that traffic, so the cpu target never prefers it; cuda has no implementation.
 
 ONNX Runtime's plain CPU convolution (`Conv`, `FusedConv`) is im2col with MLAS's GEMM, a direct
 GEMM for 1x1 and a depthwise kernel: it has no Winograd, so the ort target's estimate of a plain
@@ -19,22 +20,25 @@ estimated 1.4x cheaper than the NCHWc kernel, which measures 1.2x faster than Fu
 
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Any, Sequence
 
 from ir.attrs import Attrs
 from ir.ort_nchwc import ort_conv_block, ort_nchwc_block_size
-from ir.op.layout import BLOCKED_CONVS, logical_sizes
+from ir.op.layout import BLOCKED_CONVS, logical_sizes, plain_conv_types
 from ir.op.registry import get_op
 from ir.types import TensorType, Type
 
+from ..kernels.nchwc import blocked_conv_compute, plain_conv_attrs
+from ..kernels.prepared import PreparedCompute
 from ..roofline import Work
 from ..strategy import OpStrategy
 from ..target import Target
-from ..work import op_work
+from ..work import nbytes, op_work
 from .conv2d import conv2d_strategy_cpu
 from .generic import REFERENCE_EFFICIENCY, host_reference, no_knobs
 
-__all__ = ["NCHWC_EFFICIENCY", "runs_as_nchwc", "blocked_conv_strategy_ort", "plain_conv_strategy_ort"]
+__all__ = ["NCHWC_EFFICIENCY", "runs_as_nchwc", "blocked_conv_strategy_cpu", "blocked_conv_strategy_ort",
+           "plain_conv_strategy_ort"]
 
 #: the share of the roofline ONNX Runtime's NCHWc convolution reaches
 NCHWC_EFFICIENCY = 1.0
@@ -59,8 +63,44 @@ def _work(op_name: str, efficiency: float):
     return estimate
 
 
+def _host_implementations(op_name: str, attrs: Attrs, in_types: Sequence[Type], out_type: Type,
+                          target: Target) -> list[tuple[str, PreparedCompute, Any, Any, int]]:
+    """The cpu convolution implementations that apply to the blocked call's NCHW / OIHW views, as
+    (name, blocked compute, schedule, estimate, plevel): each computes on the views laid out there and back."""
+    fused = op_name != "nn.contrib_conv2d_NCHWc"
+    plain_op = "nn.conv2d_bias_act" if fused else "nn.conv2d"
+    plain_attrs = plain_conv_attrs(attrs, fused)
+    data, weight, out = plain_conv_types(attrs, in_types, out_type)
+    plain_in = [data, weight, *in_types[2:3]]
+    valid, _ = conv2d_strategy_cpu(plain_op)(plain_attrs, plain_in, out, target).applicable(
+        [t.shape for t in plain_in])
+    relaid = sum(nbytes(t) for t in (*in_types[:1], *in_types[3:], out_type))
+
+    def schedule(impl):
+        return lambda a, i, o, t: impl.schedule(plain_attrs, plain_in, out, t)
+
+    def estimate(impl):
+        return lambda a, i, o: impl.estimate(plain_attrs, plain_in, out) + Work(0.0, 2.0 * relaid, launches=2)
+    return [(impl.name.split(".")[0].replace(plain_op.split(".")[1], op_name.split(".")[1]),
+             blocked_conv_compute(impl.compute, out), schedule(impl), estimate(impl), impl.plevel) for impl in valid]
+
+
+def blocked_conv_strategy_cpu(op_name: str):
+    """The cpu strategy of a blocked convolution: the cpu convolutions on its NCHW / OIHW views."""
+    def strategy(attrs: Attrs, in_types: Sequence[Type], out_type: Type, target: Target) -> OpStrategy:
+        s = OpStrategy()
+        for name, compute, schedule, estimate, plevel in _host_implementations(op_name, attrs, in_types, out_type,
+                                                                               target):
+            s.add_implementation(compute, schedule, name=f"{name}.cpu", plevel=plevel, estimate=estimate)
+        return s
+
+    strategy.__name__ = f"{op_name.split('.', 1)[1]}_strategy_cpu"
+    return strategy
+
+
 def blocked_conv_strategy_ort(op_name: str):
-    """The ort strategy of a blocked convolution: the NCHWc kernel where it applies, the reference always."""
+    """The ort strategy of a blocked convolution: the NCHWc kernel where it applies, the reference always
+    (on the host, both run the cpu convolutions on the NCHW / OIHW views)."""
     reference = host_reference(op_name)
     short = op_name.split(".", 1)[1]
 
@@ -69,7 +109,9 @@ def blocked_conv_strategy_ort(op_name: str):
         s.add_implementation(reference, no_knobs, name=f"{short}.reference", plevel=0,
                              estimate=_work(op_name, REFERENCE_EFFICIENCY))
         if runs_as_nchwc(attrs, in_types, out_type):
-            s.add_implementation(reference, no_knobs, name=f"{short}.ort", plevel=10,
+            host = _host_implementations(op_name, attrs, in_types, out_type, target)
+            _, compute, schedule, _, _ = max(host, key=lambda h: h[4])
+            s.add_implementation(compute, schedule, name=f"{short}.ort", plevel=10,
                                  estimate=_work(op_name, NCHWC_EFFICIENCY))
         return s
 
@@ -97,6 +139,7 @@ def _no_kernel(attrs: Attrs, in_types: Sequence[Type], out_type: Type, target: T
 
 for _name in BLOCKED_CONVS:
     get_op(_name).get_attr("FTVMStrategy").register("ort", blocked_conv_strategy_ort(_name))
-    get_op(_name).get_attr("FTVMStrategy").register(["cpu", "cuda", "generic"], _no_kernel, override=True)
+    get_op(_name).get_attr("FTVMStrategy").register("cpu", blocked_conv_strategy_cpu(_name), override=True)
+    get_op(_name).get_attr("FTVMStrategy").register(["cuda", "generic"], _no_kernel, override=True)
 for _name in ("nn.conv2d", "nn.conv2d_bias_act"):
     get_op(_name).get_attr("FTVMStrategy").register("ort", plain_conv_strategy_ort(_name))

@@ -95,3 +95,31 @@ def test_relu6_and_grouped_convolutions_run_blocked_in_ort():
     want = evaluate(mod, inputs)
     got = run_ort(to_onnx(res.mod, res.params, contrib=True), inputs)[0]
     np.testing.assert_allclose(got, want, rtol=0, atol=1e-4 * np.abs(want).max())
+
+
+def test_a_squeeze_and_excitation_block_with_hard_swish_stays_blocked_in_ort():
+    """MobileNet-v3's block: conv + hard swish, then a gate (global pool, 1x1 convs, hard sigmoid) multiplied
+    over the image; the activations fuse into ONNX Runtime's NCHWc Conv and the gate's multiply broadcasts
+    over the blocked image, so one reorder goes in and one comes out."""
+    block = block_size()
+    rng = np.random.default_rng(3)
+
+    def conv(data, channels, kernel, activation):
+        weight = relay.const(rng.standard_normal((channels, data.checked_type.shape[1], kernel, kernel))
+                             .astype("float32") / kernel)
+        bias = relay.const(rng.standard_normal(channels).astype("float32"))
+        return ir.infer_type(activation(relay.nn.bias_add(relay.nn.conv2d(data, weight, padding=kernel // 2), bias)))
+    x = ir.infer_type(relay.var("x", shape=(1, 2 * block, 6, 6)))
+    image = conv(x, 2 * block, 3, relay.nn.hard_swish)
+    squeezed = conv(ir.infer_type(relay.nn.global_avg_pool2d(image)), block, 1, relay.nn.relu)
+    gate = conv(squeezed, 2 * block, 1, lambda y: relay.nn.hard_sigmoid(y, alpha=1 / 6, beta=0.5))
+    mod = ir.infer_type(ir.IRModule.from_expr(relay.multiply(image, gate)))
+    res = eqsat.optimize(mod, {}, target="ort", rules="default+layout")
+    ops = _ops(res.mod)
+    assert ops["layout_transform"] == 2 and not {"nn.hard_swish", "nn.hard_sigmoid", "nn.relu"} & set(ops)
+    convs = [n for n in ir.post_order(res.mod["main"]) if isinstance(n, ir.Call) and n.op.name in BLOCKED_CONVS]
+    assert sorted(n.attrs.activation for n in convs) == ["hard_sigmoid", "hard_swish", "relu"]
+    inputs = {"x": rng.standard_normal((1, 2 * block, 6, 6)).astype("float32")}
+    want = evaluate(mod, inputs)
+    got = run_ort(to_onnx(res.mod, res.params, contrib=True), inputs)[0]
+    np.testing.assert_allclose(got, want, rtol=0, atol=1e-4 * np.abs(want).max())

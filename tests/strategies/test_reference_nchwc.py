@@ -102,3 +102,35 @@ def test_blocked_convolution_gives_the_plain_convolutions_bits():
     blocked = run("nn.contrib_conv2d_NCHWc", _blocked_loop(x, 4), _weight_loop(w, 4, 4), padding=1,
                   data_layout="NCHW4c", kernel_layout="OIHW4i4o", out_layout="NCHW")
     np.testing.assert_array_equal(blocked, plain)
+
+
+@pytest.mark.parametrize("form", ["blocked", "first-layer", "depthwise"])
+@pytest.mark.parametrize("activation", ["relu", "clip", "hard_sigmoid", "hard_swish"])
+def test_the_cpu_executor_runs_blocked_convolutions_like_the_reference(form, activation):
+    """The cpu target's blocked convolutions (the cpu kernels on the NCHW / OIHW views), weights constant or not."""
+    import ir
+    import strategies
+    block = 4
+    channels, groups = {"blocked": (8, 1), "first-layer": (3, 1), "depthwise": (8, 8)}[form]
+    kernel_layout = {"blocked": "OIHW4i4o", "first-layer": "OIHW4o", "depthwise": "OIHW1i4o"}[form]
+    data_layout = "NCHW" if form == "first-layer" else "NCHW4c"
+    x = relay.var("x", shape=(2, channels, 7, 6) if form == "first-layer" else (2, channels // block, 7, 6, block))
+    weight = run("layout_transform", RNG.standard_normal((8, channels // groups, 3, 3)).astype("float32"),
+                 src_layout="OIHW", dst_layout=kernel_layout)
+    w = relay.var("w", shape=weight.shape)
+    s = relay.var("s", shape=(2, 2, 4, 3, block))
+    attrs = dict(padding=1, strides=2, groups=groups, data_layout=data_layout, kernel_layout=kernel_layout,
+                 out_layout="NCHW4c", activation=activation, alpha=0.25, beta=0.375, a_min=-0.5, a_max=0.5)
+    bias = relay.const(RNG.standard_normal(8).astype("float32"))
+    body = relay.Tuple([relay.nn.contrib_conv2d_NCHWc_bias_act(x, w, bias, **attrs),
+                        relay.nn.contrib_conv2d_NCHWc_bias_sum_act(x, w, bias, s, **attrs),
+                        relay.nn.contrib_conv2d_NCHWc(x, w, padding=1, strides=2, groups=groups,
+                                                      data_layout=data_layout, kernel_layout=kernel_layout)])
+    mod = ir.infer_type(ir.IRModule.from_expr(relay.Function([x, w, s], body)))
+    inputs = {v.name_hint: RNG.standard_normal(v.checked_type.concrete_shape).astype("float32") for v in (x, s)}
+    want = strategies.evaluate(mod, {**inputs, "w": weight})
+    for params in ({}, {"w": weight}):  # the weight as an input, and as a constant laid out once
+        exe = strategies.build(mod, "cpu", params)
+        got = exe.run({**inputs, **({} if params else {"w": weight})})
+        for g, r in zip(got, want):
+            np.testing.assert_allclose(g, r, rtol=1e-5, atol=1e-5 * np.abs(r).max())

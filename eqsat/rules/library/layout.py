@@ -2,7 +2,8 @@
 
     conv2d(x, w)                          -> layout_transform(contrib_conv2d_NCHWc(layout_transform(x), w'), back)
     f(layout_transform(a))                -> layout_transform(f(a))              f element-wise
-    add(layout_transform(a), layout_transform(b)) -> layout_transform(add(a, b))  one layout, one type
+    f(layout_transform(a), layout_transform(b)) -> layout_transform(f(a, b))  add or multiply: one layout,
+                                                                             b like a or broadcast over H, W
     add(layout_transform(a), c)           -> layout_transform(add(a, c'))         c per channel, c' blocked
     pool2d(layout_transform(a))           -> layout_transform(pool3d(a))          a read as NDHWC: blocks as depth
     concatenate(layout_transform(a_i), axis=1) -> layout_transform(concatenate(a_i, axis=1))  whole blocks
@@ -11,7 +12,8 @@
     conv_NCHWc(x, w)                      -> conv_NCHWc(x, w, -0.0)               a bias that changes nothing
     act(conv_NCHWc(...) + bias [+ sum])   -> conv_NCHWc(...; activation)          ONNX Runtime's fused forms,
                                                                                  act relu, sigmoid, tanh,
-                                                                                 leaky relu or clip
+                                                                                 leaky relu, clip, hard
+                                                                                 sigmoid or hard swish
 
 `B` is the channel block of ONNX Runtime's NCHWc kernels on this machine
 (`ir.ort_nchwc.ort_nchwc_block_size`; 8 where ONNX Runtime is missing), so the blocked forms are
@@ -39,7 +41,7 @@ import numpy as np
 
 from ir import Expr, relay
 from ir.ort_nchwc import nchwc_forms, ort_nchwc_block_size
-from ir.op.layout import blocked_layout
+from ir.op.layout import OP_ACTIVATIONS, blocked_layout, parse_layout
 from ir.op.registry import make_call
 
 from strategies.kernels.nchwc import transform_layout
@@ -53,11 +55,15 @@ __all__ = ["LAYOUT", "block_size"]
 x, a, b, s, wt, bias = pvars("x a b s wt bias")
 
 #: element-wise ops of one input that commute with any layout change
-_UNARY = ("nn.relu", "sigmoid", "tanh", "clip", "nn.leaky_relu")
+_UNARY = ("nn.relu", "sigmoid", "tanh", "clip", "nn.leaky_relu", "nn.hard_sigmoid", "nn.hard_swish", "nn.silu")
 #: element-wise ops that fuse into a blocked convolution: op -> (activation, the op's attributes it keeps)
 _ACTIVATIONS = {"nn.relu": ("relu", ()), "sigmoid": ("sigmoid", ()), "tanh": ("tanh", ()),
-                "nn.leaky_relu": ("leaky_relu", ("alpha",)), "clip": ("clip", ("a_min", "a_max"))}
-_EXAMPLE_ATTRS = {"clip": {"a_min": -1.0, "a_max": 1.0}, "nn.leaky_relu": {"alpha": 0.25}}
+                "nn.leaky_relu": ("leaky_relu", ("alpha",)),
+                **{op: (activation, kept) for activation, (op, kept) in OP_ACTIVATIONS.items()}}
+_EXAMPLE_ATTRS = {"clip": {"a_min": -1.0, "a_max": 1.0}, "nn.leaky_relu": {"alpha": 0.25},
+                  "nn.hard_sigmoid": {"alpha": 0.25, "beta": 0.375}}
+#: element-wise ops of two inputs that commute with a layout change of both
+_BINARY = ("add", "multiply")
 
 
 def block_size() -> int:
@@ -171,8 +177,17 @@ def _split_through(index: int):
 
 
 def _same_layout(m: Match) -> bool:
+    """Both operands laid out alike, of one dtype, `b` the shape of `a` or broadcast over its other axes
+    than the channel blocks (a squeeze-and-excitation gate of shape (N, C, 1, 1)): broadcasting then
+    pairs the same elements in either layout."""
     l1, l2 = m["l1"], m["l2"]
-    return (l1.src_layout, l1.dst_layout) == (l2.src_layout, l2.dst_layout) and m.type("a") == m.type("b")
+    if (l1.src_layout, l1.dst_layout) != (l2.src_layout, l2.dst_layout) or m.dtype("a") != m.dtype("b"):
+        return False
+    sa, sb = m.shape("a"), m.shape("b")
+    if len(sa) != len(sb) or m.type("a") == m.type("b"):
+        return m.type("a") == m.type("b")
+    blocks = [i for i, (axis, _) in enumerate(parse_layout(l1.src_layout)) if axis.upper() == "C"]
+    return len(sa) == 5 and all(sb[i] == sa[i] if i in blocks else sb[i] in (1, sa[i]) for i in range(5))
 
 
 def _inverse(m: Match) -> bool:
@@ -190,9 +205,9 @@ def _weight(out_channels: int, in_channels: int, seed: int = 0) -> Expr:
     return relay.const(rng.standard_normal((out_channels, in_channels, 3, 3)).astype("float32"))
 
 
-def _blocked_relu(name: str = "a", blocks: int = 2) -> Expr:
+def _blocked_relu(name: str = "a", blocks: int = 2, size: int = 3) -> Expr:
     bl = blocked_layout("NCHW", "C", block_size())
-    return _lt(relay.var(name, shape=(1, blocks, 3, 3, block_size())), bl, "NCHW")
+    return _lt(relay.var(name, shape=(1, blocks, size, size, block_size())), bl, "NCHW")
 
 
 def _blocked_conv(activation: str = "none", with_sum: bool = False) -> Expr:
@@ -223,6 +238,15 @@ def _through(op: str) -> Rewrite:
                 call("layout_transform", call(op, a, attrs_from="f"), attrs_from="lt"),
                 example=lambda: make_call(op, [_blocked_relu()], _EXAMPLE_ATTRS.get(op, {})),
                 near_miss=lambda: make_call(op, [relay.transpose(_image(4), (0, 2, 3, 1))], _EXAMPLE_ATTRS.get(op, {})))
+
+
+def _binary_through(op: str) -> Rewrite:
+    return rule(f"{op}-through-layout-transform",
+                call(op, call("layout_transform", a, bind_attrs="l1"), call("layout_transform", b, bind_attrs="l2")),
+                call("layout_transform", call(op, a, b), attrs_from="l1"), when=_same_layout,
+                example=lambda: make_call(op, [_blocked_relu("a"), _blocked_relu("b", size=1)]),
+                near_miss=lambda: make_call(op, [_blocked_relu("a"), relay.transpose(
+                    relay.var("b", shape=(1, 2 * block_size(), 3, 3)), (0, 1, 3, 2))]))
 
 
 def _pool_rule(op: str) -> Rewrite:
@@ -286,12 +310,7 @@ LAYOUT = ruleset("layout", [
              np.ones(block_size(), "float32")), strides=2, padding=1, activation="relu"),
          near_miss=lambda: relay.nn.conv2d_bias_act(_image(3), _weight(4, 3), relay.const(np.ones(4, "float32")))),
     *(_through(op) for op in _UNARY),
-    rule("add-through-layout-transform",
-         call("add", call("layout_transform", a, bind_attrs="l1"), call("layout_transform", b, bind_attrs="l2")),
-         call("layout_transform", call("add", a, b), attrs_from="l1"), when=_same_layout,
-         example=lambda: relay.add(_blocked_relu("a"), _blocked_relu("b")),
-         near_miss=lambda: relay.add(_blocked_relu("a"), relay.transpose(
-             relay.var("b", shape=(1, 2 * block_size(), 3, 3)), (0, 1, 3, 2)))),
+    *(_binary_through(op) for op in _BINARY),
     rule("add-channel-constant-through-layout-transform",
          call("add", call("layout_transform", a, bind_attrs="lt"), const_pat("c")), _channel_constant,
          example=lambda: relay.add(_blocked_relu(), relay.const(np.arange(2 * block_size(), dtype="float32")

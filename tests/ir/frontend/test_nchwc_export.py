@@ -26,7 +26,9 @@ def _region(form: str, block: int) -> tuple[ir.IRModule, dict[str, np.ndarray]]:
     blocked = f"NCHW{block}c"
     in_c, groups, kernel = {"blocked": (2 * block, 1, f"OIHW{block}i{block}o"), "first-layer": (3, 1, f"OIHW{block}o"),
                             "depthwise": (2 * block, 2 * block, f"OIHW1i{block}o"),
-                            "grouped": (2 * block, 2, f"OIHW{block}i{block}o")}[form]
+                            "grouped": (2 * block, 2, f"OIHW{block}i{block}o"),
+                            "hard-sigmoid": (2 * block, 1, f"OIHW{block}i{block}o"),
+                            "hard-swish": (2 * block, 1, f"OIHW{block}i{block}o")}[form]
     out_c = 2 * block
     x = relay.var("x", shape=(2, in_c, 9, 7))
     weight = RNG.standard_normal((out_c, in_c // groups, 3, 3)).astype("float32")
@@ -41,6 +43,13 @@ def _region(form: str, block: int) -> tuple[ir.IRModule, dict[str, np.ndarray]]:
                                                           activation="relu", **attrs)
     elif form == "first-layer":
         conv = relay.nn.contrib_conv2d_NCHWc_bias_act(data, w, b, activation="leaky_relu", alpha=0.1, **attrs)
+    elif form == "hard-sigmoid":
+        conv = relay.nn.contrib_conv2d_NCHWc_bias_act(data, w, b, activation="hard_sigmoid", alpha=0.25, beta=0.375,
+                                                      **attrs)
+    elif form == "hard-swish":
+        s = relay.var("s", shape=(2, out_c, 5, 4))
+        conv = relay.nn.contrib_conv2d_NCHWc_bias_sum_act(data, w, b, relay.layout_transform(s, "NCHW", blocked),
+                                                          activation="hard_swish", **attrs)
     elif form == "grouped":
         conv = relay.nn.contrib_conv2d_NCHWc_bias_act(data, w, b, activation="clip", a_min=-0.5, a_max=0.75, **attrs)
     else:
@@ -60,7 +69,7 @@ def test_the_block_size_is_ort_s():
     assert BLOCK in (4, 8, 16)
 
 
-@pytest.mark.parametrize("form", ["blocked", "first-layer", "depthwise", "grouped"])
+@pytest.mark.parametrize("form", ["blocked", "first-layer", "depthwise", "grouped", "hard-sigmoid", "hard-swish"])
 def test_nchwc_region_round_trip_in_ort(form):
     mod, inputs = _region(form, BLOCK)
     want = evaluate(mod, inputs)
