@@ -11,10 +11,11 @@ What a callback sees for one match:
   (a dominator's path node lists every path node, in the direct matcher's visiting order).
 
 The callback's result is merged into the root's class. The classes of the match's inner nodes,
-and of a dominator's parent and path, go with it as an extraction constraint: if the result is
-extracted, no node outside the region may use them (TVM's `rewrite` rejects matches whose inner
-nodes escape, and requires the child to post-dominate the parent; here the e-graph keeps both
-programs and extraction decides, since which users remain depends on what is extracted).
+and of a dominator's parent and path (not the leaves its paths skip, which may have other users,
+as a shared weight does), go with it as an extraction constraint: if the result is extracted, no
+node outside the region may use them (TVM's `rewrite` rejects matches whose inner nodes escape,
+and requires the child to post-dominate the parent; here the e-graph keeps both programs and
+extraction decides, since which users remain depends on what is extracted).
 
 `rewrite_once=True` (TVM: the callback retires after its first pass that changed the graph)
 makes the callback see only the input program: it fires on matches whose e-nodes (dominator

@@ -2,17 +2,22 @@
 
 `dominates(parent, path, child)` says two things about the graph below a matched child
 (`ir.dataflow_pattern.match`): a *local* part, every input of the child and of each path node is
-the one parent or a path node, and a *global* part, the child post-dominates the parent. In an
-e-graph every class may hold many equivalent e-nodes, so the local part is decided over all of
-them, and deterministically:
+the one parent, a path node or a skipped leaf (a variable or constant), and at least one is not
+skipped, and a *global* part, the child post-dominates the parent. In an e-graph every class may
+hold many equivalent e-nodes, so the local part is decided over all of them, and
+deterministically. A *leaf* class holds a variable or constant e-node; one that is not the parent
+is skipped: never a path class, never in the region.
 
 1. the parent is the first class that matches `parent` in depth-first order from the child's
    inputs (inputs in order; through the e-nodes of a class that match `path`, in the order the
-   e-nodes were made), as the direct matcher binds the first parent it meets;
-2. a class other than the parent belongs to the path when one of its e-nodes matches `path`, has
-   inputs, and all of them are the parent or path classes already (a least fixed point: a cycle of
-   path nodes that never reaches the parent does not count); that e-node is the class's witness;
-3. the match holds when every input of the child is the parent or a path class.
+   e-nodes were made; leaf classes are tried as the parent, then skipped), as the direct matcher
+   binds the first parent it meets;
+2. a class other than the parent and not a leaf belongs to the path when one of its e-nodes
+   matches `path` and has an input that is not skipped, every such input being the parent or a
+   path class already (a least fixed point: a cycle of path nodes that never reaches the parent
+   does not count); that e-node is the class's witness;
+3. the match holds when the child has an input that is not skipped, and every such input is the
+   parent or a path class.
 
 On an unsaturated e-graph (one e-node per class) this is exactly the direct matcher's local part.
 The global part depends on which users end up in the program, so it cannot be decided per match
@@ -187,6 +192,10 @@ def find_region(egraph: EGraph, p: DominatorPattern, child_class: Handle, child:
         return None
     parents = pattern_index(egraph, p.parent).matches(egraph, input_only)
     paths = pattern_index(egraph, p.path).matches(egraph, input_only)
+    program = egraph.input_enodes() if input_only else None
+
+    def is_leaf(c: Handle) -> bool:
+        return any(t.kind in (Kind.VAR, Kind.CONST) and (program is None or t in program) for t in nodes.get(c, ()))
 
     def path_inputs(sub: SubMatch) -> tuple[Handle, ...]:
         return node_inputs(nodes, sub.root)
@@ -204,11 +213,18 @@ def find_region(egraph: EGraph, p: DominatorPattern, child_class: Handle, child:
         if parent is None and c in parents:
             parent = c
             continue
+        if is_leaf(c):
+            continue
         region.append(c)
         for sub in reversed(paths.get(c, ())):
             stack.extend(reversed(path_inputs(sub)))
     if parent is None:
         return None
+
+    def kept(ins: tuple[Handle, ...]) -> list[Handle]:
+        """The inputs that a path does not skip."""
+        return [k for k in ins if k == parent or not is_leaf(k)]
+
     # 2. path classes: a least fixed point, so every witness's inputs were accepted before it
     witness: dict[Handle, SubMatch | None] = {parent: None}
     changed = True
@@ -218,17 +234,18 @@ def find_region(egraph: EGraph, p: DominatorPattern, child_class: Handle, child:
             if c in witness:
                 continue
             for sub in paths.get(c, ()):
-                ins = path_inputs(sub)
+                ins = kept(path_inputs(sub))
                 if ins and all(k in witness for k in ins):
                     witness[c] = sub
                     changed = True
                     break
-    if not all(k in witness for k in inputs):
+    child_inputs = kept(inputs)
+    if not child_inputs or not all(k in witness for k in child_inputs):
         return None
     # 3. the path classes the child actually reaches, in the direct matcher's visiting order
     path: list[tuple[Handle, Term]] = []
     visited: set[Handle] = {parent}
-    stack = list(reversed(inputs))
+    stack = list(reversed(child_inputs))
     while stack:
         c = stack.pop()
         if c in visited:
@@ -237,5 +254,5 @@ def find_region(egraph: EGraph, p: DominatorPattern, child_class: Handle, child:
         sub = witness[c]
         assert sub is not None
         path.append((c, sub.root))
-        stack.extend(reversed(path_inputs(sub)))
+        stack.extend(reversed(kept(path_inputs(sub))))
     return Region(p, child_class, parent, parents[parent][0], tuple(path))

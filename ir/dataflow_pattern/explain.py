@@ -27,7 +27,7 @@ from ..types import TensorType, Type
 from ..visitor import post_order
 from .errors import InvalidPatternError
 from .indexed_graph import IndexedGraph
-from .match import DFPatternMatcher, _attr_value_equal, raised_recursion_limit, recursion_frames
+from .match import DFPatternMatcher, _attr_value_equal, _is_leaf, raised_recursion_limit, recursion_frames
 from .nodes import (
     AltPattern,
     AttrPattern,
@@ -406,15 +406,21 @@ class Explainer:
         if not inputs:
             return Miss(p, value, "dominator_path", f"the child {describe(value)} has no inputs", depth)
         region: list[Any] = []
-        stack = [iter(inputs)]
+        stack = [[value, iter(inputs), False]]  # a node, its inputs, and whether one leads back
         try:
             while stack:
-                node = next(stack[-1], None)
+                top = stack[-1]
+                node = next(top[1], None)
                 if node is None:
+                    if not top[2]:
+                        return self._dead_end(p, top[0], value, depth)
                     stack.pop()
                     continue
                 self._memoize = True
                 if self.visit(p.parent, node, depth + 1) is None or node in region:
+                    top[2] = True
+                    continue
+                if self._is_leaf(node):
                     continue
                 self._memoize = False
                 path_miss = self.visit(p.path, node, depth + 1)
@@ -422,12 +428,9 @@ class Explainer:
                     return Miss(p, node, "dominator_path", f"{describe(node)}, on the way from the child "
                                       f"{describe(value)} back to the parent, matches neither the parent nor the "
                                       "path pattern", depth, because=path_miss)
-                node_inputs = self.graph.inputs(node)
-                if not node_inputs:
-                    return Miss(p, node, "dominator_path", f"the path reaches {describe(node)}, which has no "
-                                      "inputs, without meeting the parent", depth)
+                top[2] = True
                 region.append(node)
-                stack.append(iter(node_inputs))
+                stack.append([node, iter(self.graph.inputs(node)), False])
         finally:
             self._memoize = True
         parent = self.memo.get(p.parent)
@@ -440,6 +443,18 @@ class Explainer:
                               f"{describe(parent)} to the child {describe(value)} is also used by {describe(user)} "
                               "outside it", depth)
         return None
+
+    def _dead_end(self, p: DominatorPattern, node: Any, child: Any, depth: int) -> Miss:
+        """The miss for a node (the child or a path node) none of whose inputs leads back to the parent."""
+        describe = self.graph.describe
+        what = f"the child {describe(node)}" if node is child else f"the path reaches {describe(node)}, which"
+        why = "has no inputs" if not self.graph.inputs(node) else \
+            "has only variables or constants as inputs (a path skips them)"
+        return Miss(p, node, "dominator_path", f"{what} {why}, so it does not lead back to the parent", depth)
+
+    def _is_leaf(self, value: Any) -> bool:
+        """A value a dominator path skips: one computed as a variable or a constant (`match`)."""
+        return any(_is_leaf(f) for f in self.graph.forms(value))
 
 
 def _short(p: DFPattern) -> str:

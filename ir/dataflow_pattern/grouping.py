@@ -5,9 +5,11 @@ tried again. For each match the pattern's leaves give the group's inputs, in the
 post-DFS order, deduplicated: `FunctionVar_{candidate}_{i}`. Ops and functions are never
 inputs; a constant matched by `is_constant()` or `is_expr(const)` is embedded, one matched by
 anything else is an input; dominator parent/path matches and the bodies of matched functions are
-part of the group, not inputs. A candidate is rejected when it shares an interior node with an
-earlier group, or when an interior node is used outside the group by a node the root does not
-post-dominate. Every candidate, rejected or not, consumes a number (TVM's numbering).
+part of the group, not inputs, while the variables and constants a dominator path skips are inputs
+(after the dominator's sub-patterns' inputs) unless a pattern node bound them. A candidate is
+rejected when it shares an interior node with an earlier group, or when an interior node is used
+outside the group by a node the root does not post-dominate. Every candidate, rejected or not,
+consumes a number (TVM's numbering).
 
 A recursive pattern (`redirect_to`) gives one group per chain, as in TVM: the root-most link
 is tried first and its match takes the whole chain down to the base, so the inner links are
@@ -30,7 +32,7 @@ from ..expr import Call, Constant, Expr, Function, If, Let, Tuple, TupleGetItem,
 from ..op.registry import Op
 from ..visitor import operands, post_order, with_children
 from .indexed_graph import IndexedGraph
-from .match import DFPatternMatcher
+from .match import DFPatternMatcher, _is_leaf
 from .nodes import (
     CallPattern,
     ConstantPattern,
@@ -155,11 +157,25 @@ class _Grouper:
             elif not p.children():
                 for expr in node_map.get(p, ()):
                     add_input(expr, p)
+            elif isinstance(p, DominatorPattern):
+                for leaf in self._skipped_leaves(p, node_map):
+                    add_input(leaf, p)
 
         body, covered, name = _extract(root, inputs)
         if not self._is_self_contained(root, covered):
             return None
         return Group(root, node_map, tuple(inputs), Function(list(inputs.values()), body), name, tuple(covered))
+
+    def _skipped_leaves(self, p: DominatorPattern, node_map: dict[DFPattern, list[Expr]]) -> list[Expr]:
+        """The variables and constants that the dominator's child and path nodes take as inputs, other
+        than the parent and leaves some pattern node bound (those are handled as that node's)."""
+        bound = {e for exprs in node_map.values() for e in exprs}
+        out: dict[Expr, None] = {}
+        for node in [*node_map.get(p.child, ()), *node_map.get(p.path, ())]:
+            for inp in node.args if isinstance(node, Call) else self.graph.inputs(node):
+                if _is_leaf(inp) and inp not in bound:
+                    out[inp] = None
+        return list(out)
 
     def _is_self_contained(self, root: Expr, covered: list[Expr]) -> bool:
         """No overlap with earlier groups, and no interior value escaping around the root."""

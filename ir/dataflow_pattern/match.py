@@ -1,6 +1,6 @@
 """The matcher: TVM's `DFPatternMatcher` semantics, over an expression graph indexed once.
 
-Rules worth knowing (each is TVM's):
+Rules worth knowing (each is TVM's, but where said otherwise):
 
 * A pattern node binds one expression per match: a sub-pattern used twice must meet the same node.
   Failed branches forget what they bound.
@@ -19,9 +19,13 @@ Rules worth knowing (each is TVM's):
 * `has_type` / `has_dtype` / `has_shape` need types: an expression whose type is not inferred yet
   is type-checked on demand (`ir.infer_type` on the root, else on the expression itself). An
   expression that cannot be typed (e.g. an un-annotated variable) does not match.
-* `dominates(parent, path, child)`: every input of the child, and of each path node, is either the
-  (one) parent or a path node; call paths go through arguments, never the callee; a path may not
-  end at a node without inputs; and the child must post-dominate the parent in the whole graph.
+* `dominates(parent, path, child)`: every input of the child, and of each path node, is the (one)
+  parent, a path node, or a variable or constant, which is skipped (this project's rule: TVM's
+  `MatchesPath` demands that such a leaf match the path, then fails on it for having no inputs);
+  each of these nodes needs an input that is the parent or a path node; an input is tried as the
+  parent first; call paths go through arguments, never the callee; and the child must
+  post-dominate the parent in the whole graph. Skipped leaves are not part of the region
+  (`partition` makes them inputs of its function).
 """
 
 from __future__ import annotations
@@ -352,33 +356,40 @@ class DFPatternMatcher:
         return expr.args if isinstance(expr, Call) else self.graph.inputs(expr)
 
     def _matches_path(self, pattern: DominatorPattern, child: Expr) -> bool:
-        """Every input of `child`, transitively through path nodes, reaches the one parent.
+        """Every input of `child`, transitively through path nodes, reaches the one parent or is a
+        skipped leaf (module docstring); each node checked has an input that reaches the parent.
 
         The parent binds once (memoized); path nodes match without memoization, so one path
         pattern covers many nodes. Iterative, and each path node is expanded once.
         """
-        inputs = self._path_inputs(child)
-        if not inputs:
-            return False
         expanded: dict[Expr, None] = {}
-        stack = [iter(inputs)]
+        stack = [[iter(self._path_inputs(child)), False]]  # a node's inputs, and whether one leads back
         while stack:
-            node = next(stack[-1], None)
+            top = stack[-1]
+            node = next(top[0], None)
             if node is None:
+                if not top[1]:
+                    return False
                 stack.pop()
                 continue
             self._memoize = True
             if self._visit(pattern.parent, node) or node in expanded:
+                top[1] = True
+                continue
+            if _is_leaf(node):
                 continue
             self._memoize = False
             if not self._visit(pattern.path, node):
                 return False
-            inputs = self._path_inputs(node)
-            if not inputs:
-                return False
+            top[1] = True
             expanded[node] = None
-            stack.append(iter(inputs))
+            stack.append([iter(self._path_inputs(node)), False])
         return True
+
+
+def _is_leaf(expr: Expr) -> bool:
+    """An input that a dominator path skips: a variable or a constant."""
+    return isinstance(expr, (Var, Constant))
 
 
 _HANDLERS: dict[type, Callable[[DFPatternMatcher, Any, Expr], bool]] = {

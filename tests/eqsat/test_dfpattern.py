@@ -24,6 +24,7 @@ from eqsat.rules.callback import CallbackRule, find_matches
 from eqsat.rules.pattern import avar, call, const_pat, pvars
 from eqsat.rules.rule import rule, ruleset
 from eqsat.runner import saturate
+from tests.ir.dataflow_pattern.dominator_leaf_cases import leaf_cases, weighted_diamond
 
 
 def guide_patterns() -> dict:
@@ -110,6 +111,17 @@ def test_patterns_on_functions_if_and_let():
     for pattern in patterns:
         expected = sorted({cls[id(n)] for n in direct_matches(pattern, program)})
         assert find_matches(pattern, low.egraph) == expected, repr(pattern)
+
+
+@pytest.mark.parametrize("case", leaf_cases(), ids=lambda case: case[0])
+def test_dominator_paths_skip_variables_and_constants_as_the_direct_matcher_does(case):
+    name, pattern, program, expected = case
+    ir.infer_type(program)
+    direct = direct_matches(pattern, program)
+    assert len(direct) == len(expected) and all(d is e for d, e in zip(direct, expected)), name
+    low = lower(ir.IRModule.from_expr(program))
+    cls = classes_of(low.egraph, program)
+    assert find_matches(pattern, low.egraph) == sorted({cls[id(n)] for n in direct}), name
 
 
 def test_a_pattern_that_cannot_be_compiled_is_named():
@@ -272,6 +284,46 @@ def test_post_dominance_is_an_extraction_constraint():
         choice = extractor.extract(view, view.roots, cheap_apply)
         choice.check(view)  # ... but its result is never extracted
         assert not any(view.nodes[choice.node_of[c]].kind.value == "apply" for c in choice.classes(view))
+
+
+class FuseWeightedRegion(DFPatternCallback):
+    """Partitions a dominator region whose paths go through bias_add and multiply."""
+
+    def __init__(self):
+        super().__init__()
+        self.pattern = weighted_diamond
+        self.seen = []
+
+    def callback(self, pre, post, node_map):
+        self.seen.append(node_map)
+        return self.pattern.partition(post, {"Composite": "region"})
+
+
+def test_a_variable_a_dominator_path_skips_stays_outside_the_region():
+    # the bias feeds a path node and a node outside the region: it is an input, so the region may be extracted
+    _, _, program, _ = next(case for case in leaf_cases() if case[0] == "shared-bias")
+    mod = ir.IRModule.from_expr(relay.Function(ir.free_vars(program), program))
+    low = lower(mod)
+    fuse = FuseWeightedRegion()
+    report = saturate(low.egraph, ruleset("r", [CallbackRule(fuse)]), Limits(iterations=4))
+    assert report.applied_per_rule["FuseWeightedRegion"] == 1
+    assert [n.op.name for n in fuse.seen[0][weighted_diamond.path]] == ["nn.bias_add", "nn.relu", "nn.leaky_relu"]
+    view = low.view()
+    (region,) = view.closed_regions
+    bias_class = next(n.eclass for n in view.nodes if n.kind.value == "var" and n.payload == ("bias",))
+    relu_class = next(n.eclass for n in view.nodes if n.kind.value == "call" and n.op == "nn.relu")
+    assert relu_class in region.interior and bias_class not in region.interior
+    cheap_apply = [0.0 if n.kind.value == "apply" else 1.0 for n in view.nodes]
+    choice = GreedyDagExtractor().extract(view, view.roots, cheap_apply)
+    choice.check(view)
+    out = lift(low, view, choice.node_of)
+    fused = out["main"].body.fields[0]
+    assert isinstance(fused.op, ir.Function) and any(a.name_hint == "bias" for a in fused.args
+                                                     if isinstance(a, ir.Var))
+    rng = np.random.default_rng(0)
+    inputs = {p.name_hint: rng.random(p.type_annotation.concrete_shape).astype("float32") for p in mod["main"].params}
+    for want, got in zip(strategies.evaluate(mod, inputs), strategies.evaluate(out, inputs)):
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
 
 
 class WrapRelu(DFPatternCallback):

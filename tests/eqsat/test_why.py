@@ -107,6 +107,15 @@ def test_a_consumer_outside_the_region():
         assert why.cause == "outside_consumer" and "is also used by e-class" in str(why)
 
 
+def test_a_dominator_path_node_fed_only_by_a_variable():
+    y, x, w = var("y", 1, 4, 6, 6), var("x", 1, 3, 8, 8), var("w", 4, 3, 3, 3)
+    relu_y = relay.nn.relu(y)  # %0: its only input is a variable, which a path skips
+    sat = saturated(relu_y + relay.nn.leaky_relu(relay.nn.conv2d(x, w), alpha=0.1), rules=[])
+    why = eqsat.why_not(sat, _Diamond().pattern, "%result")
+    assert why.cause == "dominator_path"
+    assert "(%0 in the input), which has only variables or constants as inputs" in str(why)
+
+
 @pytest.fixture(scope="module")
 def bert():
     return ir.models.get("bert", small=True)

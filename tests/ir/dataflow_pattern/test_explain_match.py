@@ -5,10 +5,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+import ir
 from ir import relay
 from ir.dataflow_pattern import (
     CAUSES,
     K_ELEMWISE,
+    DFPatternMatcher,
     dominates,
     explain_match,
     is_constant,
@@ -16,6 +18,8 @@ from ir.dataflow_pattern import (
     is_var,
     wildcard,
 )
+from ir.dataflow_pattern.explain import Explainer, ExprGraph
+from tests.ir.dataflow_pattern.dominator_leaf_cases import leaf_cases
 
 x = relay.var("x", shape=(1, 3, 8, 8))
 w = relay.var("w", shape=(4, 3, 3, 3))
@@ -100,6 +104,26 @@ def test_a_dominator_path_node_that_is_not_on_the_path():
     r = relay.nn.relu(c)
     expl = explain_match(diamond, relay.tanh(r + r) + relay.nn.leaky_relu(c, alpha=0))
     assert expl.cause == "dominator_path" and expl.first_failure.because.first_failure().cause == "attr"
+
+
+def test_a_path_node_fed_only_by_a_variable_does_not_lead_back_to_the_parent():
+    c = relay.nn.conv2d(x, w)
+    r = relay.nn.relu(relay.var("y", shape=(1, 4, 6, 6)))
+    expl = explain_match(diamond, r + relay.nn.leaky_relu(c, alpha=0))
+    assert not expl.matched and expl.cause == "dominator_path" and expl.first_failure.node is r
+    assert "only variables or constants as inputs" in str(expl)
+
+
+@pytest.mark.parametrize("case", leaf_cases(), ids=lambda case: case[0])
+def test_the_walk_agrees_with_the_matcher_on_paths_through_leaves(case):
+    _, pattern, program, expected = case
+    for node in ir.post_order(program):
+        matched = any(node is e for e in expected)
+        assert DFPatternMatcher(program).match(pattern, node) is matched
+        walk = Explainer(ExprGraph(program)).visit(pattern, node)
+        assert (walk is None) is matched, walk
+        if not matched:
+            assert explain_match(pattern, node, graph=program).cause != "unexplained"
 
 
 def test_a_check_returning_false():
