@@ -25,7 +25,7 @@ fail at the first run with an error naming the block size (`NCHWc_block_size_mus
 
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Callable, Sequence
 
 import numpy as np
 import onnx
@@ -209,6 +209,24 @@ def emit_reorder(ctx: EmitContext, call: Call, args: Sequence[Value]) -> Value |
             return ctx.node("ReorderOutput", [flat], domain=NCHWC_DOMAIN, channels=outer * block,
                             channels_last=int(plain == "NHWC"))
     return None
+
+
+#: element-wise ops whose ONNX nodes compute each element alone, whatever the shape
+_ELEMENTWISE = frozenset({"nn.relu", "sigmoid", "tanh", "clip", "nn.leaky_relu", "nn.hard_sigmoid", "nn.hard_swish",
+                          "nn.silu", "nn.gelu", "add", "subtract", "multiply"})
+
+
+def on_blocked_tensors(ctx: EmitContext, call: Call, args: Sequence[Value],
+                       emit: Callable[[EmitContext, Call, Sequence[Value]], Value]) -> Value | None:
+    """An element-wise call whose operands are all views of ONNX Runtime's 4-D blocked tensors, of the
+    call's own shape, by `emit` on those tensors (no Reshape runs before it, nor after it where an
+    NCHWc node reads the result); None for any other call."""
+    if call.op.name not in _ELEMENTWISE or any(not isinstance(a, str) or a not in ctx.views for a in args):
+        return None
+    shape = ctx.type_of(call).shape
+    if any(ctx.type_of(a).shape != shape for a in call.args) or len(shape) != 5:
+        return None
+    return _blocked_view(ctx, emit(ctx, call, [ctx.views[a] for a in args]), shape[1], shape[4])
 
 
 def emit_nchwc_conv(ctx: EmitContext, call: Call, args: Sequence[Value]) -> Value | None:

@@ -198,9 +198,13 @@ class _GraphExporter:
         ctx = self.context(scope)
         args = [scope.find(a) for a in call.args]
         contrib = CONTRIB_EMITTERS.get(call.op.name) if self.contrib else None
-        try:
+
+        def emit(ctx: EmitContext, call: Call, args: Sequence[Value]) -> Value:
             value = contrib(ctx, call, args) if contrib is not None else None
             return emitter(ctx, call, args) if value is None else value
+        try:
+            blocked = export_nchwc.on_blocked_tensors(ctx, call, args, emit) if self.contrib else None
+            return emit(ctx, call, args) if blocked is None else blocked
         except IRError as err:
             raise FrontendError(f"exporting {_describe(call)}: {err}") from None
 
