@@ -33,6 +33,11 @@ def emit_transpose(ctx: EmitContext, call: Call, args: Sequence[Value]) -> Value
 
 @emits("concatenate")
 def emit_concatenate(ctx: EmitContext, call: Call, args: Sequence[Value]) -> Value:
+    """Concat, or one initializer where every part is one (weights merged by a rule are joined at export
+    time, not by every run)."""
+    values = [ctx.value_of(part) for part in args[0]]
+    if all(v is not None for v in values):
+        return ctx.const(np.concatenate(values, axis=call.attrs.axis))
     return ctx.node("Concat", list(args[0]), axis=call.attrs.axis)
 
 

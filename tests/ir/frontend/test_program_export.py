@@ -202,3 +202,16 @@ def test_symbolic_batch_flows_through_an_imported_cnn():
     for batch in (1, 3):
         data = {"x": rng.standard_normal((batch, 3, 8, 8)).astype(np.float32)}
         assert_outputs_close(run_ort(original, data), run_ort(exported, data), rel=1e-5)
+
+
+def test_a_concatenation_of_weights_is_one_initializer():
+    """Weights a merge rule concatenated are joined at export time; a computed part keeps the Concat."""
+    rng = np.random.default_rng(0)
+    x = relay.var("x", shape=(2, 5))
+    w1, w2 = (rng.standard_normal((n, 5)).astype("float32") for n in (3, 4))
+    merged = relay.nn.dense(x, relay.concatenate([relay.const(w1), relay.const(w2)], axis=0))
+    mod = ir.IRModule.from_expr(relay.Tuple([merged, relay.concatenate([x, relay.const(w1[:2])], axis=0)]))
+    model = to_onnx(mod)
+    assert op_counts(model)["Concat"] == 1  # only the one with a graph input
+    assert [tuple(i.dims) for i in model.graph.initializer if tuple(i.dims) == (7, 5)] == [(7, 5)]
+    check_against_interpreter(mod)
