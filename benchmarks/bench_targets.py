@@ -4,10 +4,10 @@
     python -m benchmarks.bench_targets --small --models bert,resnet50
 
 Per zoo model (`ir.models`): the original exported with `to_onnx`, and ours, `eqsat.optimize(target="ort")`
-under the default rules, and under `LAYOUT_RULES` (ONNX Runtime's NCHWc blocked layout as a choice),
-exported with `to_onnx(contrib=True)`; six ONNX Runtime CPU sessions (original / ours / ours with
-layouts, optimizer off / fully on) take turns in interleaved rounds; the ratios are medians over
-rounds of original-all time / session time (above 1: faster than the original with ONNX Runtime's
+under the ort target's rules (`default` + `layout`, ONNX Runtime's NCHWc blocked layout as a choice),
+and under `PLAIN_RULES` (`default` alone), each exported with `to_onnx(contrib=True)`; six ONNX
+Runtime CPU sessions (original / ours / ours without layouts, optimizer off / fully on) take turns
+in interleaved rounds; the ratios are medians over rounds of original-all time / session time (above 1: faster than the original with ONNX Runtime's
 optimizer on). Outputs of both programs are checked against the original's. For TENSAT's
 benchmark models, their published GPU speedup (Yang et al., MLSys 2021, Table 2) is shown as the
 aim, and `rules` names the rules whose results the extracted program uses most (from provenance).
@@ -33,10 +33,10 @@ from ir.models.registry import get, list_models
 #: TENSAT's published speedups over the original graph on a GPU (Yang et al., MLSys 2021)
 TENSAT_GPU_SPEEDUP = {"bert": "9.2%", "resnext50": "8.8%", "nasneta": "7.3%", "nasrnn": "68.9%",
                       "inception_v3": "10.0%", "squeezenet": "24.5%", "vgg19": "8.9%"}
-#: the rules of the blocked-layout variant
-LAYOUT_RULES = "default+layout"
-COLUMNS = ["model", "ours_off", "ours_on", "layout_off", "layout_on", "original_off", "original_on_ms", "max_rel_error",
-           "optimize_s", "layout_optimize_s", "ops_before", "ops_after", "rules", "tensat_gpu"]
+#: the rules of the variant without blocked layouts
+PLAIN_RULES = "default"
+COLUMNS = ["model", "ours_off", "ours_on", "plain_off", "plain_on", "original_off", "original_on_ms", "max_rel_error",
+           "optimize_s", "plain_optimize_s", "ops_before", "ops_after", "rules", "tensat_gpu"]
 
 
 def _main_rules(ours: eqsat.Optimized, count: int = 3) -> str:
@@ -50,20 +50,20 @@ def measure_model(name: str, small: bool, repeat: int, min_seconds: float) -> di
     stopwatch = Stopwatch()
     with stopwatch("optimize"):
         ours = eqsat.optimize(mod, params, target="ort")
-    with stopwatch("layout_optimize"):
-        blocked = eqsat.optimize(mod, params, target="ort", rules=LAYOUT_RULES)
+    with stopwatch("plain_optimize"):
+        plain = eqsat.optimize(mod, params, target="ort", rules=PLAIN_RULES)
     original = ir.frontend.to_onnx(mod, params)
     inputs = model_inputs(mod["main"], params)
     sessions = {"original_on": ort_session(original, True), "original_off": ort_session(original, False)}
-    for key, program in (("ours", ours), ("layout", blocked)):
+    for key, program in (("ours", ours), ("plain", plain)):
         exported = ir.frontend.to_onnx(program.mod, program.params, contrib=True)
         sessions.update({f"{key}_off": ort_session(exported, False), f"{key}_on": ort_session(exported, True)})
     reference = sessions["original_off"].run(None, inputs)
-    errors = [relative_error(tuple(sessions[key].run(None, inputs)), reference) for key in ("ours_off", "layout_off")]
+    errors = [relative_error(tuple(sessions[key].run(None, inputs)), reference) for key in ("ours_off", "plain_off")]
     runs = {key: partial(session.run, None, inputs) for key, session in sessions.items()}
     original_on, ratios = ratio_medians(runs, "original_on", repeat, min_seconds)
     return {"model": name, **ratios, "original_on_ms": original_on * 1e3, "max_rel_error": max(errors),
-            "optimize_s": stopwatch.seconds["optimize"], "layout_optimize_s": stopwatch.seconds["layout_optimize"],
+            "optimize_s": stopwatch.seconds["optimize"], "plain_optimize_s": stopwatch.seconds["plain_optimize"],
             "ops_before": sum(ours.op_counts_before.values()),
             "ops_after": sum(ours.op_counts_after.values()), "rules": _main_rules(ours),
             "tensat_gpu": TENSAT_GPU_SPEEDUP.get(name, "")}
@@ -74,10 +74,10 @@ Wall-clock times on a machine with {cores} cores shared with other work; ONNX Ru
 provider, default threads without spinning; {size} configurations of the zoo models. Ratios are
 medians over interleaved rounds (at least {repeat}, more until the original has run {seconds:g} s)
 of original-with-optimizer-on time / session time: `ours_off` and `ours_on` our program (the ort
-target's default rules) with ONNX Runtime's optimizer off and on, `layout_off` and `layout_on` ours
-under `{layout}` (ONNX Runtime's NCHWc blocked layout as a choice), `original_off` the original
+target's rules, `default` + `layout`) with ONNX Runtime's optimizer off and on, `plain_off` and
+`plain_on` ours under `{plain}` alone (no blocked layouts), `original_off` the original
 with it off. `max_rel_error`: both programs (optimizer off) against the original (optimizer off),
-largest difference over the largest magnitude. `optimize_s` / `layout_optimize_s`: saturation,
+largest difference over the largest magnitude. `optimize_s` / `plain_optimize_s`: saturation,
 extraction and verification. `ops_before` / `ops_after`: IR calls of the original and of ours. `rules`: the rules whose
 results most nodes of our program come from (nodes per rule). `tensat_gpu`: TENSAT's published GPU
 speedup for its benchmark models, the aim (a GPU with cuDNN, not this CPU)."""
@@ -102,11 +102,11 @@ def main(argv: Sequence[str] | None = None) -> None:
     for name in names:
         rows.append(measure_model(name, args.small, args.repeat, args.seconds))
         row = rows[-1]
-        print(f"{name}: ours off {row['ours_off']:.3f}x, on {row['ours_on']:.3f}x; with layouts off "
-              f"{row['layout_off']:.3f}x, on {row['layout_on']:.3f}x", file=sys.stderr, flush=True)
+        print(f"{name}: ours off {row['ours_off']:.3f}x, on {row['ours_on']:.3f}x; without layouts off "
+              f"{row['plain_off']:.3f}x, on {row['plain_on']:.3f}x", file=sys.stderr, flush=True)
     notes = NOTES.format(cores=multiprocessing.cpu_count(), ort=onnxruntime.__version__,
                          size="small" if args.small else "full-size", repeat=args.repeat, seconds=args.seconds,
-                         layout=LAYOUT_RULES)
+                         plain=PLAIN_RULES)
     path = write_results("targets" + ("_small" if args.small else ""), rows, COLUMNS, notes)
     print(path.read_text())
 

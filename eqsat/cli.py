@@ -56,7 +56,7 @@ from .limits import Limits
 from .optimize import DEFAULT_TRIALS, cost_model, optimize, saturate_program
 from .progress import ProgressLine
 from .rules.audit import audit_random, audit_rules
-from .rules.library import FAMILIES, RULESETS, RuleSet, resolve_rules
+from .rules.library import FAMILIES, RULESETS, RuleSet, default_rules, resolve_rules
 from .visualize import DIRECTIONS, describe_eclass, eclasses_with_op, neighbourhood, render, to_dot
 from .why import find_rule, why_not
 
@@ -181,6 +181,11 @@ def _rules(text: str) -> RuleSet:
         raise argparse.ArgumentTypeError(str(err)) from None
 
 
+def _rules_for(args: argparse.Namespace, target: str = "cpu") -> RuleSet:
+    """The `--rules` given, else the target's default rules."""
+    return args.rules or resolve_rules(default_rules(target))
+
+
 def _comma_list(item: Callable[[str], str]) -> Callable[[str], list[str]]:
     """An argparse type: comma-separated items, each checked by `item`."""
     def items(text: str) -> list[str]:
@@ -217,7 +222,7 @@ def _cmd_optimize(args: argparse.Namespace) -> int:
     target = strategies.CostModel(args.target, log=_history(args.log)) if args.log else args.target
     mod, params = _load(args.model, args.small)
     with _progress(args) as show:
-        res = optimize(mod, params, target=target, rules=args.rules, limits=_limits(args),
+        res = optimize(mod, params, target=target, rules=_rules_for(args, args.target), limits=_limits(args),
                        extractor=_extractor(args.extractor, args.ilp_seconds), progress=show, verify=args.verify)
     print(res.summary())
     if args.explain:
@@ -244,7 +249,7 @@ def _cmd_compare(args: argparse.Namespace) -> int:
     with _progress(args) as show:
         result = compare(mod, params, targets=args.targets,
                          extractors=[_extractor(e, args.ilp_seconds) for e in args.extractors],
-                         rules=args.rules, limits=_limits(args), progress=show)
+                         rules=_rules_for(args), limits=_limits(args), progress=show)
     print(result)
     if args.diff:
         print(result.diffs())
@@ -259,13 +264,13 @@ def _cmd_tune(args: argparse.Namespace) -> int:
     mod, params = _load(args.model, args.small)
     if args.optimized:
         with _progress(args) as show:
-            res = optimize(mod, params, target=args.target, rules=args.rules, limits=_limits(args),
+            res = optimize(mod, params, target=args.target, rules=_rules_for(args, args.target), limits=_limits(args),
                            extractor=_extractor(args.extractor, args.ilp_seconds), progress=show)
         print(res.summary())
         mod, params = res.mod, res.params
     if args.candidates:
         with _progress(args) as show:
-            sat = saturate_program(mod, params, rules=args.rules, limits=_limits(args),
+            sat = saturate_program(mod, params, rules=_rules_for(args, args.target), limits=_limits(args),
                                    progress=show)
         print(sat.report.summary())
         items = candidate_workloads(sat.view, args.target)
@@ -316,7 +321,7 @@ def _print_ort_tuning(args: argparse.Namespace, workloads: list[strategies.Workl
 def _cmd_show(args: argparse.Namespace) -> int:
     mod, params = _load(args.model, args.small)
     with _progress(args) as show:
-        sat = saturate_program(mod, params, rules=args.rules, limits=_limits(args), progress=show)
+        sat = saturate_program(mod, params, rules=_rules_for(args, args.target), limits=_limits(args), progress=show)
     view = sat.view
     costs = node_costs(view, cost_model(args.target))
     choice = get_extractor(_extractor(args.extractor, args.ilp_seconds)).extract(view, view.roots, costs)
@@ -385,7 +390,7 @@ def _cmd_why(args: argparse.Namespace) -> int:
     line = f"%result = {text[-2]}" if args.node == "%result" else next(
         (t for t in text if t.startswith(f"{args.node} = ")), args.node)
     with _progress(args) as show:
-        sat = saturate_program(mod, params, rules=args.rules, limits=_limits(args), progress=show)
+        sat = saturate_program(mod, params, rules=_rules_for(args), limits=_limits(args), progress=show)
     print(sat.report.summary())
     print(f"node {line.rstrip(';')}")
     print(why_not(sat, what, args.node))
@@ -422,7 +427,7 @@ def _cmd_check_rules(args: argparse.Namespace) -> int:
 def _cmd_bisect(args: argparse.Namespace) -> int:
     mod, params = _load(args.model, args.small)
     with _progress(args) as show:
-        found = bisect_unsound(mod, params, rules=args.rules, limits=_limits(args), input_sets=args.input_sets,
+        found = bisect_unsound(mod, params, rules=_rules_for(args), limits=_limits(args), input_sets=args.input_sets,
                                progress=show)
     print(found)
     return 0
@@ -476,8 +481,9 @@ def build_parser() -> argparse.ArgumentParser:
     def program_args(p: argparse.ArgumentParser) -> None:
         p.add_argument("model", type=_model, help="a zoo model name (see `eqsat models`) or an .onnx file")
         p.add_argument("--small", action="store_true", help="the zoo model's tiny test configuration")
-        p.add_argument("--rules", type=_rules, default="default",
-                       help=f"rule sets joined by '+' ({', '.join(sorted(RULESETS))})")
+        p.add_argument("--rules", type=_rules, default=None,
+                       help=f"rule sets joined by '+' ({', '.join(sorted(RULESETS))}) (default: the target's "
+                            f"rules: default, plus layout for ort)")
         p.add_argument("--iterations", type=_int_at_least(1), default=Limits.iterations,
                        help="saturation stops after this many iterations")
         p.add_argument("--nodes", type=_int_at_least(1), default=Limits.nodes,

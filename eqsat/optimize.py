@@ -23,7 +23,7 @@ from .extract import Choice, CostModel, Extractor, OpCount, get_extractor, node_
 from .limits import Limits
 from .provenance import Provenance
 from .report import IterationRow, Report
-from .rules.library import resolve_rules
+from .rules.library import default_rules, resolve_rules
 from .runner import saturate
 from .scheduler import Scheduler
 from .verify import Verification, verify as check_program
@@ -239,10 +239,13 @@ def _most_common(counts: Counter[str], count: int = 3) -> str:
 
 
 def optimize(mod: IRModule, params: Mapping[str, Any] | None = None, *, target: str | CostModel = "cpu",
-             rules: Any = "default", limits: Limits = Limits(), extractor: str | Extractor = "greedy",
+             rules: Any = None, limits: Limits = Limits(), extractor: str | Extractor = "greedy",
              scheduler: Scheduler | None = None, progress: Callable[[IterationRow], None] | None = None,
              verify: bool | int = True, log: Any = None) -> Optimized:
     """Saturate `mod` under `rules` within `limits`; lift the cheapest equivalent for `target` back to IR.
+
+    `rules` defaults to the target's (`eqsat.rules.library.default_rules`: `default`, plus the
+    blocked-layout rules for ort).
 
     `params` are bound as constants while saturating (rules may read weights) and are parameters
     again in the result, with their values in `Optimized.params`. `target` is a `strategies`
@@ -255,6 +258,7 @@ def optimize(mod: IRModule, params: Mapping[str, Any] | None = None, *, target: 
     `eqsat.bisect_unsound` finds it within `BISECT_SECONDS`), if they disagree; a wrong program is
     never returned silently.
     """
+    rules = default_rules(target_name(target)) if rules is None else rules
     sat = saturate_program(mod, params, rules=rules, limits=limits, scheduler=scheduler, progress=progress)
     model = cost_model(target, log)
     out = extract_program(sat, model, extractor)

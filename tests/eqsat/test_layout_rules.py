@@ -11,6 +11,7 @@ import pytest
 
 import eqsat
 import ir
+from eqsat.rules.library import default_rules
 from eqsat.rules.library.layout import block_size
 from ir import relay
 from ir.frontend import to_onnx
@@ -58,6 +59,13 @@ def test_cpu_keeps_nchw():
     mod, params = ir.models.get("resnet50", small=True)
     res = eqsat.optimize(mod, params, target="cpu", rules="default+layout")
     assert not {"layout_transform", *BLOCKED_CONVS} & set(_ops(res.mod))
+
+
+def test_the_ort_target_lays_out_blocks_by_default_and_the_others_do_not():
+    mod, params = ir.models.get("squeezenet", small=True)
+    assert default_rules("ort") == "default+layout" and default_rules("cpu") == default_rules("cuda") == "default"
+    assert sum(_ops(eqsat.optimize(mod, params, target="ort").mod)[name] for name in BLOCKED_CONVS) > 0
+    assert not set(BLOCKED_CONVS) & set(_ops(eqsat.optimize(mod, params, target="ort", rules="default").mod))
 
 
 def test_squeezenet_concatenates_blocked_branches_in_ort():

@@ -35,14 +35,14 @@ def record(workload: Workload, latency_us: float) -> TuningRecord:
 
 def test_a_logged_cost_changes_what_is_extracted(tmp_path):
     func, params = conv_bias_relu()
-    fused = eqsat.optimize(func, params, target="ort", limits=LIMITS, verify=False)
+    fused = eqsat.optimize(func, params, target="ort", rules="default", limits=LIMITS, verify=False)
     assert "nn.conv2d_bias_act" in fused.op_counts_after and fused.coverage is None  # the roofline fuses
     fused_workload = program_workloads(fused.mod, fused.params)[0]
     assert fused_workload.op == "nn.conv2d_bias_act"
     log = tmp_path / "ort.jsonl"   # the fused kernel measured slow, the three separate ones fast
     log.write_text("".join(record(w, 1.0).to_json() + "\n" for w in program_workloads(func, params))
                    + record(fused_workload, 1e6).to_json() + "\n")
-    tuned = eqsat.optimize(func, params, target="ort", limits=LIMITS, log=log, verify=False)
+    tuned = eqsat.optimize(func, params, target="ort", rules="default", limits=LIMITS, log=log, verify=False)
     assert tuned.op_counts_after == {"nn.bias_add": 1, "nn.conv2d": 1, "nn.relu": 1}
     assert tuned.cost_after == 3.0
     assert (tuned.coverage.measured, tuned.coverage.estimated) == (3, 0)

@@ -44,7 +44,7 @@ from .simplify import SIMPLIFY
 from .taso import TASO
 
 __all__ = ["FAMILIES", "RULESETS", "resolve_rules", "AC", "ALGEBRA", "COMMUTE", "FOLDING", "FUSION", "IDIOMS",
-           "LAYOUT", "LAYOUT_COMMUTE", "MERGE", "SIMPLIFY", "TASO"]
+           "LAYOUT", "LAYOUT_COMMUTE", "MERGE", "SIMPLIFY", "TASO", "TARGET_RULES", "default_rules"]
 
 _DEFAULT = ruleset("default", [*SIMPLIFY, *ALGEBRA, *LAYOUT_COMMUTE, *COMMUTE, *IDIOMS, *FOLDING, *FUSION, *MERGE])
 RULESETS: dict[str, RuleSet] = {
@@ -63,6 +63,17 @@ FAMILIES = ("layer norm (with or without affine; + residual: skip layer norm)", 
             "scaled dot-product attention (any scale placement, with or without an additive mask, "
             "K transposed anywhere, Einsum products)")
 """the op families `default` recognises from any spelling the axioms relate."""
+
+
+#: rule sets a target gains over `default` when it is given no rules: only ONNX Runtime runs the
+#: blocked (NCHWc) convolutions the `layout` rules introduce
+TARGET_RULES = {"ort": "default+layout"}
+
+
+def default_rules(target: str) -> str:
+    """The rules a run for the target named `target` saturates with when none are given: `default`,
+    plus `layout` for ort."""
+    return TARGET_RULES.get(target, "default")
 
 
 def resolve_rules(rules: str | RuleSet | Rule | DFPatternCallback | Iterable[Rule | DFPatternCallback]) -> RuleSet:

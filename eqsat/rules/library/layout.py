@@ -27,12 +27,11 @@ compute each element alone wherever the layout puts it, and a 2-D pool of NCHW{B
 pool of that array read as NDHWC, with windows of depth 1 (ONNX Runtime's NCHWc pools, see
 `ir.frontend.export_nchwc`).
 
-Not in `default`, which every target shares: only the ort target can extract the blocked forms,
-while the rules triple ResNet-50's saturation time (3.6 s to 10.8 s) for all. On ort they pay:
-ResNet-50 with ONNX Runtime's optimizer off goes from 0.80x to 0.98x the original under ONNX
-Runtime's full optimizer (`benchmarks/results/nchwc.md`), so use `rules="default+layout"` for a
-model that runs with the optimizer off; with it on (ONNX Runtime's default) they made MobileNet-v2
-0.88x and NASNet-A 0.94x the original.
+Not in `default`, which every target shares: only the ort target extracts the blocked forms, and
+it saturates with `default` + `layout` (`eqsat.rules.library.default_rules`); the rules more than
+double ResNet-50's saturation time. With ONNX Runtime's optimizer off they take the zoo's CNNs from
+0.48-0.90x to 0.98-1.03x the original under ONNX Runtime's full optimizer, and with it on they are
+even with the program without them (`benchmarks/results/targets.md`).
 """
 
 from __future__ import annotations
