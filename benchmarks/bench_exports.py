@@ -13,7 +13,6 @@ what a user of ONNX Runtime gets from the export alone). Needs torch (and transf
 
 from __future__ import annotations
 
-import argparse
 import multiprocessing
 import sys
 from functools import partial
@@ -24,7 +23,7 @@ import onnx
 import eqsat
 from benchmarks.bench_spellings import ort_session, ratio_medians
 from benchmarks.bench_strategies import relative_error
-from benchmarks.report import Stopwatch, write_results
+from benchmarks.report import Stopwatch, checked_choices, timing_parser, write_results
 from benchmarks.torch_models import EXPORTS, Unavailable, export, input_feed
 from ir.frontend import from_onnx, to_onnx
 
@@ -74,18 +73,11 @@ of the export and of ours."""
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--small", action="store_true", help="small inputs (64x64 images, 16 tokens)")
+    parser = timing_parser(__doc__, "small inputs (64x64 images, 16 tokens)", 2.0,
+                           "least seconds the export runs per model", "least number of timed rounds per model")
     parser.add_argument("--models", default=",".join(EXPORTS), help="comma-separated models")
-    parser.add_argument("--repeat", type=int, default=10, help="least number of timed rounds per model")
-    parser.add_argument("--seconds", type=float, default=2.0, help="least seconds the export runs per model")
     args = parser.parse_args(argv)
-    names = args.models.split(",")
-    unknown = [m for m in names if m not in EXPORTS]
-    if unknown:
-        parser.error(f"unknown models {unknown}; choose from {', '.join(EXPORTS)}")
-    if args.repeat < 1:
-        parser.error(f"--repeat must be at least 1, got {args.repeat}")
+    names = checked_choices(parser, args, args.models, list(EXPORTS), "models")
     import onnxruntime
 
     rows = []

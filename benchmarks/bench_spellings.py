@@ -19,7 +19,6 @@ For each family of `benchmarks.spellings` and each of its spellings (the canonic
 
 from __future__ import annotations
 
-import argparse
 import multiprocessing
 import statistics
 import sys
@@ -36,7 +35,7 @@ import ir
 from eqsat.rules.library import default_rules
 
 from .bench_strategies import relative_error
-from .report import Stopwatch, write_results
+from .report import Stopwatch, checked_choices, timing_parser, write_results
 from .spellings import FAMILIES, Family, Size, Unavailable, model_inputs
 
 __all__ = ["TARGET", "RULES", "COLUMNS", "optimize_spelling", "reaches_fused", "ort_session", "ort_op_counts",
@@ -180,17 +179,11 @@ def _summary(rows: Sequence[dict[str, Any]]) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--small", action="store_true", help="small shapes (the test suite's)")
+    parser = timing_parser(__doc__, "small shapes (the test suite's)", 1.0, "least seconds the input runs per spelling",
+                           "least number of timed rounds per spelling")
     parser.add_argument("--families", default=",".join(FAMILIES), help="comma-separated families")
-    parser.add_argument("--repeat", type=int, default=10, help="least number of timed rounds per spelling")
-    parser.add_argument("--seconds", type=float, default=1.0, help="least seconds the input runs per spelling")
     args = parser.parse_args(argv)
-    unknown = [f for f in args.families.split(",") if f not in FAMILIES]
-    if unknown:
-        parser.error(f"unknown families {unknown}; choose from {', '.join(FAMILIES)}")
-    if args.repeat < 1:
-        parser.error(f"--repeat must be at least 1, got {args.repeat}")
+    checked_choices(parser, args, args.families, list(FAMILIES), "families")
     import onnxruntime
 
     size: Size = "small" if args.small else "full"

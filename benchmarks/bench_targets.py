@@ -16,7 +16,6 @@ The predicted-vs-measured latency of the ort target's cost model lives in `bench
 
 from __future__ import annotations
 
-import argparse
 import multiprocessing
 import sys
 from collections import Counter
@@ -27,7 +26,7 @@ import eqsat
 import ir
 from benchmarks.bench_spellings import ort_session, ratio_medians
 from benchmarks.bench_strategies import model_inputs, relative_error
-from benchmarks.report import Stopwatch, write_results
+from benchmarks.report import Stopwatch, checked_choices, timing_parser, write_results
 from ir.models.registry import get, list_models
 
 #: TENSAT's published speedups over the original graph on a GPU (Yang et al., MLSys 2021)
@@ -84,18 +83,11 @@ speedup for its benchmark models, the aim (a GPU with cuDNN, not this CPU)."""
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--small", action="store_true", help="the zoo's small configurations")
+    parser = timing_parser(__doc__, "the zoo's small configurations", 2.0, "least seconds the original runs per model",
+                           "least number of timed rounds per model")
     parser.add_argument("--models", default=",".join(list_models()), help="comma-separated zoo models")
-    parser.add_argument("--repeat", type=int, default=10, help="least number of timed rounds per model")
-    parser.add_argument("--seconds", type=float, default=2.0, help="least seconds the original runs per model")
     args = parser.parse_args(argv)
-    names = args.models.split(",")
-    unknown = [m for m in names if m not in list_models()]
-    if unknown:
-        parser.error(f"unknown models {unknown}; choose from {', '.join(list_models())}")
-    if args.repeat < 1:
-        parser.error(f"--repeat must be at least 1, got {args.repeat}")
+    names = checked_choices(parser, args, args.models, list_models(), "models")
     import onnxruntime
 
     rows = []

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 import platform
 import time
@@ -70,3 +71,26 @@ def write_results(name: str, rows: Sequence[dict[str, Any]], columns: Sequence[s
     md = RESULTS / f"{name}.md"
     md.write_text("\n\n".join(p for p in parts if p) + "\n")
     return md
+
+
+def timing_parser(doc: str, small: str, seconds: float, seconds_help: str, repeat_help: str) -> argparse.ArgumentParser:
+    """A benchmark's command line: `--small` (`small` says what it shrinks), `--repeat` (least timed
+    rounds, default 10) and `--seconds` (least seconds the reference runs, default `seconds`)."""
+    parser = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--small", action="store_true", help=small)
+    parser.add_argument("--repeat", type=int, default=10, help=repeat_help)
+    parser.add_argument("--seconds", type=float, default=seconds, help=seconds_help)
+    return parser
+
+
+def checked_choices(parser: argparse.ArgumentParser, args: argparse.Namespace, text: str, choices: Sequence[str],
+                    what: str) -> list[str]:
+    """The comma-separated `text` as a list, each one of `choices` (else a usage error naming `what`);
+    `--repeat` is checked too."""
+    names = text.split(",")
+    unknown = [n for n in names if n not in choices]
+    if unknown:
+        parser.error(f"unknown {what} {unknown}; choose from {', '.join(choices)}")
+    if args.repeat < 1:
+        parser.error(f"--repeat must be at least 1, got {args.repeat}")
+    return names

@@ -232,11 +232,11 @@ DOMINATOR = dominates(is_op("nn.conv2d")(wildcard(), wildcard()), ELEMWISE, is_o
 
 
 class FuseRegion(DFPatternCallback):
-    """Partitions the dominator region into one composite function."""
+    """Partitions the region of a dominator pattern into one composite function."""
 
-    def __init__(self):
+    def __init__(self, pattern=DOMINATOR):
         super().__init__()
-        self.pattern = DOMINATOR
+        self.pattern = pattern
         self.seen = []
 
     def callback(self, pre, post, node_map):
@@ -286,28 +286,15 @@ def test_post_dominance_is_an_extraction_constraint():
         assert not any(view.nodes[choice.node_of[c]].kind.value == "apply" for c in choice.classes(view))
 
 
-class FuseWeightedRegion(DFPatternCallback):
-    """Partitions a dominator region whose paths go through bias_add and multiply."""
-
-    def __init__(self):
-        super().__init__()
-        self.pattern = weighted_diamond
-        self.seen = []
-
-    def callback(self, pre, post, node_map):
-        self.seen.append(node_map)
-        return self.pattern.partition(post, {"Composite": "region"})
-
-
 def test_a_variable_a_dominator_path_skips_stays_outside_the_region():
     # the bias feeds a path node and a node outside the region: it is an input, so the region may be extracted
     _, _, program, _ = next(case for case in leaf_cases() if case[0] == "shared-bias")
     mod = ir.IRModule.from_expr(relay.Function(ir.free_vars(program), program))
     low = lower(mod)
-    fuse = FuseWeightedRegion()
+    fuse = FuseRegion(weighted_diamond)
     report = saturate(low.egraph, ruleset("r", [CallbackRule(fuse)]), Limits(iterations=4))
-    assert report.applied_per_rule["FuseWeightedRegion"] == 1
-    assert [n.op.name for n in fuse.seen[0][weighted_diamond.path]] == ["nn.bias_add", "nn.relu", "nn.leaky_relu"]
+    assert report.applied_per_rule["FuseRegion"] == 1
+    assert [n.op.name for n in fuse.seen[0][1][weighted_diamond.path]] == ["nn.bias_add", "nn.relu", "nn.leaky_relu"]
     view = low.view()
     (region,) = view.closed_regions
     bias_class = next(n.eclass for n in view.nodes if n.kind.value == "var" and n.payload == ("bias",))
