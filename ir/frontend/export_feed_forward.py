@@ -8,20 +8,23 @@ on a 2-core AMD EPYC (1 MiB of L2 per core), twelve such blocks ran 1.13-1.18x f
 chunks. Chunk i takes rows i of `w1` and `b1` and columns i of `w2` (sliced at export time from
 the initializers) and the second Gemm of each chunk adds the previous chunks' sum as its `C`, so
 the chunks need no Add or Concat; the sum's order differs from one Gemm's only in rounding.
-A block whose weights are not initializers, or whose row count is symbolic, is one chunk.
+A block whose weights are not initializers, or whose row count is symbolic, is one chunk. Below
+opset 20, which has `Gelu`, the GELU is ONNX Runtime's contrib `Gelu` with `to_onnx(contrib=True)`
+and its erf formula otherwise.
 """
 
 from __future__ import annotations
 
 import math
-from typing import Sequence
+from typing import Callable, Sequence
 
 import numpy as np
 
 from ..expr import Call
 from ..op.shapes import known
-from .export_context import EmitContext, Value, emits
-from .export_elemwise import gelu_node
+from .export_context import CONTRIB_DOMAIN, EmitContext, Value, emits
+from .export_contrib import CONTRIB_EMITTERS
+from .export_elemwise import GELU_OPSET, gelu_node
 from .export_nn import gemm_over_rows
 
 __all__ = ["CHUNK_BYTES", "chunk_count"]
@@ -47,8 +50,25 @@ def _chunks(ctx: EmitContext, call: Call, args: Sequence[Value]) -> int:
     return chunk_count(math.prod(data.shape[:-1]), units, np.dtype(data.dtype).itemsize)
 
 
+Gelu = Callable[[EmitContext, str, str], str]
+
+
+def _standard_gelu(ctx: EmitContext, data: str, dtype: str) -> str:
+    return gelu_node(ctx, data, "none", dtype)
+
+
+def _contrib_gelu(ctx: EmitContext, data: str, dtype: str) -> str:
+    if ctx.opset < GELU_OPSET and dtype == "float32":
+        return ctx.node("Gelu", [data], domain=CONTRIB_DOMAIN)
+    return _standard_gelu(ctx, data, dtype)
+
+
 @emits("nn.feed_forward")
 def emit_feed_forward(ctx: EmitContext, call: Call, args: Sequence[Value]) -> Value:
+    return _feed_forward(ctx, call, args, _standard_gelu)
+
+
+def _feed_forward(ctx: EmitContext, call: Call, args: Sequence[Value], gelu: Gelu) -> Value:
     data, weight1, bias1, weight2, bias2 = args
     dtype = ctx.type_of(call).dtype
     count = _chunks(ctx, call, args)
@@ -61,7 +81,10 @@ def emit_feed_forward(ctx: EmitContext, call: Call, args: Sequence[Value]) -> Va
     def block(rows: Value) -> Value:
         total = bias2
         for w1, b1, w2 in parts:
-            hidden = gelu_node(ctx, ctx.node("Gemm", [rows, w1, b1], transB=1), "none", dtype)
+            hidden = gelu(ctx, ctx.node("Gemm", [rows, w1, b1], transB=1), dtype)
             total = ctx.node("Gemm", [hidden, w2, total], transB=1)
         return total
     return gemm_over_rows(ctx, call, data, block)
+
+
+CONTRIB_EMITTERS["nn.feed_forward"] = lambda ctx, call, args: _feed_forward(ctx, call, args, _contrib_gelu)

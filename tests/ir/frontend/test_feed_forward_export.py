@@ -72,3 +72,17 @@ def test_symbolic_rows_keep_one_chunk():
     mod, params, values = _block(ir.SizeVar("seq"), 32, 4096, weights_as_params=True)
     ops = _export_and_check(mod, params, values, 64)
     assert ops["Gemm"] == 2
+
+
+@pytest.mark.parametrize("opset", [17, 20])
+def test_the_gelu_is_one_node_for_onnx_runtime_at_any_opset(opset):
+    """Below opset 20 (no ONNX Gelu) the contrib export uses ONNX Runtime's Gelu, the standard one its formula."""
+    mod, params, values = _block(8, 32, 64, weights_as_params=True)
+    inputs = {"x": RNG.standard_normal((2, 8, 32)).astype("float32")}
+    expected = evaluate(mod, {**inputs, **params})
+    for contrib in (True, False):
+        model = to_onnx(mod, params, opset=opset, contrib=contrib)
+        ops = Counter((n.domain, n.op_type) for n in model.graph.node)
+        one_node = ("com.microsoft" if opset < 20 and contrib else "", "Gelu")
+        assert (ops[one_node] == 1 and ops[("", "Erf")] == 0) if contrib or opset >= 20 else ops[("", "Erf")] == 1
+        assert_outputs_close([expected], run_ort(model, inputs), rel=1e-4)
