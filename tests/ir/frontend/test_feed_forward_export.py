@@ -10,7 +10,7 @@ import pytest
 import ir
 from ir import relay
 from ir.frontend import to_onnx
-from ir.frontend.export_feed_forward import CHUNK_BYTES, chunk_count
+from ir.frontend.export_feed_forward import CHUNK_BYTES, MIN_CHUNK_UNITS, chunk_count
 from strategies.interpreter import evaluate
 from tests.ir.frontend.ort_helpers import assert_outputs_close, run_ort
 
@@ -18,14 +18,17 @@ RNG = np.random.default_rng(0)
 
 
 @pytest.mark.parametrize("rows, units, expected", [
-    (4, 16, 1),                           # far below the budget: one chunk
-    (CHUNK_BYTES // 4 // 64, 64, 1),      # exactly the budget
-    (CHUNK_BYTES // 4 // 64 + 1, 64, 2),  # one row over it
-    (128, 3072, 3),                       # BERT-base's 128 tokens: 1.5 MiB of hidden values
-    (40000, 7, 7),                        # 3 chunks would do, but 7 is prime: the next divisor
+    (4, 16, 1),                               # far below the budget: one chunk
+    (CHUNK_BYTES // 4 // 2048, 2048, 1),      # exactly the budget
+    (CHUNK_BYTES // 4 // 2048 + 1, 2048, 2),  # one row over it
+    (128, 3072, 3),                           # BERT-base's 128 tokens: 1.5 MiB of hidden values
+    (200, 3584, 7),                           # 6 chunks would do, but 3584 = 7 x 512: the next divisor
+    (3136, 384, 1),                           # ConvNeXt-T's first stage: chunks of 32 units are too narrow
+    (784, 768, 1),                            # 6 chunks of 128 units too
 ])
 def test_chunk_count_is_the_fewest_even_chunks_within_the_budget(rows, units, expected):
-    assert chunk_count(rows, units, 4) == expected
+    count = chunk_count(rows, units, 4)
+    assert count == expected and (count == 1 or units // count >= MIN_CHUNK_UNITS)
 
 
 def _block(rows: int | ir.SizeVar, k: int, units: int, weights_as_params: bool):
