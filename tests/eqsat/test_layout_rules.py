@@ -131,3 +131,30 @@ def test_a_squeeze_and_excitation_block_with_hard_swish_stays_blocked_in_ort():
     want = evaluate(mod, inputs)
     got = run_ort(to_onnx(res.mod, res.params, contrib=True), inputs)[0]
     np.testing.assert_allclose(got, want, rtol=0, atol=1e-4 * np.abs(want).max())
+
+
+def test_a_channels_last_sandwich_reorders_straight_to_and_from_nhwc():
+    """ConvNeXt's block: a blocked convolution, a transpose to NHWC for a layer norm over channels, and
+    back into the next convolution: ONNX Runtime's reorders write and read NHWC, no Transpose runs."""
+    block = block_size()
+    rng = np.random.default_rng(4)
+    x = relay.var("x", shape=(1, 2 * block, 5, 5))
+
+    def conv(data, seed):
+        weight = relay.const(np.random.default_rng(seed).standard_normal((2 * block, 2 * block, 3, 3))
+                             .astype("float32") / 3)
+        return relay.nn.conv2d(data, weight, padding=1)
+    nhwc = relay.transpose(conv(x, 0), (0, 2, 3, 1))
+    gamma, beta = (relay.const(rng.standard_normal(2 * block).astype("float32")) for _ in range(2))
+    normed = relay.nn.layer_norm(nhwc, gamma, beta, axis=-1)
+    mod = ir.infer_type(ir.IRModule.from_expr(conv(relay.transpose(normed, (0, 3, 1, 2)), 1)))
+    res = eqsat.optimize(mod, {}, target="ort")
+    assert "transpose" not in _ops(res.mod)
+    model = to_onnx(res.mod, res.params, contrib=True)
+    channels_last = {n.op_type for n in model.graph.node if n.op_type in ("ReorderInput", "ReorderOutput")
+                     and any(a.name == "channels_last" and a.i == 1 for a in n.attribute)}
+    assert "Transpose" not in {n.op_type for n in model.graph.node}
+    assert channels_last == {"ReorderInput", "ReorderOutput"}
+    inputs = {"x": rng.standard_normal((1, 2 * block, 5, 5)).astype("float32")}
+    want = evaluate(mod, inputs)
+    np.testing.assert_allclose(run_ort(model, inputs)[0], want, rtol=0, atol=1e-4 * np.abs(want).max())

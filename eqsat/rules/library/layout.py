@@ -9,6 +9,8 @@
     concatenate(layout_transform(a_i), axis=1) -> layout_transform(concatenate(a_i, axis=1))  whole blocks
     split(layout_transform(a), axis=1)[i] -> layout_transform(split(a, axis=1)[i])   at whole blocks
     layout_transform(layout_transform(x, A -> B), B -> A) -> x
+    transpose(layout_transform(x, S -> NCHW), (0, 2, 3, 1)) -> layout_transform(x, S -> NHWC)   and the
+    layout_transform(transpose(x, (0, 3, 1, 2)), NCHW -> D) -> layout_transform(x, NHWC -> D)    way back
     conv_NCHWc(x, w)                      -> conv_NCHWc(x, w, -0.0)               a bias that changes nothing
     act(conv_NCHWc(...) + bias [+ sum])   -> conv_NCHWc(...; activation)          ONNX Runtime's fused forms,
                                                                                  act relu, sigmoid, tanh,
@@ -189,6 +191,21 @@ def _same_layout(m: Match) -> bool:
     return len(sa) == 5 and all(sb[i] == sa[i] if i in blocks else sb[i] in (1, sa[i]) for i in range(5))
 
 
+def _to_nhwc(m: Match) -> Expr | None:
+    """A blocked value laid out as NCHW, then transposed to NHWC: one layout change (ONNX Runtime's
+    ReorderOutput writes NHWC itself)."""
+    if m["lt"].dst_layout != "NCHW" or tuple(m["t"].axes or ()) != (0, 2, 3, 1):
+        return None
+    return _lt(m.expr("x"), m["lt"].src_layout, "NHWC")
+
+
+def _from_nhwc(m: Match) -> Expr | None:
+    """NHWC data transposed to NCHW, then laid out blocked: one layout change (ReorderInput reads NHWC)."""
+    if m["lt"].src_layout != "NCHW" or tuple(m["t"].axes or ()) != (0, 3, 1, 2):
+        return None
+    return _lt(m.expr("x"), "NHWC", m["lt"].dst_layout)
+
+
 def _inverse(m: Match) -> bool:
     return (m["l1"].src_layout, m["l1"].dst_layout) == (m["l2"].dst_layout, m["l2"].src_layout)
 
@@ -323,6 +340,16 @@ LAYOUT = ruleset("layout", [
          example=lambda: _lt(_lt(_image(block_size()), "NCHW", blocked_layout("NCHW", "C", block_size())),
                              blocked_layout("NCHW", "C", block_size()), "NCHW"),
          near_miss=lambda: _lt(_lt(_image(4), "NCHW", "NHWC"), "NHWC", "NHWC")),
+    rule("nhwc-out-of-layout-transform",
+         call("transpose", call("layout_transform", x, bind_attrs="lt"), bind_attrs="t"), _to_nhwc,
+         example=lambda: relay.transpose(_blocked_relu("x"), (0, 2, 3, 1)),
+         near_miss=lambda: relay.transpose(_blocked_relu("x"), (0, 3, 2, 1))),
+    rule("nhwc-into-layout-transform",
+         call("layout_transform", call("transpose", x, bind_attrs="t"), bind_attrs="lt"), _from_nhwc,
+         example=lambda: _lt(relay.transpose(relay.var("x", shape=(1, 3, 3, 2 * block_size())), (0, 3, 1, 2)),
+                             "NCHW", blocked_layout("NCHW", "C", block_size())),
+         near_miss=lambda: _lt(relay.transpose(relay.var("x", shape=(1, 3, 2 * block_size(), 3)), (0, 2, 1, 3)),
+                               "NCHW", blocked_layout("NCHW", "C", block_size()))),
     rule("nchwc-bias", call("nn.contrib_conv2d_NCHWc", x, wt, bind_attrs="c"), _with_bias,
          dtypes="float", example=lambda: _blocked_conv_without_bias(),
          near_miss=lambda: relay.nn.conv2d(_image(block_size()), _weight(block_size(), block_size()))),
