@@ -127,10 +127,15 @@ def test_a_squeeze_and_excitation_block_with_hard_swish_stays_blocked_in_ort():
     assert ops["layout_transform"] == 2 and not {"nn.hard_swish", "nn.hard_sigmoid", "nn.relu"} & set(ops)
     convs = [n for n in ir.post_order(res.mod["main"]) if isinstance(n, ir.Call) and n.op.name in BLOCKED_CONVS]
     assert sorted(n.attrs.activation for n in convs) == ["hard_sigmoid", "hard_swish", "relu"]
+    model = to_onnx(res.mod, res.params, contrib=True)
+    producer = {o: n for n in model.graph.node for o in n.output}
+    (mul,) = [n for n in model.graph.node if n.op_type == "Mul"]  # the image as the Conv wrote it, the gate expanded
+    assert sorted(producer[i].op_type for i in mul.input) == ["Conv", "Reshape"]
+    assert {producer[i].op_type for i in producer[next(i for i in mul.input if producer[i].op_type == "Reshape")].input
+            if i in producer} == {"Expand"}
     inputs = {"x": rng.standard_normal((1, 2 * block, 6, 6)).astype("float32")}
     want = evaluate(mod, inputs)
-    got = run_ort(to_onnx(res.mod, res.params, contrib=True), inputs)[0]
-    np.testing.assert_allclose(got, want, rtol=0, atol=1e-4 * np.abs(want).max())
+    np.testing.assert_allclose(run_ort(model, inputs)[0], want, rtol=0, atol=1e-4 * np.abs(want).max())
 
 
 def test_a_channels_last_sandwich_reorders_straight_to_and_from_nhwc():
