@@ -3,7 +3,11 @@
     nn.attention(q, k, v; scale)              -> Attention(Q, K, V; scale)           (opset >= 23)
     nn.masked_attention(q, k, v, mask; scale) -> Attention(Q, K, V, attn_mask; scale)
 
-A 3-D call (heads, sequence, head size) is written as one batch of 4-D (Unsqueeze, then Squeeze).
+Where q, k and v are (batch, sequence, heads x head size) values with their heads split off by
+static reshapes and transposes (`EmitContext.relayouts`), as a dense layer's heads are, `Attention`
+reads those 3-D values with `q_num_heads` / `kv_num_heads` and the Transposes go: its 3-D result is
+the call's value through relayout nodes a consumer that merges the heads back reads through.
+Otherwise a 3-D call (heads, sequence, head size) is written as one batch of 4-D (Unsqueeze, then Squeeze).
 A row the mask hides entirely (-inf throughout) is NaN in the op, as in its spelled-out form, but 0
 in ONNX Runtime's kernel; a `ReduceMax`/`Where` guard on the (small) mask puts the NaN back.
 Otherwise (an older opset, or a rank ONNX's `Attention` does not take) each is written as
@@ -15,10 +19,13 @@ from __future__ import annotations
 
 from typing import Sequence
 
+import numpy as np
+
 from ..expr import Call
 from ..op.shapes import known
-from .export_context import ONE_NODE_OPSETS, EmitContext, Value, emits
-from .export_tensor import unsqueeze
+from ..types import is_static
+from .export_context import ONE_NODE_OPSETS, EmitContext, Relayout, Value, emits
+from .export_tensor import relayout_of, unsqueeze
 
 __all__ = ["ATTENTION_OPSET"]
 
@@ -57,11 +64,75 @@ def _nan_in_hidden_rows(ctx: EmitContext, mask: Value, dtype: str) -> Value:
     return ctx.node("Where", [hidden, ctx.const(float("nan"), dtype), mask])
 
 
+def _split_heads(batch: int, heads: int, shape: Sequence[int]) -> np.ndarray:
+    """Positions in a (batch, sequence, heads x head size) tensor of its heads split off: (batch, sequence,
+    heads, head size) transposed to (batch, heads, sequence, head size), shaped as `shape`."""
+    sequence, size = shape[-2], shape[-1]
+    flat = np.arange(batch * sequence * heads * size, dtype=np.int32)
+    return flat.reshape(batch, sequence, heads, size).transpose(0, 2, 1, 3).reshape(shape)
+
+
+def _head_sources(ctx: EmitContext, call: Call, args: Sequence[Value]) -> tuple[int, int, list[Relayout]] | None:
+    """(batch, heads, how each of q, k, v was made) where each is a (batch, sequence, heads x head size)
+    value with its heads split off by reshapes and transposes, the layout the heads of a dense layer
+    over the tokens are in; None where one is not."""
+    relayouts = [relayout_of(ctx, expr, value) for expr, value in zip(call.args[:3], args[:3])]
+    if any(r is None or not r.steps for r in relayouts):
+        return None
+    shape = ctx.type_of(call.args[0]).concrete_shape
+    if len(shape) == _ATTENTION_RANK:
+        candidates = [(shape[0], shape[1])]
+    else:  # (batch x heads, ...): every split of the leading axis with more than one head
+        candidates = [(shape[0] // h, h) for h in range(2, shape[0] + 1) if shape[0] % h == 0]
+    positions = [r.positions() for r in relayouts]
+    for batch, heads in candidates:
+        if all(np.array_equal(p, _split_heads(batch, heads, p.shape)) for p in positions):
+            return batch, heads, relayouts
+    return None
+
+
+def _attention_over_tokens(ctx: EmitContext, call: Call, args: Sequence[Value]) -> Value | None:
+    """`Attention` on the 3-D (batch, sequence, heads x head size) values q, k and v were split into heads
+    from (see `_head_sources`), with `q_num_heads` / `kv_num_heads`: ONNX Runtime splits and merges the
+    heads itself, so the Transposes around it go; the result is the call's layout as relayout nodes
+    of its output, which a consumer that merges the heads back reads through (`export_tensor`)."""
+    if len(args) > 3 and any(d != 1 for d in ctx.type_of(call.args[3]).shape[:-2]):
+        return None  # a mask per batch or head: its axes would not line up with ONNX's
+    sources = _head_sources(ctx, call, args)
+    if sources is None:
+        return None
+    batch, heads, relayouts = sources
+    inputs = []
+    for expr, r in zip(call.args[:3], relayouts):
+        sequence, size = ctx.type_of(expr).concrete_shape[-2:]
+        tokens = (batch, sequence, heads * size)
+        inputs.append(r.base if r.shape == tokens else ctx.node("Reshape", [r.base, ctx.ints(tokens)]))
+    if len(args) > 3:
+        inputs.append(_mask_over_scores(ctx, call, args, _nan_in_hidden_rows(ctx, args[3], ctx.type_of(call).dtype)))
+    out = ctx.node("Attention", inputs, scale=call.attrs.scale, q_num_heads=heads, kv_num_heads=heads)
+    shape = tuple(ctx.type_of(call).concrete_shape)
+    sequence, size = shape[-2], shape[-1]
+    tokens = (batch, sequence, heads * size)
+    relayout = Relayout(out, tokens)
+    value = out
+    for kind, arg in (("reshape", (batch, sequence, heads, size)), ("transpose", (0, 2, 1, 3)), ("reshape", shape)):
+        if kind == "reshape" and arg == (batch, heads, sequence, size) and len(shape) == _ATTENTION_RANK:
+            continue
+        value = (ctx.node("Reshape", [value, ctx.ints(arg)]) if kind == "reshape"
+                 else ctx.node("Transpose", [value], perm=list(arg)))
+        relayout = relayout.then(kind, arg)
+        ctx.relayouts[value] = relayout
+    return value
+
+
 @emits("nn.attention", "nn.masked_attention")
 def emit_attention(ctx: EmitContext, call: Call, args: Sequence[Value]) -> Value:
     query = ctx.type_of(call.args[0])
     scale = call.attrs.scale
     if ctx.opset >= ATTENTION_OPSET and query.ndim in (3, 4) and query.dtype in _ATTENTION_DTYPES:
+        over_tokens = _attention_over_tokens(ctx, call, args) if is_static(query.shape) else None
+        if over_tokens is not None:
+            return over_tokens
         added = list(range(_ATTENTION_RANK - query.ndim))
         inputs = [unsqueeze(ctx, a, added) for a in args[:3]]
         if len(args) > 3:

@@ -8,7 +8,7 @@ nodes through `ctx.node` and returns the value of the call.
 
 from __future__ import annotations
 
-from typing import Any, Callable, Sequence, Union
+from typing import Any, Callable, NamedTuple, Sequence, Union
 
 import numpy as np
 import onnx
@@ -18,10 +18,40 @@ from ..types import TensorType, is_static
 from .errors import FrontendError
 from .onnx_types import elem_of_dtype
 
-__all__ = ["Value", "Emitter", "EMITTERS", "ONE_NODE_OPSETS", "emits", "Names", "EmitContext", "CONTRIB_DOMAIN"]
+__all__ = ["Value", "Emitter", "EMITTERS", "ONE_NODE_OPSETS", "emits", "Names", "EmitContext", "CONTRIB_DOMAIN",
+           "Relayout"]
 
 Value = Union[str, tuple["Value", ...]]
 Emitter = Callable[["EmitContext", Call, Sequence[Value]], Value]
+
+
+class Relayout(NamedTuple):
+    """A value that is `base` (of static shape `shape`) after static `steps`: ("reshape", new shape) or
+    ("transpose", perm), in order. Tracked only for values of at most `MAX_ELEMENTS` elements."""
+
+    base: str
+    shape: tuple[int, ...]
+    steps: tuple[tuple[str, tuple[int, ...]], ...] = ()
+
+    #: the most elements a tracked value has (its positions are an int32 array of that size at export)
+    MAX_ELEMENTS = 1 << 22
+
+    def then(self, kind: str, arg: Sequence[int]) -> "Relayout":
+        return self._replace(steps=self.steps + ((kind, tuple(int(a) for a in arg)),))
+
+    def positions(self) -> np.ndarray:
+        """Where in `base` (flat, row-major) each element of the value comes from."""
+        out = np.arange(int(np.prod(self.shape)), dtype=np.int32).reshape(self.shape)
+        for kind, arg in self.steps:
+            out = out.reshape(arg) if kind == "reshape" else out.transpose(arg)
+        return out
+
+    def is_plain_reshape(self) -> bool:
+        """Whether the value holds `base`'s elements in their order: a reshape of it, no copy."""
+        if all(kind == "reshape" for kind, _ in self.steps):
+            return True
+        positions = self.positions()
+        return bool(np.array_equal(positions.reshape(-1), np.arange(positions.size)))
 
 #: IR op name -> emitter
 EMITTERS: dict[str, Emitter] = {}
@@ -72,7 +102,7 @@ class EmitContext:
     def __init__(self, opset: int, names: Names, nodes: list[onnx.NodeProto],
                  add_constant: Callable[[np.ndarray], str],
                  constant_value: Callable[[str], np.ndarray | None] = lambda name: None,
-                 views: dict[str, str] | None = None):
+                 views: dict[str, str] | None = None, relayouts: dict[str, Relayout] | None = None):
         self.opset = opset
         self.names = names
         self.nodes = nodes
@@ -81,6 +111,11 @@ class EmitContext:
         #: value -> the earlier value it reshapes without copying (shared by the whole export): an emitter
         #: that can read either takes the earlier one, and a view node that nothing reads is left out
         self.views: dict[str, str] = {} if views is None else views
+        #: value -> the earlier value it rearranges by static reshapes and transposes only, that value's
+        #: shape and the steps (`Relayout`); shared by the whole export. A reshape or transpose that
+        #: undoes such steps reshapes the earlier value instead, and a relayout node that nothing reads
+        #: is left out of the model
+        self.relayouts: dict[str, Relayout] = {} if relayouts is None else relayouts
 
     def node(self, op_type: str, inputs: Sequence[str], outputs: int = 1, domain: str = "", **attrs: Any) -> Any:
         """Append an ONNX node of `domain` (default: the standard one); returns its output name, or a

@@ -6,29 +6,74 @@ the other reductions do so since opset 18 and take an attribute before.
 
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Callable, Sequence
 
 import numpy as np
 
-from ..expr import Call, Constant
+from ..expr import Call, Constant, Expr
 from ..op.shapes import known, normalize_axes, normalize_axis
+from ..types import is_static
 from .errors import FrontendError
-from .export_context import EmitContext, Value, emits
+from .export_context import EmitContext, Relayout, Value, emits
 
 _INT64_MAX = np.iinfo(np.int64).max
 
 
+#: the most steps a tracked relayout chains (each check replays them all)
+_MAX_RELAYOUT_STEPS = 8
+
+
+def relayout_of(ctx: EmitContext, expr: Expr, value: Value) -> Relayout | None:
+    """How the computed value `value` of `expr` was rearranged from an earlier value (`ctx.relayouts`), or
+    itself with no steps; None for a constant, a tuple, a symbolic shape or a value too large to track."""
+    if not isinstance(value, str) or ctx.value_of(value) is not None:
+        return None
+    ty = ctx.type_of(expr)
+    if not is_static(ty.shape) or int(np.prod(ty.concrete_shape)) > Relayout.MAX_ELEMENTS:
+        return None
+    known_steps = ctx.relayouts.get(value)
+    if known_steps is not None and len(known_steps.steps) < _MAX_RELAYOUT_STEPS:
+        return known_steps
+    return Relayout(value, tuple(ty.concrete_shape))
+
+
+def _relaid(ctx: EmitContext, call: Call, value: Value, kind: str, arg: Sequence[int] | None,
+            emit: Callable[[], str]) -> Value:
+    """A reshape or transpose (`kind`, `arg`) of `value`: where it undoes the earlier steps that made
+    `value` from another one, a Reshape of that one (the steps' nodes are left out unless something
+    else reads them); otherwise `emit()`, tracked as one more step."""
+    before = relayout_of(ctx, call.args[0], value)
+    if before is None or arg is None or not is_static(ctx.type_of(call).shape):
+        return emit()
+    after = before.then(kind, arg)
+    shape = tuple(ctx.type_of(call).concrete_shape)
+    if before.steps and after.is_plain_reshape():
+        out = before.base if shape == before.shape else ctx.node("Reshape", [before.base, ctx.ints(shape)])
+        after = Relayout(before.base, before.shape, (("reshape", shape),))
+    else:
+        out = emit()
+    if out != before.base:
+        ctx.relayouts[out] = after
+    return out
+
+
 @emits("reshape")
 def emit_reshape(ctx: EmitContext, call: Call, args: Sequence[Value]) -> Value:
-    return ctx.node("Reshape", [args[0], ctx.ints(call.attrs.newshape)])
+    """Reshape; one that puts a rearranged value back in its source's order reshapes the source instead."""
+    shape = ctx.type_of(call).shape
+    return _relaid(ctx, call, args[0], "reshape", tuple(shape) if is_static(shape) else None,
+                   lambda: ctx.node("Reshape", [args[0], ctx.ints(call.attrs.newshape)]))
 
 
 @emits("transpose")
 def emit_transpose(ctx: EmitContext, call: Call, args: Sequence[Value]) -> Value:
-    """Transpose; ONNX takes only non-negative `perm` entries, so negative axes are made positive."""
+    """Transpose; ONNX takes only non-negative `perm` entries, so negative axes are made positive. One
+    that puts a rearranged value back in its source's order reshapes the source instead."""
     axes = call.attrs.axes
     ndim = ctx.type_of(call.args[0]).ndim
-    return ctx.node("Transpose", args, perm=None if axes is None else [normalize_axis(a, ndim) for a in axes])
+    perm = list(reversed(range(ndim))) if axes is None else [normalize_axis(a, ndim) for a in axes]
+    return _relaid(ctx, call, args[0], "transpose", perm,
+                   lambda: ctx.node("Transpose", args, perm=None if axes is None else perm))
 
 
 @emits("concatenate")

@@ -17,7 +17,7 @@ small; importing folds it back into a constant.
 
 from __future__ import annotations
 
-from typing import Mapping, Sequence
+from typing import Collection, Mapping, Sequence
 
 import numpy as np
 import onnx
@@ -35,7 +35,7 @@ from . import export_nchwc  # noqa: F401  (layout_transform and the blocked conv
 from . import export_attention, export_feed_forward  # noqa: F401  (register their emitters)
 from . import export_dynamic  # noqa: F401  (shape_of and the dyn.* ops)
 from .errors import FrontendError
-from .export_context import CONTRIB_DOMAIN, EMITTERS, ONE_NODE_OPSETS, EmitContext, Names, Value
+from .export_context import CONTRIB_DOMAIN, EMITTERS, ONE_NODE_OPSETS, EmitContext, Names, Relayout, Value
 from .export_contrib import CONTRIB_EMITTERS, CONTRIB_OPSET
 from .inline import inline_bindings
 from .onnx_types import elem_of_dtype, value_info
@@ -111,6 +111,7 @@ class _GraphExporter:
         self._constant_names: dict[Expr, str] = {}
         self._shared_constants: dict[tuple, str] = {}
         self.views: dict[str, str] = {}
+        self.relayouts: dict[str, Relayout] = {}
 
     def add_initializer(self, name: str, value: np.ndarray) -> None:
         elem_of_dtype(value.dtype.name, f"constant {name!r}")
@@ -131,7 +132,8 @@ class _GraphExporter:
 
     def context(self, scope: _Scope) -> EmitContext:
         """An emitter context that appends to the nodes of `scope`."""
-        return EmitContext(self.opset, self.names, scope.nodes, self.small_constant, self.initializers.get, self.views)
+        return EmitContext(self.opset, self.names, scope.nodes, self.small_constant, self.initializers.get, self.views,
+                           self.relayouts)
 
     def small_constant(self, value: np.ndarray) -> str:
         key = (value.dtype.str, value.shape, value.tobytes()) if value.size <= _SHARED_CONSTANT_ELEMENTS else None
@@ -245,13 +247,18 @@ def _read_names(graph: onnx.GraphProto) -> set[str]:
         *(_read_names(sub) for node in graph.node for sub in _subgraphs(node)))
 
 
-def _drop_unread_views(nodes: list[onnx.NodeProto], views: Mapping[str, str],
+def _drop_unread_views(nodes: list[onnx.NodeProto], views: Collection[str],
                        outputs: Sequence[str]) -> list[onnx.NodeProto]:
-    """`nodes` without the view nodes (`EmitContext.views`) whose value no node and no graph output reads."""
-    read = set(outputs).union(*(_read_names(sub) for node in nodes for sub in _subgraphs(node)))
-    read.update(name for node in nodes for name in node.input)
-    return [node for node in nodes if not (len(node.output) == 1 and node.output[0] in views
-                                           and node.output[0] not in read)]
+    """`nodes` without the view and relayout nodes (`EmitContext.views`, `EmitContext.relayouts`) whose
+    value no node and no graph output reads, also once the nodes reading it are left out."""
+    while True:
+        read = set(outputs).union(*(_read_names(sub) for node in nodes for sub in _subgraphs(node)))
+        read.update(name for node in nodes for name in node.input)
+        kept = [node for node in nodes if not (len(node.output) == 1 and node.output[0] in views
+                                               and node.output[0] not in read)]
+        if len(kept) == len(nodes):
+            return kept
+        nodes = kept
 
 
 def _domains(graph: onnx.GraphProto) -> set[str]:
@@ -313,7 +320,8 @@ def to_onnx(mod: IRModule | Expr, params: Mapping[str, np.ndarray] | None = None
         output_names.append(result)
     outputs = [value_info(n, t) for n, t in zip(output_names, _flatten_type(func.body.checked_type))]
 
-    graph = onnx.helper.make_graph(_drop_unread_views(root.nodes, exporter.views, output_names), name, inputs, outputs)
+    graph = onnx.helper.make_graph(_drop_unread_views(root.nodes, exporter.views.keys() | exporter.relayouts.keys(),
+                                                      output_names), name, inputs, outputs)
     opset_ids = [onnx.helper.make_opsetid("", opset)]
     ir_version = onnx.helper.find_min_ir_version_for(opset_ids)
     if contrib:

@@ -1,0 +1,126 @@
+"""Attention whose q, k and v are a dense layer's tokens with their heads split off exports as ONNX
+`Attention` on the 3-D tokens (`q_num_heads`), with no Transpose around it; reshapes and transposes
+that undo earlier ones export as one Reshape of the earlier value."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+import pytest
+
+import ir
+from ir import relay
+from ir.frontend import to_onnx
+from strategies.interpreter import evaluate
+from tests.ir.frontend.ort_helpers import assert_outputs_close, run_ort
+
+RNG = np.random.default_rng(0)
+BATCH, SEQ, HEADS, SIZE = 2, 8, 4, 8
+HIDDEN = HEADS * SIZE
+
+
+def _split(x, keys_last: bool = False, four_d: bool = False):
+    """The zoo's BERT head split of `[batch * seq, hidden]` (`ir.models.bert`), optionally 4-D."""
+    x = relay.reshape(x, newshape=[BATCH, SEQ, HEADS, SIZE])
+    if four_d:
+        return relay.transpose(x, axes=[0, 2, 1, 3])
+    if keys_last:  # [batch * heads, size, seq], swapped back to [batch * heads, seq, size]
+        x = relay.reshape(relay.transpose(x, axes=[0, 2, 3, 1]), newshape=[BATCH * HEADS, SIZE, SEQ])
+        return relay.transpose(x, axes=[0, 2, 1])
+    return relay.reshape(relay.transpose(x, axes=[0, 2, 1, 3]), newshape=[BATCH * HEADS, SEQ, SIZE])
+
+
+def _self_attention(mask_shape: tuple[int, ...] | None = None, four_d: bool = False):
+    x = relay.var("x", shape=(BATCH * SEQ, HIDDEN))
+    weights = {f"w{p}": relay.var(f"w{p}", shape=(HIDDEN, HIDDEN)) for p in "qkvo"}
+    q, k, v = (_split(relay.nn.dense(x, weights[f"w{p}"]), keys_last=p == "v", four_d=four_d) for p in "qkv")
+    params = [x, *weights.values()]
+    if mask_shape is None:
+        context = relay.nn.attention(q, k, v, scale=SIZE ** -0.5)
+    else:
+        mask = relay.var("mask", shape=mask_shape)
+        params.append(mask)
+        context = relay.nn.masked_attention(q, k, v, mask, scale=SIZE ** -0.5)
+    context = relay.reshape(context, newshape=[BATCH, HEADS, SEQ, SIZE])
+    merged = relay.reshape(relay.transpose(context, axes=[0, 2, 1, 3]), newshape=[BATCH * SEQ, HIDDEN])
+    mod = ir.IRModule.from_expr(relay.Function(params, relay.nn.dense(merged, weights["wo"])))
+    ir.infer_type(mod)
+    values = {n: (RNG.standard_normal(s) * 0.3).astype("float32")
+              for n, s in [("x", (BATCH * SEQ, HIDDEN)), *((f"w{p}", (HIDDEN, HIDDEN)) for p in "qkvo")]}
+    if mask_shape is not None:
+        values["mask"] = np.where(RNG.random(mask_shape) < 0.2, -1e4, 0.0).astype("float32")
+    return mod, values
+
+
+def _run(model: onnx.ModelProto, inputs: dict, optimize: bool) -> list[np.ndarray]:
+    if optimize:
+        return run_ort(model, inputs)
+    options = ort.SessionOptions()
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    return ort.InferenceSession(model.SerializeToString(), options, providers=["CPUExecutionProvider"]).run(None, inputs)
+
+
+def _export_and_check(mod, values) -> tuple[Counter, onnx.ModelProto]:
+    model = to_onnx(mod)
+    expected = evaluate(mod, values)
+    for optimize in (False, True):
+        assert_outputs_close([expected], _run(model, values, optimize), rel=1e-4)
+    return Counter(n.op_type for n in model.graph.node), model
+
+
+def _heads(model: onnx.ModelProto) -> list[int]:
+    return [a.i for n in model.graph.node if n.op_type == "Attention" for a in n.attribute if a.name == "q_num_heads"]
+
+
+@pytest.mark.parametrize("four_d", [False, True])
+def test_split_heads_attention_runs_on_the_tokens_with_no_transpose(four_d):
+    ops, model = _export_and_check(*_self_attention(four_d=four_d))
+    assert ops["Attention"] == 1 and _heads(model) == [HEADS]
+    assert ops["Transpose"] == ops["Unsqueeze"] == ops["Squeeze"] == 0
+    # q, k, v to (batch, seq, hidden) and the result back to the dense layer's rows: one Reshape each
+    assert ops["Reshape"] == 4
+
+
+@pytest.mark.parametrize("mask_shape", [(1, SEQ, SEQ), (SEQ, SEQ)])
+def test_a_mask_over_every_head_keeps_the_tokens_form(mask_shape):
+    ops, model = _export_and_check(*_self_attention(mask_shape))
+    assert _heads(model) == [HEADS] and ops["Transpose"] == 0
+
+
+def test_a_mask_per_head_keeps_the_split_heads():
+    ops, model = _export_and_check(*_self_attention((BATCH * HEADS, SEQ, SEQ)))
+    assert _heads(model) == [] and ops["Attention"] == 1 and ops["Transpose"] > 0
+
+
+def test_heads_not_split_from_tokens_keep_the_split_form():
+    q, k, v = (relay.var(n, shape=(BATCH * HEADS, SEQ, SIZE)) for n in "qkv")
+    mod = ir.IRModule.from_expr(relay.Function([q, k, v], relay.nn.attention(q, k, v, scale=0.5)))
+    ir.infer_type(mod)
+    values = {n: RNG.standard_normal((BATCH * HEADS, SEQ, SIZE)).astype("float32") for n in "qkv"}
+    ops, model = _export_and_check(mod, values)
+    assert _heads(model) == [] and ops["Unsqueeze"] == 3
+
+
+def test_a_transpose_undone_through_a_reshape_is_one_reshape():
+    x = relay.var("x", shape=(6, 4, 5))
+    there = relay.reshape(relay.transpose(relay.exp(x), axes=[2, 0, 1]), newshape=[5, 24])
+    back = relay.transpose(relay.reshape(there, newshape=[5, 6, 4]), axes=[1, 2, 0])
+    mod = ir.IRModule.from_expr(relay.Function([x], relay.negative(back)))
+    ir.infer_type(mod)
+    ops, _ = _export_and_check(mod, {"x": RNG.standard_normal((6, 4, 5)).astype("float32")})
+    assert ops["Transpose"] == 0 and ops["Reshape"] == 0
+
+
+def test_a_relayout_something_else_reads_is_kept():
+    x = relay.var("x", shape=(6, 4))
+    turned = relay.transpose(relay.exp(x), axes=[1, 0])
+    mod = ir.IRModule.from_expr(relay.Function([x], relay.Tuple([relay.transpose(turned, axes=[1, 0]), turned])))
+    ir.infer_type(mod)
+    model = to_onnx(mod)
+    values = {"x": RNG.standard_normal((6, 4)).astype("float32")}
+    expected = [np.asarray(e) for e in evaluate(mod, values)]
+    assert_outputs_close(expected, run_ort(model, values), rel=1e-4)
+    assert Counter(n.op_type for n in model.graph.node)["Transpose"] == 1
