@@ -222,8 +222,10 @@ def on_blocked_tensors(ctx: EmitContext, call: Call, args: Sequence[Value],
     Reshape runs before it, nor after it where an NCHWc node reads the result): operands of the call's
     own shape that are views of such tensors, and a blocked operand broadcast over the image (a
     squeeze-and-excitation gate) expanded to the whole shape first; None for any other call."""
+    if call.op.name not in _ELEMENTWISE or any(not isinstance(a, str) for a in args):
+        return None
     shape = ctx.type_of(call).shape
-    if call.op.name not in _ELEMENTWISE or len(shape) != 5 or any(not isinstance(a, str) for a in args):
+    if len(shape) != 5:
         return None
     flat = []
     for arg, value in zip(call.args, args):
