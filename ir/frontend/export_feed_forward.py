@@ -29,13 +29,15 @@ from .export_nn import gemm_over_rows
 
 __all__ = ["CHUNK_BYTES", "MIN_CHUNK_UNITS", "chunk_count"]
 
-#: the most bytes of hidden activations one chunk holds: half of a 1 MiB L2 cache, the rest for the
-#: Gemm's own panels of the data and the weight
-CHUNK_BYTES = 1 << 19
+#: the most bytes of hidden activations one chunk holds: three quarters of a 1 MiB L2 cache, the rest
+#: for the Gemm's own panels of the data and the weight. Half of it made BERT-base's 128 x 3072 block
+#: 3 chunks, which ran the whole model (ONNX Runtime, optimizer on, interleaved, 3 runs) at 1.005-1.009x
+#: the original against 1.026-1.048x as 2 chunks or one (Gemm kernel time 3-6% above 2 chunks)
+CHUNK_BYTES = 3 << 18
 #: the fewest hidden units a chunk may have: narrower Gemms lose more than the cache saves (measured in
 #: ONNX Runtime, optimizer on: ConvNeXt-T's 3136 x 384 block ran 1.10x faster as one chunk than as 12
-#: of 32 units, its 784 x 768 block 1.04x faster than as 6 of 128; BERT-base's 128 x 3072 ran 1.07x
-#: faster as 3 chunks of 1024)
+#: of 32 units, its 784 x 768 block 1.04x faster than as 6 of 128; a 128 x 3072 block alone ran 1.07x
+#: faster as 3 chunks of 1024 than as one)
 MIN_CHUNK_UNITS = 512
 
 

@@ -21,8 +21,8 @@ RNG = np.random.default_rng(0)
     (4, 16, 1),                               # far below the budget: one chunk
     (CHUNK_BYTES // 4 // 2048, 2048, 1),      # exactly the budget
     (CHUNK_BYTES // 4 // 2048 + 1, 2048, 2),  # one row over it
-    (128, 3072, 3),                           # BERT-base's 128 tokens: 1.5 MiB of hidden values
-    (200, 3584, 7),                           # 6 chunks would do, but 3584 = 7 x 512: the next divisor
+    (128, 3072, 2),                           # BERT-base's 128 tokens: 1.5 MiB of hidden values, 2 x 1536
+    (300, 3584, 7),                           # 6 chunks would do, but 3584 = 7 x 512: the next divisor
     (3136, 384, 1),                           # ConvNeXt-T's first stage: chunks of 32 units are too narrow
     (784, 768, 1),                            # 6 chunks of 128 units too
 ])
