@@ -36,9 +36,10 @@ __all__ = ["CHUNK_BYTES", "MIN_CHUNK_UNITS", "chunk_count"]
 CHUNK_BYTES = 3 << 18
 #: the fewest hidden units a chunk may have: narrower Gemms lose more than the cache saves (measured in
 #: ONNX Runtime, optimizer on: ConvNeXt-T's 3136 x 384 block ran 1.10x faster as one chunk than as 12
-#: of 32 units, its 784 x 768 block 1.04x faster than as 6 of 128; a 128 x 3072 block alone ran 1.07x
-#: faster as 3 chunks of 1024 than as one)
-MIN_CHUNK_UNITS = 512
+#: of 32 units, its 784 x 768 block 1.04x faster than as 6 of 128, and its 196 x 1536 blocks as 2
+#: chunks of 768 took the whole model's Gemm kernel time from 59 to 73 ms; a 128 x 3072 block alone
+#: ran 1.07x faster as 3 chunks of 1024 than as one)
+MIN_CHUNK_UNITS = 1024
 
 
 def chunk_count(rows: int, units: int, itemsize: int) -> int:

@@ -22,7 +22,8 @@ RNG = np.random.default_rng(0)
     (CHUNK_BYTES // 4 // 2048, 2048, 1),      # exactly the budget
     (CHUNK_BYTES // 4 // 2048 + 1, 2048, 2),  # one row over it
     (128, 3072, 2),                           # BERT-base's 128 tokens: 1.5 MiB of hidden values, 2 x 1536
-    (300, 3584, 7),                           # 6 chunks would do, but 3584 = 7 x 512: the next divisor
+    (150, 7168, 7),                           # 6 chunks would do, but 7168 = 7 x 1024: the next divisor
+    (196, 1536, 1),                           # ConvNeXt-T's third stage: 2 chunks of 768 units are too narrow
     (3136, 384, 1),                           # ConvNeXt-T's first stage: chunks of 32 units are too narrow
     (784, 768, 1),                            # 6 chunks of 128 units too
 ])
