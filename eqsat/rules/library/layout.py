@@ -32,8 +32,8 @@ pool of that array read as NDHWC, with windows of depth 1 (ONNX Runtime's NCHWc 
 Not in `default`, which every target shares: only the ort target extracts the blocked forms, and
 it saturates with `default` + `layout` (`eqsat.rules.library.default_rules`); the rules more than
 double ResNet-50's saturation time. With ONNX Runtime's optimizer off they take the zoo's CNNs from
-0.48-0.90x to 0.98-1.03x the original under ONNX Runtime's full optimizer, and with it on they are
-even with the program without them (`benchmarks/results/targets.md`).
+0.43-0.81x to 0.96-1.06x the original under ONNX Runtime's full optimizer, and with it on they are
+within noise of the program without them (`benchmarks/results/targets.md`).
 """
 
 from __future__ import annotations
