@@ -115,9 +115,10 @@ def _attention_over_tokens(ctx: EmitContext, call: Call, args: Sequence[Value]) 
     tokens = (batch, sequence, heads * size)
     relayout = Relayout(out, tokens)
     value = out
-    for kind, arg in (("reshape", (batch, sequence, heads, size)), ("transpose", (0, 2, 1, 3)), ("reshape", shape)):
-        if kind == "reshape" and arg == (batch, heads, sequence, size) and len(shape) == _ATTENTION_RANK:
-            continue
+    steps = [("reshape", (batch, sequence, heads, size)), ("transpose", (0, 2, 1, 3))]
+    if shape != (batch, heads, sequence, size):  # the 3-D call's (batch x heads, sequence, size)
+        steps.append(("reshape", shape))
+    for kind, arg in steps:
         value = (ctx.node("Reshape", [value, ctx.ints(arg)]) if kind == "reshape"
                  else ctx.node("Transpose", [value], perm=list(arg)))
         relayout = relayout.then(kind, arg)

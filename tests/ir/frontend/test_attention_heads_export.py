@@ -124,3 +124,23 @@ def test_a_relayout_something_else_reads_is_kept():
     expected = [np.asarray(e) for e in evaluate(mod, values)]
     assert_outputs_close(expected, run_ort(model, values), rel=1e-4)
     assert Counter(n.op_type for n in model.graph.node)["Transpose"] == 1
+
+
+@pytest.mark.parametrize("merge", [False, True])
+def test_as_many_heads_as_tokens_in_four_d(merge):
+    """The heads split off (batch, seq, heads x size) when seq equals heads: the result's reshape to
+    (batch, seq, heads, size) is still made (its shape is (batch, heads, seq, size) too)."""
+    batch, seq, heads, size = 2, 4, 4, 8
+    x = relay.var("x", shape=(batch * seq, heads * size))
+    weights = {p: relay.var(f"w{p}", shape=(heads * size, heads * size)) for p in "qkv"}
+    q, k, v = (relay.transpose(relay.reshape(relay.nn.dense(x, weights[p]), newshape=[batch, seq, heads, size]),
+                               axes=[0, 2, 1, 3]) for p in "qkv")
+    out = relay.nn.attention(q, k, v, scale=size ** -0.5)
+    if merge:
+        out = relay.reshape(relay.transpose(out, axes=[0, 2, 1, 3]), newshape=[batch * seq, heads * size])
+    mod = ir.IRModule.from_expr(relay.Function([x, *weights.values()], relay.negative(out)))
+    ir.infer_type(mod)
+    values = {"x": RNG.standard_normal((batch * seq, heads * size)).astype("float32"),
+              **{f"w{p}": (RNG.standard_normal((heads * size, heads * size)) * 0.3).astype("float32") for p in "qkv"}}
+    _, model = _export_and_check(mod, values)
+    assert _heads(model) == [heads]
