@@ -152,7 +152,7 @@ class ExprGraph:
         return self.matcher._type_of(value)
 
     def inputs(self, value: Expr) -> tuple[Expr, ...]:
-        return value.args if isinstance(value, Call) else self.matcher.graph.inputs(value)
+        return self.matcher.graph.path_inputs(value)
 
     def escape(self, child: Expr, parent: Expr, region: Sequence[Expr]) -> tuple[Expr, Expr] | None:
         graph: IndexedGraph = self.matcher.graph

@@ -172,7 +172,7 @@ class _Grouper:
         bound = {e for exprs in node_map.values() for e in exprs}
         out: dict[Expr, None] = {}
         for node in [*node_map.get(p.child, ()), *node_map.get(p.path, ())]:
-            for inp in node.args if isinstance(node, Call) else self.graph.inputs(node):
+            for inp in self.graph.path_inputs(node):
                 if _is_leaf(inp) and inp not in bound:
                     out[inp] = None
         return list(out)

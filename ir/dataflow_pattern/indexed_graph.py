@@ -8,7 +8,7 @@ and let-bound variables (a let variable's input is its value).
 
 from __future__ import annotations
 
-from ..expr import Expr, Function, Let, Var
+from ..expr import Call, Expr, Function, Let, Var
 from ..visitor import operands, post_order
 
 __all__ = ["IndexedGraph"]
@@ -50,6 +50,11 @@ class IndexedGraph:
     def inputs(self, expr: Expr) -> tuple[Expr, ...]:
         """The nodes flowing into `expr` (callee first for calls of non-op callees)."""
         return self._inputs[self._node(expr)]
+
+    def path_inputs(self, expr: Expr) -> tuple[Expr, ...]:
+        """The nodes a dominator path follows from `expr`: a call's arguments (never its callee), any
+        other node's inputs."""
+        return expr.args if isinstance(expr, Call) else self.inputs(expr)
 
     def outputs(self, expr: Expr) -> list[Expr]:
         """The nodes using `expr`, in post-DFS order."""

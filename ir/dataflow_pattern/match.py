@@ -352,9 +352,6 @@ class DFPatternMatcher:
         parent = self._memo.get(pattern.parent)
         return parent is not None and self.graph.dominates(expr, parent[0])
 
-    def _path_inputs(self, expr: Expr) -> tuple[Expr, ...]:
-        return expr.args if isinstance(expr, Call) else self.graph.inputs(expr)
-
     def _matches_path(self, pattern: DominatorPattern, child: Expr) -> bool:
         """Every input of `child`, transitively through path nodes, reaches the one parent or is a
         skipped leaf (module docstring); each node checked has an input that reaches the parent.
@@ -363,7 +360,7 @@ class DFPatternMatcher:
         pattern covers many nodes. Iterative, and each path node is expanded once.
         """
         expanded: dict[Expr, None] = {}
-        stack = [[iter(self._path_inputs(child)), False]]  # a node's inputs, and whether one leads back
+        stack = [[iter(self.graph.path_inputs(child)), False]]  # a node's inputs, and whether one leads back
         while stack:
             top = stack[-1]
             node = next(top[0], None)
@@ -383,7 +380,7 @@ class DFPatternMatcher:
                 return False
             top[1] = True
             expanded[node] = None
-            stack.append([iter(self._path_inputs(node)), False])
+            stack.append([iter(self.graph.path_inputs(node)), False])
         return True
 
 

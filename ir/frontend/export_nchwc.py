@@ -39,7 +39,7 @@ from .errors import FrontendError
 from .export_context import EmitContext, Value, emits
 from .export_contrib import CONTRIB_EMITTERS
 from .export_elemwise import hard_sigmoid, hard_swish
-from .export_nn import ONNX_ACTIVATIONS
+from .export_nn import ONNX_ACTIVATIONS, activation_node
 
 __all__ = ["NCHWC_DOMAIN", "ort_nchwc_block_size", "blocked_pool2d", "relayout"]
 
@@ -109,9 +109,7 @@ def _standard_activation(ctx: EmitContext, call: Call, out: str) -> str:
         return hard_sigmoid(ctx, out, attrs.alpha, attrs.beta, dtype)
     if activation == "hard_swish":
         return hard_swish(ctx, out, dtype)
-    if activation == "none":
-        return out
-    return ctx.node(ONNX_ACTIVATIONS[activation], [out], alpha=attrs.alpha if activation == "leaky_relu" else None)
+    return out if activation == "none" else activation_node(ctx, out, attrs)
 
 
 #: ONNX Runtime's NCHWc Conv activations (beyond `ONNX_ACTIVATIONS`) with their parameters

@@ -45,7 +45,8 @@ def _channel_vector(ctx: EmitContext, vector: str, axis: int, ndim: int) -> str:
 ONNX_ACTIVATIONS = {"relu": "Relu", "sigmoid": "Sigmoid", "tanh": "Tanh", "leaky_relu": "LeakyRelu"}
 
 
-def _activation(ctx: EmitContext, data: str, attrs: Attrs) -> str:
+def activation_node(ctx: EmitContext, data: str, attrs: Attrs) -> str:
+    """`data` through a fused form's `activation` (`ONNX_ACTIVATIONS`; "none" is `data` itself)."""
     act = attrs.activation
     if act == "none":
         return data
@@ -81,7 +82,7 @@ def emit_conv(ctx: EmitContext, call: Call, args: Sequence[Value]) -> Value:
     attrs = call.attrs
     out = conv_nchw(ctx, call, args)
     if call.op.name == "nn.conv2d_bias_act":
-        out = _activation(ctx, out, attrs)
+        out = activation_node(ctx, out, attrs)
     return from_nchw(ctx, out, attrs.data_layout)
 
 
@@ -146,7 +147,7 @@ def emit_dense(ctx: EmitContext, call: Call, args: Sequence[Value]) -> Value:
     Runtime's Gemm kernel is faster than MatMul on a transposed weight, and needs no transpose."""
     data, weight, *bias = cast_to(ctx, args, call)
     out = gemm_over_rows(ctx, call, data, lambda rows: ctx.node("Gemm", [rows, weight, *bias], transB=1))
-    return _activation(ctx, out, call.attrs) if call.op.name == "nn.dense_bias_act" else out
+    return activation_node(ctx, out, call.attrs) if call.op.name == "nn.dense_bias_act" else out
 
 
 @emits("nn.matmul", "nn.batch_matmul", "nn.fused_matmul")

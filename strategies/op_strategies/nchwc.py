@@ -20,7 +20,7 @@ estimated 1.4x cheaper than the NCHWc kernel, which measures 1.2x faster than Fu
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import Sequence
 
 from ir.attrs import Attrs
 from ir.ort_nchwc import ort_conv_block, ort_nchwc_block_size
@@ -29,9 +29,8 @@ from ir.op.registry import get_op
 from ir.types import TensorType, Type
 
 from ..kernels.nchwc import blocked_conv_compute, plain_conv_attrs
-from ..kernels.prepared import PreparedCompute
 from ..roofline import Work
-from ..strategy import OpStrategy
+from ..strategy import OpImplementation, OpStrategy
 from ..target import Target
 from ..work import nbytes, op_work
 from .conv2d import conv2d_strategy_cpu
@@ -64,9 +63,9 @@ def _work(op_name: str, efficiency: float):
 
 
 def _host_implementations(op_name: str, attrs: Attrs, in_types: Sequence[Type], out_type: Type,
-                          target: Target) -> list[tuple[str, PreparedCompute, Any, Any, int]]:
-    """The cpu convolution implementations that apply to the blocked call's NCHW / OIHW views, as
-    (name, blocked compute, schedule, estimate, plevel): each computes on the views laid out there and back."""
+                          target: Target) -> list[OpImplementation]:
+    """The cpu convolution implementations that apply to the blocked call's NCHW / OIHW views, each
+    computing on the views laid out there and back (named `<blocked op>_<algorithm>.cpu`)."""
     fused = op_name != "nn.contrib_conv2d_NCHWc"
     plain_op = "nn.conv2d_bias_act" if fused else "nn.conv2d"
     plain_attrs = plain_conv_attrs(attrs, fused)
@@ -81,17 +80,18 @@ def _host_implementations(op_name: str, attrs: Attrs, in_types: Sequence[Type], 
 
     def estimate(impl):
         return lambda a, i, o: impl.estimate(plain_attrs, plain_in, out) + Work(0.0, 2.0 * relaid, launches=2)
-    return [(impl.name.split(".")[0].replace(plain_op.split(".")[1], op_name.split(".")[1]),
-             blocked_conv_compute(impl.compute, out), schedule(impl), estimate(impl), impl.plevel) for impl in valid]
+    return [OpImplementation(blocked_conv_compute(impl.compute, out), schedule(impl),
+                             impl.name.replace(plain_op.split(".")[1], op_name.split(".")[1]), impl.plevel,
+                             estimate=estimate(impl)) for impl in valid]
 
 
 def blocked_conv_strategy_cpu(op_name: str):
     """The cpu strategy of a blocked convolution: the cpu convolutions on its NCHW / OIHW views."""
     def strategy(attrs: Attrs, in_types: Sequence[Type], out_type: Type, target: Target) -> OpStrategy:
         s = OpStrategy()
-        for name, compute, schedule, estimate, plevel in _host_implementations(op_name, attrs, in_types, out_type,
-                                                                               target):
-            s.add_implementation(compute, schedule, name=f"{name}.cpu", plevel=plevel, estimate=estimate)
+        for impl in _host_implementations(op_name, attrs, in_types, out_type, target):
+            s.add_implementation(impl.compute, impl.schedule, name=impl.name, plevel=impl.plevel,
+                                 estimate=impl.estimate)
         return s
 
     strategy.__name__ = f"{op_name.split('.', 1)[1]}_strategy_cpu"
@@ -109,9 +109,8 @@ def blocked_conv_strategy_ort(op_name: str):
         s.add_implementation(reference, no_knobs, name=f"{short}.reference", plevel=0,
                              estimate=_work(op_name, REFERENCE_EFFICIENCY))
         if runs_as_nchwc(attrs, in_types, out_type):
-            host = _host_implementations(op_name, attrs, in_types, out_type, target)
-            _, compute, schedule, _, _ = max(host, key=lambda h: h[4])
-            s.add_implementation(compute, schedule, name=f"{short}.ort", plevel=10,
+            best = max(_host_implementations(op_name, attrs, in_types, out_type, target), key=lambda i: i.plevel)
+            s.add_implementation(best.compute, best.schedule, name=f"{short}.ort", plevel=10,
                                  estimate=_work(op_name, NCHWC_EFFICIENCY))
         return s
 
