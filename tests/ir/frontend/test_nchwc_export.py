@@ -172,3 +172,23 @@ def test_nchwc_nodes_read_each_other_directly_and_weights_are_reshaped_at_export
     inputs = {"x": RNG.standard_normal((2, BLOCK, 6, 6)).astype("float32")}
     want = evaluate(mod, inputs)
     np.testing.assert_allclose(run_ort(model, inputs)[0], want, rtol=0, atol=1e-4 * np.abs(want).max())
+
+
+@pytest.mark.parametrize("activation, extra", [("hard_swish", {}), ("hard_sigmoid", dict(alpha=1 / 6, beta=0.5)),
+                                               ("clip", dict(a_min=0.0, a_max=6.0)), ("relu", {}),
+                                               ("leaky_relu", dict(alpha=0.1))])
+def test_fused_activations_give_the_references_values_on_edge_inputs(activation, extra):
+    """ONNX Runtime's NCHWc Conv activations on +-inf, NaN, +-0 and a subnormal, through a depthwise
+    identity convolution, equal the reference interpreter's."""
+    blocked, kernel = f"NCHW{BLOCK}c", f"OIHW1i{BLOCK}o"
+    x = relay.var("x", shape=(1, BLOCK, 1, 1))
+    conv = relay.nn.contrib_conv2d_NCHWc_bias_act(
+        relay.layout_transform(x, "NCHW", blocked), relay.const(np.ones((1, 1, 1, 1, 1, BLOCK), "float32")),
+        relay.const(np.full(BLOCK, -0.0, "float32")), groups=BLOCK, data_layout=blocked, kernel_layout=kernel,
+        out_layout=blocked, activation=activation, **extra)
+    mod = ir.infer_type(ir.IRModule.from_expr(relay.layout_transform(conv, blocked, "NCHW")))
+    edge = [np.inf, -np.inf, np.nan, -0.0, 0.0, 1e-45, -3.0, 3.0]
+    values = np.resize(np.array(edge, "float32"), BLOCK).reshape(1, BLOCK, 1, 1)
+    model = to_onnx(mod, contrib=True)
+    assert "Conv" in _nchwc_ops(model)
+    np.testing.assert_array_equal(run_ort(model, {"x": values})[0], evaluate(mod, {"x": values}))
