@@ -16,35 +16,38 @@ children, are dropped; classes that every program contains are found. Then:
 - an escaping-intermediate constraint forbids its node together with any node outside its region
   (its own class and the protected classes) that uses a protected class.
 
-The greedy program, its dropped nodes swapped for their dominators (never dearer), is the
-fallback: when HiGHS stops (time limit) with nothing better, it is returned, so the result is never
-worse than greedy's, with its gap to the bound HiGHS proved. HiGHS is not started from it: with
-presolve on, HiGHS 1.16 returns such a start as optimal under a wrong objective, and with presolve
-off a started solve took 5x as long as a cold one on a 20k-node e-graph (`bench_extract`).
+HiGHS runs in a worker process (`highs_worker`) that is killed when the time limit has passed by
+`highs_worker.KILL_GRACE_S`: HiGHS's own limit is soft (a 60 s solve once ran 260 s).
 
-`info` holds the solver `status`, `source` ("ilp", or "greedy" for the fallback), `fell_back`,
-`gap` (the returned program's relative distance from HiGHS's proven lower bound `dual_bound`: 0
-when proven optimal, inf when no bound was proven), `greedy_cost`, `fallback_cost`, and the
-reduction's counts (`nodes_before`, `unusable_nodes`, `dominated_nodes`, `nodes_after`,
-`mandatory_classes`, `fixed_nodes`).
+The greedy program, its dropped nodes swapped for their dominators (never dearer), is the
+fallback: when HiGHS stops (time limit) with nothing better, or is killed, it is returned, so the
+result is never worse than greedy's, with its gap to the bound HiGHS proved. HiGHS is not started
+from it: with presolve on, HiGHS 1.16 returns such a start as optimal under a wrong objective, and
+with presolve off a started solve took 5x as long as a cold one on a 20k-node e-graph
+(`bench_extract`).
+
+`info` holds the solver `status`, `killed` (the worker was killed at the deadline), `source`
+("ilp", or "greedy" for the fallback), `fell_back`, `gap` (the returned program's relative
+distance from HiGHS's proven lower bound `dual_bound`: 0 when proven optimal, inf when no bound
+was proven), `greedy_cost`, `fallback_cost`, and the reduction's counts (`nodes_before`,
+`unusable_nodes`, `dominated_nodes`, `nodes_after`, `mandatory_classes`, `fixed_nodes`).
 """
 
 from __future__ import annotations
 
 import math
-import re
 import time
 from dataclasses import dataclass
 from typing import ClassVar, Literal, Sequence
 
 import numpy as np
-from scipy.optimize import Bounds, LinearConstraint, milp
 from scipy.sparse import coo_matrix
 
 from ..egraph.view import ClassId, EGraphView, NodeId
 from .base import Choice, CostModel, reachable_choice
 from .cost import resolve_costs
 from .greedy import GreedyDagExtractor
+from .highs_worker import MilpProblem, solve_with_deadline
 from .prune import Reduced, reduce_problem
 
 __all__ = ["IlpExtractor", "IlpModel", "build_model"]
@@ -163,15 +166,12 @@ def build_model(view: EGraphView, reduced: Reduced, costs: Sequence[float]) -> I
     return IlpModel(nodes, cyclic, objective, matrix, np.array(lo), np.array(hi), col_lower, col_upper)
 
 
-def _solve(model: IlpModel, seconds: float) -> tuple[str, np.ndarray | None, float | None]:
-    """HiGHS's model status ("Optimal", "Time limit reached", ...), its best solution (None when it
-    found none) and its proven lower bound."""
+def _problem(model: IlpModel) -> MilpProblem:
+    """`model` as the solver worker's input: node columns binary, order columns continuous."""
+    csr = model.matrix.tocsr()
     integrality = np.r_[np.ones(len(model.nodes)), np.zeros(len(model.cyclic))]
-    res = milp(model.objective, constraints=LinearConstraint(model.matrix.tocsr(), model.row_lower, model.row_upper),
-               integrality=integrality, bounds=Bounds(model.col_lower, model.col_upper),
-               options={"time_limit": seconds, "disp": False})
-    found = re.search(r"HiGHS Status \d+: ([^)]*)\)", str(res.message))
-    return found.group(1).strip() if found else str(res.message), res.x, getattr(res, "mip_dual_bound", None)
+    return MilpProblem(model.objective, csr.data, csr.indices, csr.indptr, model.row_lower, model.row_upper,
+                       model.col_lower, model.col_upper, integrality)
 
 
 @dataclass
@@ -180,7 +180,9 @@ class IlpExtractor:
 
     seconds: float = 60.0
     """time limit for the whole extraction (greedy and reduction included); on the limit the best
-    program found is returned with its gap."""
+    program found is returned with its gap. HiGHS runs in a worker process that is killed
+    `highs_worker.KILL_GRACE_S` past the limit, so `extract` returns within `seconds` plus that
+    margin (or, when greedy and the reduction alone take longer, just after them)."""
     name: ClassVar[str] = "ilp"
     optimal_for: ClassVar[Literal["tree", "dag", "none"]] = "dag"
 
@@ -193,9 +195,11 @@ class IlpExtractor:
         fallback = Choice(tuple(roots), reduced.repair(view, greedy.node_of, roots))
         fallback_cost = fallback.dag_cost(view, costs)
         model = build_model(view, reduced, costs)
-        remaining = max(self.seconds - (time.perf_counter() - begin), 0.1)
-        status, values, dual = _solve(model, remaining)
-        info = {"status": status, "greedy_cost": greedy_cost, "fallback_cost": fallback_cost, "dual_bound": dual,
+        remaining = max(self.seconds - (time.perf_counter() - begin), 0.0)
+        result = solve_with_deadline(_problem(model), remaining)
+        status, values, dual = result.status, result.x, result.dual_bound
+        info = {"status": status, "killed": result.killed, "greedy_cost": greedy_cost,
+                "fallback_cost": fallback_cost, "dual_bound": dual,
                 "nodes_before": reduced.nodes_before, "unusable_nodes": reduced.unusable,
                 "dominated_nodes": reduced.dominated, "nodes_after": reduced.nodes_after,
                 "mandatory_classes": len(reduced.mandatory), "fixed_nodes": len(reduced.fixed),
