@@ -30,10 +30,13 @@ from typing import Any, BinaryIO
 
 import numpy as np
 
-__all__ = ["MilpProblem", "MilpResult", "solve", "solve_with_deadline", "KILL_GRACE_S"]
+__all__ = ["MilpProblem", "MilpResult", "solve", "solve_with_deadline", "KILL_GRACE_S", "HIGHS_SHARE"]
 
 KILL_GRACE_S = 0.5
-"""how long past the time limit given to HiGHS its answer is awaited before the worker is killed."""
+"""how long past a solve's time limit its answer is awaited before the worker is killed."""
+HIGHS_SHARE = 0.9
+"""HiGHS is given this share of a solve's time limit, so that it usually stops by itself, with its
+best solution and bound, before the worker has to be killed (a sub-MIP can outlast its check)."""
 _HEADER = struct.Struct("<Q")
 
 
@@ -144,11 +147,12 @@ _lock = threading.Lock()
 
 
 def solve_with_deadline(problem: MilpProblem, seconds: float, kill_after: float | None = None) -> MilpResult:
-    """Solve in a worker process with HiGHS's time limit `seconds`; the worker is killed, and a
-    result with `killed` set and no solution returned, `kill_after` seconds from now (default:
-    `KILL_GRACE_S` after HiGHS's limit)."""
+    """Solve in a worker process within `seconds` (HiGHS's own limit is `HIGHS_SHARE` of it); the
+    worker is killed, and a result with `killed` set and no solution returned, `kill_after` seconds
+    from now (default: `seconds + KILL_GRACE_S`)."""
     seconds = max(seconds, 0.0)
     deadline = time.monotonic() + (seconds + KILL_GRACE_S if kill_after is None else kill_after)
+    seconds *= HIGHS_SHARE
     with _lock:
         worker = _idle.pop() if _idle else None
     if worker is None or worker.proc.poll() is not None:

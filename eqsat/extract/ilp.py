@@ -4,15 +4,24 @@ The problem is first reduced (`prune.reduce_problem`): nodes that cannot be in a
 than greedy's, and nodes dominated by a no dearer node of their class that needs a subset of their
 children, are dropped; classes that every program contains are found. Then:
 
-- variables: `x[n]` per candidate node (binary) and, for classes on a cycle of the class graph
-  only, an order `o[c]` in [0, K];
+- variables: `x[n]` per candidate node (binary), nothing else;
 - a class takes one node when it is mandatory (the roots among them; a lone candidate is fixed to
   1), at most one otherwise;
 - for a class a and a child class b of its candidates, the candidates of a that use b take no more
   than b's (one row per pair: tighter than a row per node, since a takes one node at most; none
   when b is mandatory);
-- a chosen node in class a with child b in the same strongly connected component forces
-  `o[a] >= o[b] + 1`, so no cycle can be chosen;
+- cycles: for a set T of classes, an acyclic program that takes a class of T must also take a
+  node of T with no child in T; so for each a in T, a's candidates that use T take no more than
+  the other T classes' candidates that use none (`IlpModel.cut_rows`). These cuts are added up
+  front for every two classes that use each other (a layout change each way), and lazily for
+  longer cycles: the program is solved, a cycle of each strongly connected component of the
+  chosen nodes is cut, and it is solved again within the time left, until the program is acyclic.
+  Every solve's bound is a lower bound of the whole problem. They replace order variables with
+  big-M rows (`o[a] >= o[b] + 1 - K (1 - x[n])`), whose relaxation is weak: on the zoo's
+  layout-grown e-graphs, whose cycles are all such pairs, HiGHS proved no better within 60 s with
+  either (gaps 79-85%; `bench_extract`): what keeps those relaxations weak is that several classes
+  holding one value in different layouts read the same children, which the relaxation then pays
+  for only in part;
 - an escaping-intermediate constraint forbids its node together with any node outside its region
   (its own class and the protected classes) that uses a protected class.
 
@@ -26,7 +35,8 @@ from it: with presolve on, HiGHS 1.16 returns such a start as optimal under a wr
 with presolve off a started solve took 5x as long as a cold one on a 20k-node e-graph
 (`bench_extract`).
 
-`info` holds the solver `status`, `killed` (the worker was killed at the deadline), `source`
+`info` holds the solver `status` (of the last solve), `killed` (the worker was killed at the
+deadline), `pair_cuts`, `cycle_cuts` (added lazily), `rounds` (solves), `source`
 ("ilp", or "greedy" for the fallback), `fell_back`, `gap` (the returned program's relative
 distance from HiGHS's proven lower bound `dual_bound`: 0 when proven optimal, inf when no bound
 was proven), `greedy_cost`, `fallback_cost`, and the reduction's counts (`nodes_before`,
@@ -37,8 +47,8 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import dataclass
-from typing import ClassVar, Literal, Sequence
+from dataclasses import dataclass, replace
+from typing import ClassVar, Literal, Mapping, Sequence
 
 import numpy as np
 from scipy.sparse import coo_matrix
@@ -95,34 +105,52 @@ def _sccs(graph: dict[ClassId, list[ClassId]]) -> dict[ClassId, int]:
 
 @dataclass(frozen=True)
 class IlpModel:
-    """The mixed-integer program of one reduced extraction problem (columns: nodes, then orders)."""
+    """The mixed-integer program of one reduced extraction problem: one binary column per node."""
 
     nodes: list[NodeId]
-    cyclic: list[ClassId]
-    """classes on a cycle of the class graph, each with an order column after the node columns."""
     objective: np.ndarray
     matrix: "coo_matrix"
     row_lower: np.ndarray
     row_upper: np.ndarray
     col_lower: np.ndarray
     col_upper: np.ndarray
+    columns: Mapping[ClassId, list[tuple[int, frozenset[ClassId]]]]
+    """class -> (column, child classes) of each candidate: what a cycle cut reads."""
+    pair_cuts: int
+    """cuts made up front, one per pair of classes whose candidates use each other."""
 
     @property
     def n_cols(self) -> int:
         return len(self.objective)
 
+    def cut_rows(self, cycle: Sequence[ClassId]) -> list[list[tuple[int, float]]]:
+        """The cuts of the class set T of `cycle`: for each a in T, the candidates of a that use a class
+        of T take no more than the candidates of the other classes of T that use none (an acyclic
+        program that enters T must leave it through such a candidate)."""
+        inside = frozenset(cycle)
+        using = {c: [j for j, kids in self.columns[c] if kids & inside] for c in inside}
+        leaving = {c: [j for j, kids in self.columns[c] if not kids & inside] for c in inside}
+        return [[(j, 1.0) for j in using[a]] + [(j, -1.0) for c in sorted(inside - {a}) for j in leaving[c]]
+                for a in sorted(inside)]
+
+    def with_cuts(self, cycles: Sequence[Sequence[ClassId]]) -> "IlpModel":
+        """This program with the cuts of each class cycle in `cycles` (`cut_rows`)."""
+        new = [row for cycle in cycles for row in self.cut_rows(cycle)]
+        base = self.matrix.shape[0]
+        rows = np.concatenate([self.matrix.row] + [np.full(len(r), base + i) for i, r in enumerate(new)])
+        cols = np.concatenate([self.matrix.col] + [np.array([j for j, _ in r], dtype=int) for r in new])
+        vals = np.concatenate([self.matrix.data] + [np.array([v for _, v in r]) for r in new])
+        matrix = coo_matrix((vals, (rows, cols)), shape=(base + len(new), self.n_cols))
+        return replace(self, matrix=matrix, row_lower=np.r_[self.row_lower, np.full(len(new), -math.inf)],
+                       row_upper=np.r_[self.row_upper, np.zeros(len(new))])
+
 
 def build_model(view: EGraphView, reduced: Reduced, costs: Sequence[float]) -> IlpModel:
-    """The program described in the module docstring, over `reduced`'s candidates."""
+    """The program described in the module docstring over `reduced`'s candidates, with the cuts of
+    every two classes that use each other."""
     cand, mandatory = reduced.candidates, reduced.mandatory
     nodes = [n for c in sorted(cand) for n in cand[c]]
     col = {n: i for i, n in enumerate(nodes)}
-    graph = {c: sorted({k for n in cand[c] for k in view.nodes[n].children}) for c in sorted(cand)}
-    comp = _sccs(graph)
-    cyclic = sorted(c for c in cand if any(comp[k] == comp[c] for k in graph[c]))
-    order_col = {c: len(nodes) + i for i, c in enumerate(cyclic)}
-    n_vars = len(nodes) + len(cyclic)
-    big = float(len(cyclic) + 1)
     rows: list[int] = []
     cols: list[int] = []
     vals: list[float] = []
@@ -140,38 +168,62 @@ def build_model(view: EGraphView, reduced: Reduced, costs: Sequence[float]) -> I
 
     for c in sorted(cand):
         constraint([(col[n], 1.0) for n in cand[c]], 1.0 if c in mandatory else 0.0, 1.0)
+    uses: set[tuple[ClassId, ClassId]] = set()
     for c in sorted(cand):
         users: dict[ClassId, list[NodeId]] = {}
         for n in cand[c]:
             for k in dict.fromkeys(view.nodes[n].children):
                 users.setdefault(k, []).append(n)
-                if k in order_col and comp[k] == comp[c]:  # o[a] - o[b] - big * x[n] >= 1 - big
-                    constraint([(order_col[c], 1.0), (order_col[k], -1.0), (col[n], -big)], 1.0 - big, math.inf)
+                uses.add((c, k))
         for k, ns in users.items():
             if k not in mandatory:
                 constraint([(col[n], 1.0) for n in ns] + [(col[m], -1.0) for m in cand[k]], -math.inf, 0.0)
+    columns = {c: [(col[n], frozenset(view.nodes[n].children)) for n in cand[c]] for c in sorted(cand)}
+    pairs = sorted((a, b) for a, b in uses if a < b and (b, a) in uses)
+    model = IlpModel(nodes, np.array([costs[n] for n in nodes], dtype=float), coo_matrix((0, len(nodes))),
+                     np.zeros(0), np.zeros(0), np.zeros(0), np.zeros(0), columns, len(pairs))
+    for pair in pairs:
+        for row in model.cut_rows(pair):
+            constraint(row, -math.inf, 0.0)
     for x in view.closed_regions:
         if x.node in col:
             inside = x.interior | {view.nodes[x.node].eclass}
             for n in nodes:
                 if view.nodes[n].eclass not in inside and x.interior.intersection(view.nodes[n].children):
                     constraint([(col[x.node], 1.0), (col[n], 1.0)], -math.inf, 1.0)
-    objective = np.zeros(n_vars)
-    objective[:len(nodes)] = [costs[n] for n in nodes]
-    col_lower = np.zeros(n_vars)
+    col_lower = np.zeros(len(nodes))
     col_lower[[col[n] for n in reduced.fixed]] = 1.0
-    col_upper = np.ones(n_vars)
-    col_upper[len(nodes):] = big
-    matrix = coo_matrix((vals, (rows, cols)), shape=(len(lo), n_vars))
-    return IlpModel(nodes, cyclic, objective, matrix, np.array(lo), np.array(hi), col_lower, col_upper)
+    matrix = coo_matrix((vals, (rows, cols)), shape=(len(lo), len(nodes)))
+    return replace(model, matrix=matrix, row_lower=np.array(lo), row_upper=np.array(hi), col_lower=col_lower,
+                   col_upper=np.ones(len(nodes)))
 
 
 def _problem(model: IlpModel) -> MilpProblem:
-    """`model` as the solver worker's input: node columns binary, order columns continuous."""
+    """`model` as the solver worker's input (every column binary)."""
     csr = model.matrix.tocsr()
-    integrality = np.r_[np.ones(len(model.nodes)), np.zeros(len(model.cyclic))]
     return MilpProblem(model.objective, csr.data, csr.indices, csr.indptr, model.row_lower, model.row_upper,
-                       model.col_lower, model.col_upper, integrality)
+                       model.col_lower, model.col_upper, np.ones(model.n_cols))
+
+
+def _cycles(view: EGraphView, node_of: Mapping[ClassId, NodeId]) -> list[list[ClassId]]:
+    """One cycle (as a class list) per strongly connected component of the chosen nodes' graph."""
+    graph = {c: sorted(set(view.nodes[n].children) & node_of.keys()) for c, n in sorted(node_of.items())}
+    comp = _sccs(graph)
+    out: list[list[ClassId]] = []
+    done: set[int] = set()
+    for start in graph:
+        if comp[start] in done or not any(comp[k] == comp[start] for k in graph[start]):
+            continue
+        done.add(comp[start])
+        path, on_path = [start], {start: 0}
+        while True:  # every class of a cyclic SCC has a successor inside it: walk until a class repeats
+            nxt = next(k for k in graph[path[-1]] if comp[k] == comp[start])
+            if nxt in on_path:
+                out.append(path[on_path[nxt]:])
+                break
+            on_path[nxt] = len(path)
+            path.append(nxt)
+    return out
 
 
 @dataclass
@@ -195,23 +247,36 @@ class IlpExtractor:
         fallback = Choice(tuple(roots), reduced.repair(view, greedy.node_of, roots))
         fallback_cost = fallback.dag_cost(view, costs)
         model = build_model(view, reduced, costs)
-        remaining = max(self.seconds - (time.perf_counter() - begin), 0.0)
-        result = solve_with_deadline(_problem(model), remaining)
-        status, values, dual = result.status, result.x, result.dual_bound
-        info = {"status": status, "killed": result.killed, "greedy_cost": greedy_cost,
-                "fallback_cost": fallback_cost, "dual_bound": dual,
+        info = {"greedy_cost": greedy_cost, "fallback_cost": fallback_cost,
                 "nodes_before": reduced.nodes_before, "unusable_nodes": reduced.unusable,
                 "dominated_nodes": reduced.dominated, "nodes_after": reduced.nodes_after,
                 "mandatory_classes": len(reduced.mandatory), "fixed_nodes": len(reduced.fixed),
-                "variables": model.n_cols, "constraints": len(model.row_lower), "order_variables": len(model.cyclic)}
-        if values is not None:
-            chosen = {view.nodes[n].eclass: n for n, v in zip(model.nodes, values) if v > 0.5}
-            found = Choice(tuple(roots), {c: chosen[c] for c in reachable_choice(view, chosen, roots)})
-            cost_found = found.dag_cost(view, costs)
-            if cost_found <= fallback_cost:
-                return Choice(found.roots, found.node_of, {**info, "source": "ilp", "fell_back": False,
-                                                           "gap": _gap(cost_found, dual),
-                                                           "seconds": time.perf_counter() - begin})
+                "variables": model.n_cols, "pair_cuts": model.pair_cuts}
+        dual, cuts, rounds, found = None, 0, 0, None
+        while True:
+            rounds += 1
+            remaining = max(self.seconds - (time.perf_counter() - begin), 0.0)
+            result = solve_with_deadline(_problem(model), remaining)
+            if result.dual_bound is not None and math.isfinite(result.dual_bound):
+                dual = result.dual_bound if dual is None else max(dual, result.dual_bound)  # each a valid bound
+            if result.x is None:
+                break
+            chosen = {view.nodes[n].eclass: n for n, v in zip(model.nodes, result.x) if v > 0.5}
+            node_of = {c: chosen[c] for c in reachable_choice(view, chosen, roots)}
+            cycles = _cycles(view, node_of)
+            if not cycles:
+                found = Choice(tuple(roots), node_of)
+                break
+            if result.status != "Optimal":  # out of time with a cyclic program: nothing to return
+                break
+            model = model.with_cuts(cycles)
+            cuts += len(cycles)
+        info.update({"status": result.status, "killed": result.killed, "dual_bound": dual, "cycle_cuts": cuts,
+                     "rounds": rounds, "constraints": len(model.row_lower)})
+        if found is not None and (cost_found := found.dag_cost(view, costs)) <= fallback_cost:
+            return Choice(found.roots, found.node_of, {**info, "source": "ilp", "fell_back": False,
+                                                       "gap": _gap(cost_found, dual),
+                                                       "seconds": time.perf_counter() - begin})
         return Choice(fallback.roots, fallback.node_of, {**info, "source": "greedy", "fell_back": True,
                                                          "gap": _gap(fallback_cost, dual),
                                                          "seconds": time.perf_counter() - begin})
