@@ -1,7 +1,7 @@
 """Emitters of the indexing, scan and generating ops (`ir.op.indexing`, `ir.op.scan`, `ir.op.generate`).
 
-The IR keeps TVM's forms where ONNX differs: `scatter_nd` indices lead with the index tuple (ONNX
-puts it last, and takes only int64), `one_hot` gives no position to a negative index (ONNX counts
+The IR keeps TVM's forms where ONNX differs: `gather_nd` and `scatter_nd` indices lead with the index
+tuple (ONNX puts it last, and takes only int64), `one_hot` gives no position to a negative index (ONNX counts
 it from the end), `topk` may return int32 indices (ONNX gives int64).
 """
 
@@ -32,11 +32,22 @@ def emit_gather(ctx: EmitContext, call: Call, args: Sequence[Value]) -> Value:
     return ctx.node("GatherElements", args, axis=call.attrs.axis)
 
 
+def _tuple_last(ctx: EmitContext, value: str, indices: Expr) -> str:
+    """The IR's [M, Y...] indices as ONNX's int64 [Y..., M]."""
+    rank = ctx.type_of(indices).ndim
+    return ctx.node("Transpose", [as_int64(ctx, value, indices)], perm=[*range(1, rank), 0])
+
+
+@emits("gather_nd")
+def emit_gather_nd(ctx: EmitContext, call: Call, args: Sequence[Value]) -> Value:
+    data, indices = args
+    return ctx.node("GatherND", [data, _tuple_last(ctx, indices, call.args[1])], batch_dims=call.attrs.batch_dims)
+
+
 @emits("scatter_nd")
 def emit_scatter_nd(ctx: EmitContext, call: Call, args: Sequence[Value]) -> Value:
     data, indices, updates = args
-    rank = ctx.type_of(call.args[1]).ndim
-    indices = ctx.node("Transpose", [as_int64(ctx, indices, call.args[1])], perm=[*range(1, rank), 0])
+    indices = _tuple_last(ctx, indices, call.args[1])
     mode = call.attrs.mode
     if mode != "update" and ctx.opset < SCATTER_REDUCTION_OPSETS[mode]:
         raise FrontendError(f"scatter_nd(mode={mode!r}) needs opset {SCATTER_REDUCTION_OPSETS[mode]} or newer "

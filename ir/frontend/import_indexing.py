@@ -1,8 +1,8 @@
-"""Converters of ONNX indexing, scan and repeat ops: GatherElements, ScatterND, OneHot, TopK, CumSum,
-Tile and Trilu.
+"""Converters of ONNX indexing, scan and repeat ops: GatherElements, GatherND, ScatterND, OneHot, TopK,
+CumSum, Tile and Trilu.
 
-Where ONNX and TVM's forms differ the converter bridges them: ScatterND's index tuple moves from the
-last axis of the indices to the first, OneHot's negative indices are counted from the end before
+Where ONNX and TVM's forms differ the converter bridges them: GatherND's and ScatterND's index tuple
+moves from the last axis of the indices to the first, OneHot's negative indices are counted from the end before
 `one_hot` sees them, and a reversed CumSum becomes `reverse`, `cumsum`, `reverse`. Counts, axes and
 repeats must be known at import (constants or computable from constants).
 """
@@ -47,6 +47,23 @@ def convert_gather_elements(ctx: NodeContext) -> Expr:
     return call
 
 
+def _tuple_first(ctx: NodeContext, indices: Expr) -> Expr:
+    """ONNX's [Y..., M] indices as the IR's [M, Y...]."""
+    rank = ctx.type_of(indices).ndim
+    if rank == 0:
+        raise FrontendError("indices must have at least one axis (the index tuple), got a scalar")
+    if (values := ctx.constant_value(indices)) is not None:
+        return ctx.const(np.moveaxis(values, -1, 0))
+    return ctx.call("transpose", indices, axes=[rank - 1, *range(rank - 1)])
+
+
+@converter("GatherND")
+def convert_gather_nd(ctx: NodeContext) -> Expr:
+    """GatherND; the index tuple moves from the last axis of the indices to the first."""
+    data, indices = ctx.input(0), ctx.input(1)
+    return ctx.call("gather_nd", data, _tuple_first(ctx, indices), batch_dims=ctx.attr("batch_dims", 0))
+
+
 @converter("ScatterND")
 def convert_scatter_nd(ctx: NodeContext) -> Expr:
     """ScatterND (reduction none, add, mul, min or max); the index tuple moves from the last axis of the
@@ -55,14 +72,8 @@ def convert_scatter_nd(ctx: NodeContext) -> Expr:
     reduction = ctx.attr("reduction", "none")
     if reduction not in ("none", "add", "mul", "min", "max"):
         raise ctx.unsupported("reduction", reduction, "use none, add, mul, min or max")
-    rank = ctx.type_of(indices).ndim
-    if rank == 0:
-        raise FrontendError("indices must have at least one axis (the index tuple), got a scalar")
-    if (values := ctx.constant_value(indices)) is not None:
-        indices = ctx.const(np.moveaxis(values, -1, 0))
-    else:
-        indices = ctx.call("transpose", indices, axes=[rank - 1, *range(rank - 1)])
-    return ctx.call("scatter_nd", data, indices, updates, mode="update" if reduction == "none" else reduction)
+    return ctx.call("scatter_nd", data, _tuple_first(ctx, indices), updates,
+                    mode="update" if reduction == "none" else reduction)
 
 
 @converter("OneHot")

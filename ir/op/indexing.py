@@ -1,8 +1,9 @@
-"""Ops that read or write a tensor at computed positions: gather, scatter_nd, one_hot (TVM's fusion kinds).
+"""Ops that read or write a tensor at computed positions: gather, gather_nd, scatter_nd, one_hot (TVM's
+fusion kinds).
 
 They keep TVM's forms: `gather` is ONNX GatherElements (TVM's argument order aside: data, indices,
-then `axis`); `scatter_nd` takes its indices index-tuple first, [M, Y...] (ONNX puts the tuple
-last, [Y..., M]); `one_hot` takes scalar on/off values and an output dtype.
+then `axis`); `gather_nd` and `scatter_nd` take their indices index-tuple first, [M, Y...] (ONNX
+puts the tuple last, [Y..., M]); `one_hot` takes scalar on/off values and an output dtype.
 """
 
 from __future__ import annotations
@@ -43,6 +44,22 @@ def gather_rel(args: Sequence[Type], attrs: Attrs) -> Type:
     return TensorType(indices.shape, data.dtype)
 
 
+def gather_nd_rel(args: Sequence[Type], attrs: Attrs) -> Type:
+    data, indices = tensor(args[0], "data"), index_tensor(args[1])
+    batch = attrs.batch_dims
+    if indices.ndim == 0 or not known(indices.shape[0]):
+        raise ShapeError(f"indices {indices} must lead with a static index length M")
+    depth = indices.shape[0]
+    if batch < 0 or indices.ndim - 1 < batch:
+        raise ShapeError(f"batch_dims={batch} needs indices {indices} with at least {batch} axes after M")
+    if not 1 <= depth <= data.ndim - batch:
+        raise ShapeError(f"indices {indices} index {depth} axes after {batch} batch axes, but data {data} "
+                         f"has {data.ndim}")
+    if not all(dims_match(a, b) for a, b in zip(indices.shape[1:1 + batch], data.shape[:batch])):
+        raise ShapeError(f"the {batch} batch axes of indices {indices} (after M) must be those of data {data}")
+    return TensorType(indices.shape[1:] + data.shape[batch + depth:], data.dtype)
+
+
 def scatter_nd_rel(args: Sequence[Type], attrs: Attrs) -> Type:
     data, indices, updates = tensor(args[0], "data"), index_tensor(args[1]), tensor(args[2], "updates")
     same_dtype([data, updates], ["data", "updates"])
@@ -71,6 +88,11 @@ def one_hot_rel(args: Sequence[Type], attrs: Attrs) -> Type:
 register_op("gather", ["data", "indices"], gather_rel, OpPattern.INJECTIVE, attrs=[AttrField("axis", "int", 0)],
             doc="out[i..] = data[i.. with i[axis] replaced by indices[i..]]; a negative index counts from "
                 "the end (ONNX GatherElements).")
+register_op("gather_nd", ["data", "indices"], gather_nd_rel, OpPattern.INJECTIVE,
+            attrs=[AttrField("batch_dims", "int", 0)],
+            doc="out[y..] = data[b.., indices[:, y..]]: indices [M, Y...] address M axes of data after its "
+                "first `batch_dims` axes, which are also the first axes of Y (ONNX GatherND with indices moved "
+                "last to first); a negative index counts from the end.")
 register_op("scatter_nd", ["data", "indices", "updates"], scatter_nd_rel, OpPattern.OPAQUE,
             attrs=[AttrField("mode", "str", "update", choices=("update", "add", "mul", "min", "max"))],
             doc="data with data[indices[:, y..]] set to updates[y..] (or combined with it by `mode`: add, mul, "

@@ -29,6 +29,16 @@ def _gather(attrs: Attrs, data: np.ndarray, indices: np.ndarray) -> np.ndarray:
     return np.take_along_axis(data[window], indices, axis=axis)
 
 
+@_ref("gather_nd")
+def _gather_nd(attrs: Attrs, data: np.ndarray, indices: np.ndarray) -> np.ndarray:
+    batch, depth = attrs.batch_dims, indices.shape[0]
+    sizes = np.array(data.shape[batch:batch + depth]).reshape((depth,) + (1,) * (indices.ndim - 1))
+    position = tuple(wrapped_indices(indices, sizes, "gather_nd"))
+    rest = indices.ndim - 1 - batch  # index axes after the batch axes
+    batches = tuple(np.arange(n).reshape((n,) + (1,) * (batch - 1 - i + rest)) for i, n in enumerate(data.shape[:batch]))
+    return data[batches + position]
+
+
 #: how scatter_nd's modes combine an update with the value in place
 _COMBINE = {"add": np.add, "mul": np.multiply, "min": np.minimum, "max": np.maximum}
 

@@ -87,6 +87,8 @@ GOOD = {
                          "Tensor[(1, 4, 8, 8), float32]"),
     "floor_mod": (lambda: relay.floor_mod(v((2, 1), "int64"), v((3,), "int64", "y")), "Tensor[(2, 3), int64]"),
     "gather": (lambda: relay.gather(v((4, 5)), v((2, 5), "int64", "i"), axis=-2), "Tensor[(2, 5), float32]"),
+    "gather_nd": (lambda: relay.gather_nd(v((2, 5, 6, 7)), v((2, 2, 3), "int64", "i"), batch_dims=1),
+                  "Tensor[(2, 3, 7), float32]"),
     "scatter_nd": (lambda: relay.scatter_nd(v((4, 5, 6)), v((2, 3), "int64", "i"), v((3, 6), name="u")),
                    "Tensor[(4, 5, 6), float32]"),
     "one_hot": (lambda: relay.one_hot(v(F, "int32", "i"), relay.const(1, "int8"), relay.const(0, "int8"), 4, 1,

@@ -165,6 +165,8 @@ EXAMPLES: list[Example] = [
     ex("floor_mod", np.array([7, -7, 7, -7], "int32"), np.array([2, 2, -2, -2], "int32")),
     ex("argmax", np.array([[1, 3, 3], [2, 2, 0]], "int32"), axis=(1,), select_last_index=True),
     ex("gather", normal(4, 3), np.array([[0, 3, -1], [2, -4, 1]], "int64")),
+    ex("gather_nd", normal(3, 4), np.array([[0, 2], [1, -1]], "int64")),
+    ex("gather_nd", normal(2, 3, 4), np.array([[[2], [0]]], "int64"), batch_dims=1),
     ex("scatter_nd", normal(3, 4), np.array([[0, 2], [1, 3]], "int64"), normal(2), mode="add"),
     ex("one_hot", np.array([[0, 2], [-1, 5]], "int32"), np.array(1.0, "float32"), np.array(0.0, "float32"),
        depth=4, axis=1),

@@ -175,6 +175,23 @@ def test_scatter_nd(reduction, opset):
     assert "scatter_nd" in ops_in(check(proto, {"d": data, "u": updates}))
 
 
+@pytest.mark.parametrize("batch_dims, at", [
+    (0, np.array([[0, 1], [2, -1], [-3, 2]], "int64")),           # [Y=3, M=2]: rows of 2-D slices of d
+    (0, np.array([[[1]], [[-1]]], "int64")),                        # [Y=(2, 1), M=1]: whole planes
+    (1, np.array([[[2, 0], [1, 1]], [[0, 3], [-1, -2]]], "int64")),  # [B=2, Y=2, M=2]: one value each
+])
+def test_gather_nd(batch_dims, at):
+    data = normal(2 if batch_dims else 3, 3, 4)
+    proto = model([node("GatherND", ["d", "i"], batch_dims=batch_dims)], {"d": data}, {"y": "float32"}, {"i": at})
+    assert "gather_nd" in ops_in(check(proto, {"d": data}))
+
+
+def test_gather_nd_with_indices_computed_at_run_time():
+    inputs = {"d": normal(4, 3), "i": np.array([[2, 1], [0, 0], [3, 2]], "int64")}
+    proto = model([node("GatherND", ["d", "i"])], inputs, {"y": "float32"})
+    assert {"gather_nd", "transpose"} <= ops_in(check(proto, inputs))
+
+
 def test_scatter_nd_with_indices_computed_at_run_time():
     data, updates, at = normal(4, 3), normal(2, 3), np.array([[2], [0]], "int64")
     inputs = {"d": data, "u": updates, "i": at}
