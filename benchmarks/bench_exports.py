@@ -1,14 +1,16 @@
 """Real PyTorch exports in ONNX Runtime: the exported model against ours, each with ONNX Runtime's optimizer off and on.
 
     python -m benchmarks.bench_exports                  # every model, full size -> results/exports.{json,md}
-    python -m benchmarks.bench_exports --small --models resnet18,distilbert
+    python -m benchmarks.bench_exports --small --models resnet18,distilbert --exporters dynamo
 
-Per model of `benchmarks.torch_models` (ResNet-18, MobileNet-v3-Large, EfficientNet-B0, ConvNeXt-T,
-DistilBERT; random weights, exported by `torch.onnx.export`): imported with `from_onnx`, optimized
+Per model of `benchmarks.torch_models` (torchvision's ResNet-18, MobileNet-v3-Large, EfficientNet-B0
+and ConvNeXt-T, transformers' BERT-base and DistilBERT; random weights) and per exporter of
+`torch.onnx.export` (TorchScript and dynamo): imported with `from_onnx`, optimized
 with `eqsat.optimize(target="ort")` and exported with `to_onnx(contrib=True)`; four ONNX Runtime CPU
 sessions (exported / ours, optimizer off / fully on) take turns in interleaved rounds and the ratios
 are medians over rounds of exported-with-optimizer-on time / session time (above 1: faster than
-what a user of ONNX Runtime gets from the export alone). Needs torch (and transformers).
+what a user of ONNX Runtime gets from the export alone). Needs torch and torchvision (and
+transformers), the `exports` extra.
 """
 
 from __future__ import annotations
@@ -24,10 +26,10 @@ import eqsat
 from benchmarks.bench_spellings import ort_session, ratio_medians
 from benchmarks.bench_strategies import relative_error
 from benchmarks.report import Stopwatch, checked_choices, timing_parser, write_results
-from benchmarks.torch_models import EXPORTS, Unavailable, export, input_feed
+from benchmarks.torch_models import EXPORTERS, EXPORTS, Unavailable, export, input_feed
 from ir.frontend import from_onnx, to_onnx
 
-COLUMNS = ["model", "ours_off", "ours_on", "exported_off", "control", "exported_on_ms", "max_rel_error",
+COLUMNS = ["model", "exporter", "ours_off", "ours_on", "exported_off", "control", "exported_on_ms", "max_rel_error",
            "optimize_s", "onnx_nodes", "ours_nodes"]
 
 
@@ -47,15 +49,16 @@ def compare_in_ort(original: onnx.ModelProto, ours: onnx.ModelProto, feed: dict,
             "max_rel_error": relative_error(tuple(sessions["ours_off"].run(None, feed)), reference)}
 
 
-def measure_export(name: str, small: bool, repeat: int, min_seconds: float) -> dict[str, Any]:
-    original = export(name, small)
+def measure_export(name: str, small: bool, repeat: int, min_seconds: float,
+                   exporter: str = "torchscript") -> dict[str, Any]:
+    original = export(name, small, exporter)
     mod, params = from_onnx(original)
     stopwatch = Stopwatch()
     with stopwatch("optimize"):
         optimized = eqsat.optimize(mod, params, target="ort")
     ours = to_onnx(optimized.mod, optimized.params, contrib=True)
     row = compare_in_ort(original, ours, input_feed(original), repeat, min_seconds)
-    return {"model": name, "ours_off": row["ours_off"], "ours_on": row["ours_on"],
+    return {"model": name, "exporter": exporter, "ours_off": row["ours_off"], "ours_on": row["ours_on"],
             "exported_off": row["original_off"], "control": row["control"], "exported_on_ms": row["original_on_ms"],
             "max_rel_error": row["max_rel_error"], "optimize_s": stopwatch.seconds["optimize"],
             "onnx_nodes": len(original.graph.node), "ours_nodes": len(ours.graph.node)}
@@ -76,19 +79,22 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser = timing_parser(__doc__, "small inputs (64x64 images, 16 tokens)", 2.0,
                            "least seconds the export runs per model", "least number of timed rounds per model")
     parser.add_argument("--models", default=",".join(EXPORTS), help="comma-separated models")
+    parser.add_argument("--exporters", default=",".join(EXPORTERS), help="comma-separated exporters")
     args = parser.parse_args(argv)
     names = checked_choices(parser, args, args.models, list(EXPORTS), "models")
+    exporters = checked_choices(parser, args, args.exporters, list(EXPORTERS), "exporters")
     import onnxruntime
 
     rows = []
     for name in names:
-        try:
-            rows.append(measure_export(name, args.small, args.repeat, args.seconds))
-        except Unavailable as err:
-            print(f"{name}: skipped ({err})", file=sys.stderr)
-            continue
-        print(f"{name}: ours off {rows[-1]['ours_off']:.3f}x, on {rows[-1]['ours_on']:.3f}x", file=sys.stderr,
-              flush=True)
+        for exporter in exporters:
+            try:
+                rows.append(measure_export(name, args.small, args.repeat, args.seconds, exporter))
+            except Unavailable as err:
+                print(f"{name}: skipped ({err})", file=sys.stderr)
+                break
+            print(f"{name} ({exporter}): ours off {rows[-1]['ours_off']:.3f}x, on {rows[-1]['ours_on']:.3f}x",
+                  file=sys.stderr, flush=True)
     notes = NOTES.format(cores=multiprocessing.cpu_count(), ort=onnxruntime.__version__,
                          size="small" if args.small else "full-size", repeat=args.repeat, seconds=args.seconds)
     path = write_results("exports" + ("_small" if args.small else ""), rows, COLUMNS, notes)
