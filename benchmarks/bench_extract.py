@@ -10,7 +10,10 @@ Parts:
   `eqsat.extract.prune`, then HiGHS through scipy's `milp`), and, where highspy is installed, the
   same reduced program solved by HiGHS started from the greedy program. The e-graphs: a synthetic DL program (`dl_dag`) under `all` (default rules plus
   associativity; its adds and multiplies regroup), and a chain of adds and multiplies over
-  tensors of four shapes under `ac` (long runs of one op: every grouping of a run is an e-class).
+  tensors of four shapes under `ac` (long runs of one op: every grouping of a run is an e-class);
+  and ResNet-50, Inception-v3 and MobileNet-v2 (small and full configurations) saturated for ort
+  under default+layout, whose layout changes each way make cycles in the class graph, extracted
+  for ort.
 - taso: each zoo model's small configuration saturated under `default` and under `default+taso`
   (the `taso` rule set is in `all`, not in `default`), then extracted for cpu and ort by greedy and
   ILP: saturation size and time, cost, and how many merged calls (their `split`s) the program keeps.
@@ -32,13 +35,15 @@ from eqsat.extract import GreedyDagExtractor, IlpExtractor, node_costs
 from eqsat.extract.ilp import build_model
 from eqsat.extract.prune import reduce_problem
 from eqsat.optimize import cost_model, extract_program, saturate_program
+from eqsat.rules.library import default_rules
 from ir import relay
 from ir.visitor import post_order
 
 from .report import Section, write_results
 from .synthetic import dl_dag
 
-__all__ = ["ac_chain", "ilp_row", "taso_rows", "main"]
+__all__ = ["ac_chain", "ilp_row", "layout_row", "taso_rows", "main"]
+LAYOUT_MODELS = ("resnet50", "inception_v3", "mobilenet_v2")
 
 ILP_SECONDS = 60.0
 ZOO = ("inception_v3", "resnext50", "squeezenet", "nasneta", "bert", "nasrnn")
@@ -69,7 +74,6 @@ def _started_highs(view, costs, greedy, seconds: float) -> dict[str, Any]:
     node_of = reduced.repair(view, greedy.node_of, view.roots)
     start = np.zeros(model.n_cols)
     start[[model.nodes.index(n) for n in node_of.values()]] = 1.0
-    start[len(model.nodes):] = [rank for rank, c in enumerate(model.cyclic)]  # any order: cyclic classes unused
     row: dict[str, Any] = {}
     for presolve in ("off", "on"):
         highs = _Highs()
@@ -83,7 +87,7 @@ def _started_highs(view, costs, greedy, seconds: float) -> dict[str, Any]:
         csc = model.matrix.tocsc()
         lp.a_matrix_.format_ = MatrixFormat.kColwise
         lp.a_matrix_.start_, lp.a_matrix_.index_, lp.a_matrix_.value_ = csc.indptr, csc.indices, csc.data
-        lp.integrality_ = [HighsVarType.kInteger] * len(model.nodes) + [HighsVarType.kContinuous] * len(model.cyclic)
+        lp.integrality_ = [HighsVarType.kInteger] * model.n_cols
         highs.passModel(lp)
         solution = HighsSolution()
         solution.col_value = start
@@ -100,14 +104,33 @@ def _started_highs(view, costs, greedy, seconds: float) -> dict[str, Any]:
 
 
 def ilp_row(name: str, build: Callable[[], ir.IRModule], rules: str, nodes: int) -> dict[str, Any]:
-    """Grow one e-graph to `nodes` e-nodes and extract it with greedy, the ILP extractor and a started HiGHS."""
+    """Grow one e-graph to `nodes` e-nodes and extract it for cpu with greedy, the ILP extractor and a
+    started HiGHS."""
     low = eqsat.lower(build())
     report = eqsat.saturate(low.egraph, eqsat.resolve_rules(rules), eqsat.Limits(nodes=nodes, iterations=100,
                                                                                     seconds=120))
     view = low.view()
     costs = node_costs(view, strategies.CostModel("cpu"))
+    row = _extraction_row(name, rules, report, view, costs)
+    greedy = GreedyDagExtractor(refine=True).extract(view, view.roots, costs)
+    row.update(_started_highs(view, costs, greedy, ILP_SECONDS))
+    return row
+
+
+def layout_row(model: str, small: bool) -> dict[str, Any]:
+    """A zoo model saturated for ort (rules default+layout, default limits: layout changes each way
+    make cycles in the class graph), extracted for ort by greedy and the ILP extractor."""
+    mod, params = ir.models.get(model, small=small)
+    rules = default_rules("ort")
+    sat = saturate_program(mod, params, rules=rules, limits=eqsat.Limits())
+    costs = node_costs(sat.view, cost_model("ort"))
+    return _extraction_row(f"{model} ({'small' if small else 'full'})", rules, sat.report, sat.view, costs)
+
+
+def _extraction_row(name: str, rules: str, report: Any, view: Any, costs: list[float]) -> dict[str, Any]:
+    """Greedy and the ILP extractor on one e-graph: seconds, costs, gap, status, the model's size."""
     start = time.perf_counter()
-    greedy = GreedyDagExtractor().extract(view, view.roots, costs)
+    greedy = GreedyDagExtractor(refine=True).extract(view, view.roots, costs)
     greedy_s = time.perf_counter() - start
     greedy_cost = greedy.dag_cost(view, costs)
     start = time.perf_counter()
@@ -118,13 +141,14 @@ def ilp_row(name: str, build: Callable[[], ir.IRModule], rules: str, nodes: int)
     info = choice.info
     row = {"graph": name, "rules": rules, "enodes": report.enodes, "eclasses": report.eclasses,
            "stop": str(report.stop_reason), "saturate_s": report.seconds, "greedy_s": greedy_s,
-           "cost_greedy": greedy_cost, "ilp_s": ilp_s, "cost_ilp": ilp_cost, "greedy_over_ilp": greedy_cost / ilp_cost,
-           "ilp_gap": info["gap"], "ilp_status": info["status"], "dual_bound": info["dual_bound"],
+           "cost_bottom_up": greedy.info["refined_from"], "cost_greedy": greedy_cost, "ilp_s": ilp_s,
+           "cost_ilp": ilp_cost, "greedy_over_ilp": greedy_cost / ilp_cost, "ilp_gap": info["gap"],
+           "ilp_status": info["status"], "killed": info["killed"], "dual_bound": info["dual_bound"],
            "nodes_before": info["nodes_before"], "unusable": info["unusable_nodes"],
            "dominated": info["dominated_nodes"], "nodes_after": info["nodes_after"],
            "mandatory_classes": info["mandatory_classes"], "fixed_nodes": info["fixed_nodes"],
-           "variables": info["variables"], "constraints": info["constraints"]}
-    row.update(_started_highs(view, costs, greedy, ILP_SECONDS))
+           "variables": info["variables"], "constraints": info["constraints"], "pair_cuts": info["pair_cuts"],
+           "cycle_cuts": info["cycle_cuts"], "rounds": info["rounds"]}
     print(f"ilp {name}: {row['enodes']} e-nodes, {row['ilp_status']} in {ilp_s:.1f} s, gap {row['ilp_gap']:.3g}",
           file=sys.stderr, flush=True)
     return row
@@ -158,9 +182,10 @@ def taso_rows() -> list[dict[str, Any]]:
     return rows
 
 
-ILP_COLUMNS = ("graph", "rules", "enodes", "eclasses", "stop", "saturate_s", "greedy_s", "cost_greedy", "ilp_s",
-               "cost_ilp", "greedy_over_ilp", "ilp_gap", "ilp_status", "nodes_before", "dominated", "nodes_after",
-               "mandatory_classes", "fixed_nodes", "variables", "constraints", "start_off_s", "start_off_status",
+ILP_COLUMNS = ("graph", "rules", "enodes", "eclasses", "stop", "saturate_s", "greedy_s", "cost_bottom_up",
+               "cost_greedy", "ilp_s", "cost_ilp", "greedy_over_ilp", "ilp_gap", "ilp_status", "killed",
+               "nodes_before", "dominated", "nodes_after", "mandatory_classes", "fixed_nodes", "variables",
+               "constraints", "pair_cuts", "cycle_cuts", "rounds", "start_off_s", "start_off_status",
                "start_off_cost", "start_on_s", "start_on_status", "start_on_reported", "start_on_cost")
 TASO_COLUMNS = ("model", "rules", "enodes", "saturate_s", "target", "extractor", "cost_before", "cost_after", "gap",
                 "merges_found", "taso_applied", *MERGE_OPS)
@@ -173,7 +198,10 @@ through scipy's `milp`); `ilp_gap`: the returned program's distance from HiGHS's
 `nodes_after`: e-nodes of the reachable classes before and after the reductions (`dominated`:
 dropped for a no dearer node of their class that needs a subset of their children);
 `mandatory_classes`: classes every program contains (`fixed_nodes`: their lone candidates).
-`greedy_over_ilp`: greedy's cost over ILP's. `start_off_*` / `start_on_*`: the same reduced program
+`cost_bottom_up`: greedy's bottom-up program before its local search; `cost_greedy`: after it.
+`greedy_over_ilp`: greedy's cost over ILP's. `killed`: the solver worker was killed at the deadline;
+`pair_cuts` / `cycle_cuts` / `rounds`: cuts for classes that use each other, cycle cuts added
+lazily, and solves. `start_off_*` / `start_on_*`: the same reduced program
 solved by HiGHS through highspy (when installed), started from the greedy program, with presolve
 off / on: seconds, status, the objective HiGHS reports and the cost of the solution it returns (the
 measurement behind solving without a start)."""
@@ -189,7 +217,8 @@ is a merged call the program kept."""
 def main() -> None:
     rows = [ilp_row("dl_dag 5000", lambda: dl_dag(5000), "all", 20_000),
             ilp_row("dl_dag 6000", lambda: dl_dag(6000), "all", 30_000),
-            ilp_row("add/multiply chain of 24", lambda: ac_chain(24), "ac", 20_000)]
+            ilp_row("add/multiply chain of 24", lambda: ac_chain(24), "ac", 20_000),
+            *(layout_row(model, small) for model in LAYOUT_MODELS for small in (True, False))]
     taso = taso_rows()
     path = write_results("extract", rows, ILP_COLUMNS, ILP_NOTES.format(seconds=ILP_SECONDS),
                          [Section("TASO substitutions on the zoo", taso, TASO_COLUMNS, TASO_NOTES)])

@@ -28,7 +28,7 @@ children, are dropped; classes that every program contains are found. Then:
 HiGHS runs in a worker process (`highs_worker`) that is killed when the time limit has passed by
 `highs_worker.KILL_GRACE_S`: HiGHS's own limit is soft (a 60 s solve once ran 260 s).
 
-The greedy program, its dropped nodes swapped for their dominators (never dearer), is the
+The greedy program (refined by its local search), its dropped nodes swapped for their dominators (never dearer), is the
 fallback: when HiGHS stops (time limit) with nothing better, or is killed, it is returned, so the
 result is never worse than greedy's, with its gap to the bound HiGHS proved. HiGHS is not started
 from it: with presolve on, HiGHS 1.16 returns such a start as optimal under a wrong objective, and
@@ -241,7 +241,7 @@ class IlpExtractor:
     def extract(self, view: EGraphView, roots: Sequence[ClassId], cost: CostModel | Sequence[float]) -> Choice:
         costs = resolve_costs(view, cost)
         begin = time.perf_counter()
-        greedy = GreedyDagExtractor().extract(view, roots, costs)
+        greedy = GreedyDagExtractor(refine=True).extract(view, roots, costs)
         greedy_cost = greedy.dag_cost(view, costs)
         reduced = reduce_problem(view, roots, costs, greedy_cost * (1 + 1e-9) + 1e-9)
         fallback = Choice(tuple(roots), reduced.repair(view, greedy.node_of, roots))

@@ -63,8 +63,9 @@ def test_all_extractors_give_valid_acyclic_programs_and_ilp_is_best(seed):
     assert tree["tree"] <= min(tree.values()) + 1e-9  # the tree extractor is optimal for tree cost
 
 
-def test_ilp_beats_greedy_and_greedy_beats_tree():
-    # R = h(X, Y). Greedy picks the cheapest X and Y alone (4 + 5.5); sharing S in both is cheaper.
+def test_ilp_beats_greedys_bottom_up_choice_and_greedy_beats_tree():
+    # R = h(X, Y). Bottom up, greedy picks the cheapest X and Y alone (4 + 5.5); sharing S in both is
+    # cheaper, which its local search finds by switching both readers of S together.
     # T = f(A, A) (A shared: 10 once) or g(B, C) (6 + 6): the tree extractor counts A twice.
     view = view_of({
         0: [("S", ())], 1: [("p", (0,)), ("q", ())], 2: [("r", (0,)), ("leaf", ())], 3: [("h", (1, 2))],
@@ -76,6 +77,8 @@ def test_ilp_beats_greedy_and_greedy_beats_tree():
     dag = {ex.name: ex.extract(view, view.roots, costs).dag_cost(view, costs) for ex in ALL}
     assert dag["ilp"] < dag["greedy"] < dag["tree"]
     assert dag == {"ilp": 8 + 11, "greedy": 10.5 + 11, "tree": 10.5 + 13}
+    refined = GreedyDagExtractor(refine=True).extract(view, view.roots, costs)
+    assert refined.dag_cost(view, costs) == 8 + 11 and refined.info["refined_from"] == 10.5 + 11
 
 
 def test_escaping_intermediate_constraint_is_enforced_by_every_extractor():
