@@ -145,6 +145,28 @@ def _scatter_loop(data: np.ndarray, indices: np.ndarray, updates: np.ndarray, co
     return out
 
 
+@pytest.mark.parametrize("batch_dims, indices", [
+    (0, [[0, 2, -1], [3, -4, 1]]),        # [M=2, Y=3]: one (3, 4) position each, a (2,) row out
+    (0, [[[1], [-3]]]),                   # [M=1, Y=(2, 1)]: whole (4, 2) planes
+    (1, [[[2], [-1], [0]]]),              # [M=1, Y=(B=3, 1)]: a (2,) row of each batch's (4, 2) plane
+])
+def test_gather_nd_against_loops(batch_dims, indices):
+    indices = np.array(indices)
+    data = floats(3, 4, 2)
+    out = run("gather_nd", data, indices, batch_dims=batch_dims)
+    depth = indices.shape[0]
+    expected = np.empty(indices.shape[1:] + data.shape[batch_dims + depth:])
+    for y in np.ndindex(indices.shape[1:]):
+        at = tuple(int(indices[(m,) + y]) % data.shape[batch_dims + m] for m in range(depth))
+        expected[y] = data[y[:batch_dims] + at]
+    np.testing.assert_array_equal(out, expected)
+
+
+def test_gather_nd_out_of_range_index():
+    with pytest.raises(KernelError, match="gather_nd: an index is out of range"):
+        run("gather_nd", floats(3, 2), np.array([[3]]))
+
+
 @pytest.mark.parametrize("mode, indices", [
     ("update", [[[0, 2], [-1, 1]], [[1, 3], [0, -1]]]),  # [M=2, Y=(2, 2)]: four distinct positions
     ("add", [[[0, 2], [-1, 2]], [[1, 3], [0, 3]]]),      # (2, 3) twice; -1 is row 2
