@@ -140,7 +140,11 @@ def _arg_reduction(name: str) -> TorchKernel:
         axes = reduce_axes(attrs, x.dim())
         kept = [i for i in range(x.dim()) if i not in axes]
         flat = x.permute(kept + list(axes)).reshape([x.shape[i] for i in kept] + [-1])
-        return getattr(flat, name)(dim=-1).reshape(out_type.concrete_shape).to(_torch().int32)
+        if attrs.select_last_index:  # torch takes the first of equal values: search the flipped values
+            found = flat.shape[-1] - 1 - getattr(flat.flip(-1), name)(dim=-1)
+        else:
+            found = getattr(flat, name)(dim=-1)
+        return found.reshape(out_type.concrete_shape).to(_torch().int32)
     return kernel
 
 
