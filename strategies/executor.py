@@ -11,6 +11,8 @@ one line each, about the ops that fall back to generic implementations and, with
 history, about the workloads it has no record for. A call whose shapes are
 symbolic is checked when building (some implementation must be possible) and selects when it
 runs, per actual shape, among the implementations whose condition holds (memoized per shape).
+With `reference_fallback=True` a call that has no implementation on the target runs its op's
+reference kernel instead (to check, on the host, a program extracted for another target).
 
 Building also prepares each call's kernel (`strategies.kernels.prepared`): work that depends only
 on constants and attributes (packed or transformed weights, batch-norm statistics folded into a
@@ -43,9 +45,10 @@ from ir.visitor import bind_params_by_name, post_order
 
 from .constants import fold_constants
 from .devices import require_device, to_host, to_torch
-from .errors import InputError, KernelError
+from .errors import InputError, KernelError, NoImplementationError
 from .interpreter import Evaluator, bind_inputs, entry_function
 from .kernels.prepared import NO_DONATION, Kernel, PreparedCompute
+from .op_strategies.generic import reference_strategy
 from .records import TuningHistory, current_history
 from .select import Selection, candidate_implementations, select_implementation
 from .straight_line import StraightLineProgram, is_straight_line
@@ -180,10 +183,12 @@ class _CallKernel:
 class Executable:
     """A program built for a target: `run` computes its outputs, `profile` times each call."""
 
-    def __init__(self, func: Function, target: Target, history: TuningHistory | None):
+    def __init__(self, func: Function, target: Target, history: TuningHistory | None,
+                 reference_fallback: bool = False):
         self.func = func
         self.target = target
         self._history = history
+        self._reference_fallback = reference_fallback
         self._selections: dict[str, Selection] = {}
         self._fallbacks: set[str] = set()
         self._untuned: set[str] = set()
@@ -207,7 +212,14 @@ class Executable:
         known = self._selections.get(workload.key)
         if known is not None:
             return known
-        selection = select_implementation(workload, self.target, self._history)
+        try:
+            selection = select_implementation(workload, self.target, self._history)
+        except NoImplementationError:
+            if not self._reference_fallback:
+                raise
+            impl = reference_strategy(workload.op)(workload.attrs, list(workload.in_types), workload.out_type,
+                                                   self.target).implementations()[0]
+            selection = Selection(workload, impl, {}, "reference", (impl.name,))
         self._selections[workload.key] = selection
         if selection.reason == "fallback":
             self._fallbacks.add(workload.op)
@@ -220,7 +232,12 @@ class Executable:
         workload = Workload.of_call(call)
         if workload.static:
             return _CallKernel(call, self._select(workload), self._select, self.target.device)
-        _, _, fallback = candidate_implementations(workload, self.target)  # fails now if nothing can run it
+        try:
+            _, _, fallback = candidate_implementations(workload, self.target)  # fails now if nothing can run it
+        except NoImplementationError:
+            if not self._reference_fallback:
+                raise
+            fallback = False
         if fallback:
             self._fallbacks.add(workload.op)
         logger.info("%s: %s has symbolic shapes; it dispatches per actual shape at run time",
@@ -305,17 +322,19 @@ class Executable:
         return Profile(tuple(rows), statistics.median(latencies))
 
 
-def build(mod: IRModule | Expr, target: Target | str = "cpu", params: Mapping[str, Any] | None = None) -> Executable:
+def build(mod: IRModule | Expr, target: Target | str = "cpu", params: Mapping[str, Any] | None = None, *,
+          reference_fallback: bool = False) -> Executable:
     """Build `mod` (or a function / expression) for `target`; `params` become constants.
 
     Constant-only subgraphs are folded, the program is type-checked, and every call gets its
     implementation (tuning history of the enclosing `apply_history_best`, else highest plevel).
-    Raises `NoImplementationError` naming the op and target when some call cannot run there,
-    and `TargetError` when the target's device is not present.
+    Raises `NoImplementationError` naming the op and target when some call cannot run there
+    (unless `reference_fallback`: such a call runs its op's reference kernel on the host), and
+    `TargetError` when the target's device is not present.
     """
     target = as_target(target)
     require_device(target)
-    return Executable(prepare_program(mod, params), target, current_history())
+    return Executable(prepare_program(mod, params), target, current_history(), reference_fallback)
 
 
 def prepare_program(mod: IRModule | Expr, params: Mapping[str, Any] | None = None) -> Function:

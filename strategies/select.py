@@ -29,7 +29,7 @@ class Selection:
     workload: Workload
     implementation: OpImplementation
     config: dict[str, Any]
-    reason: str                     # "tuned" | "plevel" | "fallback"
+    reason: str                     # "tuned" | "plevel" | "fallback" | "reference"
     candidates: tuple[str, ...]     # the implementations whose condition held
     measured_us: float | None = None
 
@@ -40,6 +40,8 @@ class Selection:
             why = f"tuned: {self.measured_us:.1f} us measured, config {self.config}"
         elif self.reason == "fallback":
             why = f"fallback: no strategy for keys {', '.join(target.keys[:-1])}, generic plevel {impl.plevel}"
+        elif self.reason == "reference":
+            why = "reference kernel: the target has no implementation"
         else:
             why = f"plevel {impl.plevel}, highest of {len(self.candidates)} valid"
         return f"{target}: {self.workload.describe()} -> {impl.name} ({why})"

@@ -29,7 +29,7 @@ from ..strategy import ConfigSpace, OpStrategy
 from ..target import Target
 from ..work import op_work
 
-__all__ = ["FUSED_OPS", "no_knobs", "host_reference", "REFERENCE_EFFICIENCY"]
+__all__ = ["FUSED_OPS", "no_knobs", "host_reference", "reference_strategy", "REFERENCE_EFFICIENCY"]
 
 #: fused forms: no generic strategy, only the targets that have such kernels run them
 FUSED_OPS = ("nn.conv2d_bias_act", "nn.dense_bias_act", "nn.fused_matmul", "nn.bias_gelu", "nn.skip_layer_norm",
@@ -48,7 +48,8 @@ def host_reference(op_name: str) -> PreparedCompute:
     return PreparedCompute.of(reference_compute(op_name))
 
 
-def _reference_strategy(op_name: str):
+def reference_strategy(op_name: str):
+    """A strategy whose one implementation is the op's reference kernel on the host (plevel 0)."""
     compute = host_reference(op_name)
 
     def estimate(attrs: Attrs, in_types: Sequence[Type], out_type: Type):
@@ -90,7 +91,7 @@ def _register_all() -> None:
             register_strategy(name, GenericFunc(f"{name}_strategy"))
             continue
         register_by_kind = _BY_PATTERN.get(get_op(name).pattern)
-        fstrategy = register_by_kind(name) if register_by_kind else register_strategy(name, _reference_strategy(name))
+        fstrategy = register_by_kind(name) if register_by_kind else register_strategy(name, reference_strategy(name))
         fstrategy.register("cpu", fstrategy.default)
 
 

@@ -83,6 +83,19 @@ def test_an_op_without_any_implementation_names_op_and_target():
     np.testing.assert_allclose(out, evaluate(program, {"x": np.zeros((2, 8), "float32")}))
 
 
+@pytest.mark.parametrize("batch", [3, ir.SizeVar("b")])
+def test_reference_fallback_runs_what_the_target_lacks_with_its_reference_kernel(batch):
+    x, b = relay.var("x", shape=(batch, 8)), relay.const(np.linspace(-1, 1, 8, dtype="float32"))
+    w = relay.const(np.eye(8, dtype="float32"))
+    program = relay.nn.dense(relay.nn.bias_gelu(x, b), w)
+    exe = build(program, "cpu", reference_fallback=True)
+    value = rand(3, 8)
+    np.testing.assert_allclose(exe.run(x=value), evaluate(program, {"x": value}), rtol=1e-6, atol=1e-7)
+    reasons = {s.workload.op: s.reason for s in exe.selections}
+    assert reasons["nn.bias_gelu"] == "reference" and reasons["nn.dense"] != "reference"
+    assert "reference kernel" in next(s for s in exe.selections if s.reason == "reference").describe(exe.target)
+
+
 def test_cuda_without_a_gpu_is_a_clear_error():
     if torch_available():
         import torch
