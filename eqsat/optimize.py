@@ -13,6 +13,7 @@ import numpy as np
 
 import ir
 from ir import IRModule
+from ir.module import entry_function
 
 from .bisect import bisect_unsound
 from .egraph.lower import Lowered, lift_params, lower
@@ -24,6 +25,7 @@ from .limits import Limits
 from .provenance import Provenance
 from .report import IterationRow, Report
 from .rules.library import default_rules, resolve_rules
+from .rules.library.layout import with_concat_arities
 from .runner import saturate
 from .scheduler import Scheduler
 from .verify import Verification, verify as check_program
@@ -109,10 +111,12 @@ class Saturated:
 def saturate_program(mod: IRModule, params: Mapping[str, Any] | None = None, *, rules: Any = "default",
                      limits: Limits = Limits(), scheduler: Scheduler | None = None,
                      progress: Callable[[IterationRow], None] | None = None) -> Saturated:
-    """Lower `mod` (binding `params`) and saturate it under `rules` (see `resolve_rules`) within `limits`."""
+    """Lower `mod` (binding `params`) and saturate it under `rules` (see `resolve_rules`) within `limits`;
+    rules whose patterns have one per arity gain those of the arities `mod` holds (`with_concat_arities`)."""
     lowered = lower(mod, params)
     before = lowered.view()
-    report = saturate(lowered.egraph, resolve_rules(rules), limits, scheduler=scheduler, progress=progress)
+    ruleset = with_concat_arities(resolve_rules(rules), entry_function(mod))
+    report = saturate(lowered.egraph, ruleset, limits, scheduler=scheduler, progress=progress)
     return Saturated(lowered, report, before, lowered.view())
 
 

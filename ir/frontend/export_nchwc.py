@@ -12,6 +12,7 @@ available, else 8 on x86; `ir.ort_nchwc.ort_nchwc_block_size()` asks the install
     nn.contrib_conv2d_NCHWc*               Conv(X, W[, B[, Sum]]; activation)
     nn.max_pool3d / nn.avg_pool3d          MaxPool / AveragePool / GlobalAveragePool, where the 3-D pool is a
                                            2-D pool of NCHW{B}c data read as NDHWC (`blocked_pool2d`)
+    concatenate of NCHW{B}c values, axis 1 Concat(axis=1) of the 4-D blocked tensors
 
 ONNX Runtime holds a blocked tensor as 4-D (N, C, H, W) in blocked order; the program's value is
 the IR's 5-D `(N, C // B, H, W, B)`, so Reshape nodes (which alias, not copy) turn one into the
@@ -308,6 +309,17 @@ def emit_nchwc_pool(ctx: EmitContext, call: Call, args: Sequence[Value]) -> Valu
     return _blocked_view(ctx, out, outer, block)
 
 
+def emit_nchwc_concat(ctx: EmitContext, call: Call, args: Sequence[Value]) -> Value | None:
+    """Blocked values that NCHWc nodes made, concatenated along the block axis, as `Concat` of ONNX
+    Runtime's 4-D blocked tensors along channels: each part holds whole blocks, so per image its
+    blocks follow the previous part's in memory as its channels do, and no Reshape runs around it."""
+    shape, parts = ctx.type_of(call).shape, args[0]
+    if len(shape) != 5 or call.attrs.axis not in (1, -4) or not all(p in ctx.views for p in parts):
+        return None
+    return _blocked_view(ctx, ctx.node("Concat", [ctx.views[p] for p in parts], axis=1), shape[1], shape[4])
+
+
+CONTRIB_EMITTERS["concatenate"] = emit_nchwc_concat
 CONTRIB_EMITTERS["layout_transform"] = emit_reorder
 CONTRIB_EMITTERS["nn.max_pool3d"] = emit_nchwc_pool
 CONTRIB_EMITTERS["nn.avg_pool3d"] = emit_nchwc_pool

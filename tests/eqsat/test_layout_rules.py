@@ -163,3 +163,34 @@ def test_a_channels_last_sandwich_reorders_straight_to_and_from_nhwc():
     inputs = {"x": rng.standard_normal((1, 2 * block, 5, 5)).astype("float32")}
     want = evaluate(mod, inputs)
     np.testing.assert_allclose(run_ort(model, inputs)[0], want, rtol=0, atol=1e-4 * np.abs(want).max())
+
+
+def _dense_block(layers: int) -> ir.IRModule:
+    """A stem convolution, then DenseNet's dense block: each layer is batch norm, ReLU and a 3x3
+    convolution of the concatenation of every earlier feature map (a pre-activation batch norm no
+    convolution precedes, and concatenations of up to `layers` + 1 parts)."""
+    block, rng = block_size(), np.random.default_rng(3)
+    stem = relay.const(rng.standard_normal((block, 3, 3, 3)).astype("float32"))
+    features = [relay.nn.relu(relay.nn.conv2d(relay.var("x", shape=(1, 3, 6, 6)), stem, padding=1))]
+    for i in range(layers):
+        data = ir.infer_type(relay.concatenate(features, axis=1) if len(features) > 1 else features[0])
+        channels = data.checked_type.shape[1]
+        stats = [relay.const(rng.uniform(0.5, 1.5, channels).astype("float32")) for _ in range(4)]
+        normed = relay.nn.relu(relay.nn.batch_norm(data, *stats)[0])
+        weight = relay.const(rng.standard_normal((block, channels, 3, 3)).astype("float32"))
+        features.append(relay.nn.conv2d(normed, weight, padding=1))
+    return ir.infer_type(ir.IRModule.from_expr(relay.concatenate(features, axis=1)))
+
+
+def test_a_dense_block_stays_blocked_through_its_long_concatenations_and_batch_norms():
+    mod = _dense_block(7)  # concatenations of 2 to 8 parts: 7 and 8 over the rules' fixed arities
+    res = eqsat.optimize(mod, {}, target="ort")
+    transforms = [n for n in ir.post_order(res.mod["main"]) if isinstance(n, ir.Call)
+                  and n.op.name == "layout_transform"]
+    assert len(transforms) == 1  # out once (the stem's NCHWc convolution reads NCHW itself)
+    assert "nn.batch_norm" not in _ops(res.mod) and "multiply" not in _ops(res.mod)  # depthwise 1x1 + ReLU
+    model = to_onnx(res.mod, res.params, contrib=True)
+    assert not [n for n in model.graph.node if n.op_type == "Reshape" and not n.output[0].startswith("NCHWc")]
+    x = np.random.default_rng(4).standard_normal((1, 3, 6, 6)).astype("float32")
+    want = evaluate(mod, {"x": x})
+    np.testing.assert_allclose(run_ort(model, {"x": x})[0], want, rtol=0, atol=1e-4 * np.abs(want).max())

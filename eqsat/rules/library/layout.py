@@ -5,6 +5,9 @@
     f(layout_transform(a), layout_transform(b)) -> layout_transform(f(a, b))  add or multiply: one layout,
                                                                              b like a or broadcast over H, W
     add(layout_transform(a), c)           -> layout_transform(add(a, c'))         c per channel, c' blocked
+    x * s + t                             -> layout_transform(depthwise 1x1 conv_NCHWc(layout_transform(x),
+                                                             s, bias t))          s, t per channel (a batch
+                                                                                 norm not after a conv)
     pool2d(layout_transform(a))           -> layout_transform(pool3d(a))          a read as NDHWC: blocks as depth
     concatenate(layout_transform(a_i), axis=1) -> layout_transform(concatenate(a_i, axis=1))  whole blocks
     split(layout_transform(a), axis=1)[i] -> layout_transform(split(a, axis=1)[i])   at whole blocks
@@ -40,7 +43,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ir import Expr, relay
+from ir import Call, Expr, Tuple, relay
+from ir.visitor import post_order
 from ir.ort_nchwc import nchwc_forms, ort_nchwc_block_size
 from ir.op.layout import OP_ACTIVATIONS, blocked_layout, parse_layout
 from ir.op.registry import make_call
@@ -49,9 +53,9 @@ from strategies.kernels.nchwc import transform_layout
 
 from ..match import Match
 from ..pattern import PVar, call, const_pat, pvars, tuple_pat
-from ..rule import Rewrite, rule, ruleset
+from ..rule import Rewrite, RuleSet, rule, ruleset
 
-__all__ = ["LAYOUT", "block_size"]
+__all__ = ["LAYOUT", "block_size", "with_concat_arities"]
 
 x, a, b, s, wt, bias = pvars("x a b s wt bias")
 
@@ -63,6 +67,10 @@ _ACTIVATIONS = {"nn.relu": ("relu", ()), "sigmoid": ("sigmoid", ()), "tanh": ("t
                 **{op: (activation, kept) for activation, (op, kept) in OP_ACTIVATIONS.items()}}
 _EXAMPLE_ATTRS = {"clip": {"a_min": -1.0, "a_max": 1.0}, "nn.leaky_relu": {"alpha": 0.25},
                   "nn.hard_sigmoid": {"alpha": 0.25, "beta": 0.375}}
+#: concatenations of up to this many parts have their rule in `LAYOUT`; longer ones (DenseNet's dense
+#: blocks concatenate up to 25 feature maps in DenseNet-121, 49 in DenseNet-201) get theirs from
+#: `with_concat_arities` for the programs that hold them, since every rule costs each iteration a search
+MAX_CONCAT_PARTS = 6
 #: element-wise ops of two inputs that commute with a layout change of both
 _BINARY = ("add", "multiply")
 
@@ -116,6 +124,31 @@ def _channel_constant(m: Match) -> Expr | None:
         return None
     blocked = transform_layout(c.reshape(1, channels, 1, 1), "NCHW", src)
     return _lt(make_call("add", [m.expr("a"), relay.const(blocked)]), src, "NCHW")
+
+
+def _per_channel(m: Match, name: str, channels: int) -> np.ndarray | None:
+    """Constant `name` as its `channels` values when it holds one per channel of NCHW data, else None."""
+    c = m.const(name)
+    return c.reshape(channels) if c.shape in ((channels, 1, 1), (1, channels, 1, 1)) else None
+
+
+def _affine_to_blocked(m: Match) -> Expr | None:
+    """`x * s + t` with `s`, `t` per channel as ONNX Runtime's blocked depthwise 1x1 convolution with a
+    bias (its own form of a batch norm on blocked data), so an activation after it fuses too."""
+    block, dtype = block_size(), m.dtype("x")
+    channels = m.shape("x")[1] if m.ndim("x") == 4 else None
+    if not isinstance(channels, int) or channels % block or dtype != "float32" or m.dtype("s") != dtype:
+        return None
+    scale, shift = _per_channel(m, "s", channels), _per_channel(m, "t", channels)
+    if scale is None or shift is None or m.dtype("t") != dtype:
+        return None
+    data_layout, kernel_layout = nchwc_forms(channels, channels, channels, block)
+    weight = transform_layout(scale.reshape(channels, 1, 1, 1), "OIHW", kernel_layout)
+    attrs = {"channels": channels, "kernel_size": (1, 1), "groups": channels, "data_layout": data_layout,
+             "kernel_layout": kernel_layout, "out_layout": data_layout, "activation": "none"}
+    conv = make_call(_BIAS_ACT, [_lt(m.expr("x"), "NCHW", data_layout), relay.const(weight), relay.const(shift)],
+                     attrs)
+    return _lt(conv, data_layout, "NCHW")
 
 
 def _blocked_source(m: Match) -> str | None:
@@ -219,6 +252,12 @@ def _image(channels: int, name: str = "x", size: int = 5) -> Expr:
 def _weight(out_channels: int, in_channels: int, seed: int = 0) -> Expr:
     rng = np.random.default_rng(seed)
     return relay.const(rng.standard_normal((out_channels, in_channels, 3, 3)).astype("float32"))
+
+
+def _channel_values(channels: int, seed: int) -> Expr:
+    """A (C, 1, 1) constant: one value per channel."""
+    rng = np.random.default_rng(seed)
+    return relay.const(rng.uniform(0.5, 1.5, (channels, 1, 1)).astype("float32"))
 
 
 def _blocked_relu(name: str = "a", blocks: int = 2, size: int = 3) -> Expr:
@@ -332,8 +371,14 @@ LAYOUT = ruleset("layout", [
          example=lambda: relay.add(_blocked_relu(), relay.const(np.arange(2 * block_size(), dtype="float32")
                                                                  .reshape(-1, 1, 1))),
          near_miss=lambda: relay.add(_blocked_relu(), relay.const(np.ones((1, 1, 3, 3), "float32")))),
+    rule("channel-affine-to-nchwc",
+         call("add", call("multiply", x, const_pat("s")), const_pat("t")), _affine_to_blocked, exact=False,
+         example=lambda: relay.add(relay.multiply(_image(2 * block_size()), _channel_values(2 * block_size(), 1)),
+                                   _channel_values(2 * block_size(), 2)),
+         near_miss=lambda: relay.add(relay.multiply(_image(2 * block_size()), _channel_values(2 * block_size(), 1)),
+                                     relay.const(np.ones((1, 1, 5, 5), "float32")))),
     *(_pool_rule(op) for op in ("nn.max_pool2d", "nn.avg_pool2d", "nn.global_avg_pool2d")),
-    *(_concat_rule(arity) for arity in range(2, 7)),
+    *(_concat_rule(arity) for arity in range(2, MAX_CONCAT_PARTS + 1)),
     *(_split_rule(index) for index in range(4)),
     rule("layout-transform-inverse",
          call("layout_transform", call("layout_transform", x, bind_attrs="l1"), bind_attrs="l2"), x, when=_inverse,
@@ -364,3 +409,15 @@ LAYOUT = ruleset("layout", [
          near_miss=lambda: relay.add(relay.var("s", shape=(1, 1, 5, 1, block_size())), _blocked_conv())),
     *(_fuse_activation(op, _SUM_ACT, (x, wt, bias, s)) for op in _ACTIVATIONS),
 ])
+
+
+def with_concat_arities(rules: RuleSet, program: Expr) -> RuleSet:
+    """`rules`, plus the concatenation rule of each arity over `MAX_CONCAT_PARTS` that `program`
+    concatenates, when `rules` holds the layout rules (the rules are per arity: a pattern has a fixed
+    number of parts)."""
+    if _concat_rule(2).name not in rules.names:
+        return rules
+    arities = sorted({len(node.args[0].fields) for node in post_order(program)
+                      if isinstance(node, Call) and getattr(node.op, "name", None) == "concatenate"
+                      and isinstance(node.args[0], Tuple) and len(node.args[0].fields) > MAX_CONCAT_PARTS})
+    return rules + ruleset("layout-concatenations", [_concat_rule(n) for n in arities]) if arities else rules
