@@ -112,7 +112,7 @@ def ilp_row(name: str, build: Callable[[], ir.IRModule], rules: str, nodes: int)
     view = low.view()
     costs = node_costs(view, strategies.CostModel("cpu"))
     row = _extraction_row(name, rules, report, view, costs)
-    greedy = GreedyDagExtractor(refine=True).extract(view, view.roots, costs)
+    greedy = GreedyDagExtractor().extract(view, view.roots, costs)
     row.update(_started_highs(view, costs, greedy, ILP_SECONDS))
     return row
 
@@ -130,7 +130,7 @@ def layout_row(model: str, small: bool) -> dict[str, Any]:
 def _extraction_row(name: str, rules: str, report: Any, view: Any, costs: list[float]) -> dict[str, Any]:
     """Greedy and the ILP extractor on one e-graph: seconds, costs, gap, status, the model's size."""
     start = time.perf_counter()
-    greedy = GreedyDagExtractor(refine=True).extract(view, view.roots, costs)
+    greedy = GreedyDagExtractor().extract(view, view.roots, costs)
     greedy_s = time.perf_counter() - start
     greedy_cost = greedy.dag_cost(view, costs)
     start = time.perf_counter()

@@ -22,8 +22,8 @@ most `REFINE_PASSES`, and the search stops once its moves have visited `REFINE_W
 e-node in all (work bounds, not a clock: the result is deterministic).
 
 Guarantee: the returned choice's DAG cost is at most the tree extractor's (both are computed and
-the cheaper kept, ties to greedy) and refinement (`GreedyDagExtractor(refine=True)`; the ILP
-extractor's fallback uses it) only lowers it. It is not optimal for DAG cost;
+the cheaper kept, ties to greedy) and refinement (on by default; `GreedyDagExtractor(refine=False)`
+leaves it out) only lowers it. It is not optimal for DAG cost;
 `IlpExtractor` is.
 """
 
@@ -76,8 +76,8 @@ class _BitCosts:
 class GreedyDagExtractor:
     """Counts shared classes once while choosing bottom-up; fast, never worse than tree, not optimal."""
 
-    refine: bool = False
-    """run the local search (`refine`) on the bottom-up program."""
+    refine: bool = True
+    """run the local search (`refine`) on the bottom-up program (`refine=False`: bottom-up choice only)."""
     name: ClassVar[str] = "greedy"
     optimal_for: ClassVar[Literal["tree", "dag", "none"]] = "none"
 

@@ -241,7 +241,7 @@ class IlpExtractor:
     def extract(self, view: EGraphView, roots: Sequence[ClassId], cost: CostModel | Sequence[float]) -> Choice:
         costs = resolve_costs(view, cost)
         begin = time.perf_counter()
-        greedy = GreedyDagExtractor(refine=True).extract(view, roots, costs)
+        greedy = GreedyDagExtractor().extract(view, roots, costs)
         greedy_cost = greedy.dag_cost(view, costs)
         reduced = reduce_problem(view, roots, costs, greedy_cost * (1 + 1e-9) + 1e-9)
         fallback = Choice(tuple(roots), reduced.repair(view, greedy.node_of, roots))
