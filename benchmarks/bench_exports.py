@@ -3,8 +3,8 @@
     python -m benchmarks.bench_exports                  # every model, full size -> results/exports.{json,md}
     python -m benchmarks.bench_exports --small --models resnet18,distilbert --exporters dynamo
 
-Per model of `benchmarks.torch_models` (torchvision's ResNet-18, MobileNet-v3-Large, EfficientNet-B0
-and ConvNeXt-T, transformers' BERT-base and DistilBERT; random weights) and per exporter of
+Per model of `benchmarks.torch_models` (torchvision's ResNet-18, MobileNet-v3-Large, EfficientNet-B0,
+ConvNeXt-T and DenseNet-121, transformers' BERT-base and DistilBERT; random weights) and per exporter of
 `torch.onnx.export` (TorchScript and dynamo): imported with `from_onnx`, optimized
 with `eqsat.optimize(target="ort")` and exported with `to_onnx(contrib=True)`; four ONNX Runtime CPU
 sessions (exported / ours, optimizer off / fully on) take turns in interleaved rounds and the ratios
