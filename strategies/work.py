@@ -29,7 +29,7 @@ _VIEWS = {"reshape", "dyn.reshape", "squeeze", "expand_dims", "nn.batch_flatten"
 #: element-wise ops that cost a transcendental evaluation per element (counted as this many FLOPs); the
 #: piecewise-linear activations (nn.hard_sigmoid, nn.hard_swish) count one FLOP per element like arithmetic
 _TRANSCENDENTAL = {"exp": 8, "log": 8, "tanh": 8, "sigmoid": 8, "erf": 8, "nn.gelu": 12, "nn.bias_gelu": 12,
-                   "power": 8, "sqrt": 4, "rsqrt": 4, "nn.silu": 9, "nn.quick_gelu": 10, "nn.elu": 9, "nn.selu": 10,
+                   "power": 8, "sin": 8, "cos": 8, "sqrt": 4, "rsqrt": 4, "nn.silu": 9, "nn.quick_gelu": 10, "nn.elu": 9, "nn.selu": 10,
                    "nn.celu": 10}
 _CONVOLUTIONS = {"nn.conv2d_bias_act", *(f"nn.conv{r}d{t}" for r in (1, 2, 3) for t in ("", "_transpose"))}
 _POOLS = {f"nn.{kind}_pool{r}d" for r in (1, 2, 3) for kind in ("max", "avg")}

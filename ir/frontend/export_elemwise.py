@@ -22,7 +22,7 @@ _ORT_ACTIVATION_DTYPES = ("float32", "float16")
 _UNARY = {
     "abs": "Abs", "negative": "Neg", "copy": "Identity", "sign": "Sign", "nn.relu": "Relu", "sigmoid": "Sigmoid",
     "tanh": "Tanh", "erf": "Erf", "exp": "Exp", "log": "Log", "sqrt": "Sqrt", "floor": "Floor", "ceil": "Ceil",
-    "round": "Round", "logical_not": "Not", "isnan": "IsNaN", "isinf": "IsInf",
+    "round": "Round", "logical_not": "Not", "isnan": "IsNaN", "isinf": "IsInf", "sin": "Sin", "cos": "Cos",
 }
 _BINARY = {
     "add": "Add", "subtract": "Sub", "multiply": "Mul", "divide": "Div", "power": "Pow", "maximum": "Max",

@@ -22,7 +22,7 @@ from .onnx_types import dtype_of_elem
 _UNARY = {
     "Relu": "nn.relu", "Sigmoid": "sigmoid", "Tanh": "tanh", "Exp": "exp", "Log": "log", "Sqrt": "sqrt",
     "Abs": "abs", "Neg": "negative", "Erf": "erf", "Floor": "floor", "Ceil": "ceil", "Round": "round",
-    "Sign": "sign", "Not": "logical_not", "IsNaN": "isnan",
+    "Sign": "sign", "Not": "logical_not", "IsNaN": "isnan", "Sin": "sin", "Cos": "cos",
 }
 
 

@@ -59,7 +59,7 @@ for _name in ("negative", "abs", "copy", "sign"):
     register_op(_name, ["data"], unary_rel, E)
 for _name in ("nn.relu",):
     register_op(_name, ["data"], unary_rel, E)
-for _name in ("sigmoid", "tanh", "erf", "exp", "log", "sqrt", "rsqrt", "floor", "ceil", "round"):
+for _name in ("sigmoid", "tanh", "erf", "exp", "log", "sqrt", "rsqrt", "floor", "ceil", "round", "sin", "cos"):
     register_op(_name, ["data"], float_unary_rel, E)
 register_op("logical_not", ["data"], unary_rel, E)
 register_op("nn.leaky_relu", ["data"], unary_rel, E, attrs=[AttrField("alpha", "float", 0.01)])

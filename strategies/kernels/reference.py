@@ -122,6 +122,7 @@ UNARY_FUNCTIONS: dict[str, Callable[[np.ndarray], np.ndarray]] = {
     "negative": np.negative, "abs": np.abs, "copy": np.copy, "sign": np.sign, "exp": np.exp, "log": np.log,
     "sqrt": np.sqrt, "floor": np.floor, "ceil": np.ceil, "tanh": np.tanh, "erf": special.erf,
     "round": np.round,  # half to even, as numpy and ONNX Round
+    "sin": np.sin, "cos": np.cos,
     "logical_not": np.logical_not, "isnan": np.isnan, "isinf": np.isinf, "isfinite": np.isfinite,
     "sigmoid": lambda x: 1.0 / (1.0 + np.exp(-x)),
     "rsqrt": lambda x: 1.0 / np.sqrt(x),

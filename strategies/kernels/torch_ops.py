@@ -64,7 +64,8 @@ def _dtype(name: str):
 # -- element-wise ------------------------------------------------------------------------------
 _UNARY = {"negative": "neg", "abs": "abs", "copy": "clone", "sign": "sign", "nn.relu": "relu", "sigmoid": "sigmoid",
           "tanh": "tanh", "erf": "erf", "exp": "exp", "log": "log", "sqrt": "sqrt", "rsqrt": "rsqrt",
-          "floor": "floor", "ceil": "ceil", "round": "round", "logical_not": "logical_not"}
+          "floor": "floor", "ceil": "ceil", "round": "round", "sin": "sin", "cos": "cos",
+          "logical_not": "logical_not"}
 for _name, _method in _UNARY.items():
     _kernel(_name)(lambda attrs, xs, out_type, _method=_method: getattr(xs[0], _method)())
 

@@ -23,7 +23,7 @@ IMG = (1, 4, 8, 8)
 GOOD = {
     **{name: (lambda n=name: relay.op.get(n)(v(F)), "Tensor[(2, 3), float32]")
        for name in ("negative", "abs", "copy", "sign", "nn.relu", "sigmoid", "tanh", "erf", "exp", "log",
-                    "sqrt", "rsqrt", "floor", "ceil", "round")},
+                    "sqrt", "rsqrt", "floor", "ceil", "round", "sin", "cos")},
     **{name: (lambda n=name: relay.op.get(n)(v((2, 1)), v((1, 3), name="y")), "Tensor[(2, 3), float32]")
        for name in ("add", "subtract", "multiply", "divide", "power", "maximum", "minimum", "floor_divide", "mod")},
     **{name: (lambda n=name: relay.op.get(n)(v(F), v((3,), name="y")), "Tensor[(2, 3), bool]")

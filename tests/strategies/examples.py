@@ -50,7 +50,7 @@ def ex(op: str, *inputs, **attrs) -> Example:
     return Example(op, inputs, attrs)
 
 
-UNARY = ["negative", "abs", "copy", "sign", "nn.relu", "sigmoid", "tanh", "erf", "exp", "floor", "ceil", "round"]
+UNARY = ["negative", "abs", "copy", "sign", "nn.relu", "sigmoid", "tanh", "erf", "exp", "floor", "ceil", "round", "sin", "cos"]
 BINARY = ["add", "subtract", "multiply", "divide", "maximum", "minimum", "floor_divide", "mod", "less", "greater",
           "less_equal", "greater_equal", "equal", "not_equal"]
 REDUCE = ["sum", "mean", "max", "min", "prod", "argmax", "argmin"]

@@ -47,6 +47,7 @@ UNARY = [
     ("exp", math.exp, None), ("log", math.log, (0.1, 3.0)), ("sqrt", math.sqrt, (0.1, 3.0)),
     ("rsqrt", lambda v: 1 / math.sqrt(v), (0.1, 3.0)), ("floor", math.floor, None), ("ceil", math.ceil, None),
     ("round", round, None),  # Python's round is half to even too
+    ("sin", math.sin, (-10.0, 10.0)), ("cos", math.cos, (-10.0, 10.0)),
 ]
 
 

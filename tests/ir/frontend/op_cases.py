@@ -70,7 +70,8 @@ for name, fn, kind in [("abs", np.abs, "normal"), ("negative", np.negative, "nor
                        ("tanh", np.tanh, "normal"), ("erf", erf, "normal"), ("exp", np.exp, "normal"),
                        ("log", np.log, "positive"), ("sqrt", np.sqrt, "positive"),
                        ("rsqrt", lambda x: 1 / np.sqrt(x), "positive"), ("floor", np.floor, "normal"),
-                       ("ceil", np.ceil, "normal"), ("round", np.round, "normal")]:
+                       ("ceil", np.ceil, "normal"), ("round", np.round, "normal"), ("sin", np.sin, "normal"),
+                       ("cos", np.cos, "normal")]:
     CASES.append(Case(name, {"x": fx(2, 3, 4, kind=kind)}, getattr(relay, name), fn))
 CASES += [
     Case("nn.relu", {"x": fx(2, 3)}, relay.nn.relu, lambda x: np.maximum(x, 0)),

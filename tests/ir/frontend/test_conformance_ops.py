@@ -154,6 +154,20 @@ def test_sign_where_expand_log_softmax():
 
 # -- indexing ------------------------------------------------------------------------------------------
 
+def test_sin_and_cos_of_rotary_angles():
+    """Rotary position embeddings (Llama, Mistral, Qwen2, Phi as TorchScript exports them): cos and sin of
+    positions times inverse frequencies, applied to the two halves of x."""
+    inputs = {"x": normal(2, 5, 8), "p": np.arange(5, dtype="float32").reshape(5, 1) * 7.5}
+    freq = (10000.0 ** -(np.arange(4, dtype="float32") / 4)).astype("float32")
+    nodes = [node("Mul", ["p", "freq"], "angle"), node("Concat", ["angle", "angle"], "angles", axis=-1),
+             node("Cos", ["angles"], "cos"), node("Sin", ["angles"], "sin"),
+             node("Split", ["x"], ["x1", "x2"], axis=-1, num_outputs=2), node("Neg", ["x2"], "nx2"),
+             node("Concat", ["nx2", "x1"], "rotated", axis=-1), node("Mul", ["x", "cos"], "a"),
+             node("Mul", ["rotated", "sin"], "b"), node("Add", ["a", "b"], "y")]
+    proto = model(nodes, inputs, {"y": "float32"}, {"freq": freq}, opset=18)
+    assert {"sin", "cos"} <= ops_in(check(proto, inputs))
+
+
 @pytest.mark.parametrize("axis", [0, 1, -1])
 def test_gather_elements_with_negative_indices(axis):
     data = normal(4, 5)
