@@ -200,19 +200,25 @@ def convert_reshape(ctx: NodeContext) -> Expr:
 
 @converter("Flatten")
 def convert_flatten(ctx: NodeContext) -> Expr:
+    """A `reshape` to the product of the dimensions before `axis` by that of the rest: a static target
+    when either part is static (the other inferred) or the leading part is one dimension (copied);
+    otherwise `dyn.reshape` to the leading product read at run time."""
     data = ctx.input(0)
     shape = ctx.type_of(data).shape
     axis = ctx.attr("axis", 1)
     axis = axis + len(shape) if axis < 0 else axis
-    if axis == 0:
-        newshape = [1, -1]
-    elif all(known(d) for d in shape[:axis]):
-        newshape = [math.prod(shape[:axis]), -1]
+    leading, trailing = shape[:axis], shape[axis:]
+    if all(known(d) for d in leading):
+        newshape = [math.prod(leading), -1]
+    elif all(known(d) for d in trailing) and math.prod(trailing) > 0:
+        newshape = [-1, math.prod(trailing)]
     elif axis == 1:
         newshape = [0, -1]
     else:
-        raise FrontendError(f"Flatten(axis={axis}) needs static leading dimensions, got shape "
-                            f"{ctx.type_of(data).shape_str()}")
+        sizes = ctx.call("strided_slice", ctx.call("shape_of", data, dtype="int64"), begin=[0], end=[axis], axes=[0])
+        target = ctx.call("concatenate", [ctx.call("prod", sizes, axis=[0], keepdims=True),
+                                          ctx.const(np.array([-1], np.int64))], axis=0)
+        return ctx.call("dyn.reshape", data, target)
     if (value := ctx.constant_value(data)) is not None:
         return ctx.const(value.reshape(newshape))
     return ctx.call("reshape", data, newshape=newshape)

@@ -119,6 +119,19 @@ def test_slice_of_a_buffer_to_a_symbolic_length():
     assert "dyn.strided_slice" in ops_of(mod)
 
 
+@pytest.mark.parametrize("shape, axis, dynamic", [
+    (["N", "S"], 2, False),        # BERT's TorchScript export flattens its [batch, sequence] mask: [-1, 1]
+    (["N", "S", 3, 2], -2, False),  # static trailing dimensions: [-1, 6]
+    (["N", 2, "S"], 2, True),       # both parts symbolic: the leading product is read when it runs
+    (["N", "S", 3], 1, False),      # one leading dimension: copied
+])
+def test_flatten_with_symbolic_leading_dimensions(shape, axis, dynamic):
+    proto = model([node("Flatten", ["x"], "y", axis=axis)], [("x", F, shape)])
+    sizes = [{"N": 1, "S": 5}, {"N": 3, "S": 2}]
+    mod = check_runs(proto, [{"x": floats(*(d if isinstance(d, int) else n[d] for d in shape))} for n in sizes])
+    assert ("dyn.reshape" in ops_of(mod)) == dynamic
+
+
 def test_unknown_dimension_is_read_when_the_model_runs():
     """`x.view(x.size(0), -1)` over an input whose first dimension has no name."""
     nodes = [node("Shape", ["x"], "s"), node("Gather", ["s", "zero"], "n"), node("Unsqueeze", ["n", "axes0"], "nu"),
