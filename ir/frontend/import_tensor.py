@@ -187,10 +187,11 @@ def convert_reshape(ctx: NodeContext) -> Expr:
     data, target = ctx.input(0), ctx.input(1)
     allowzero = ctx.attr("allowzero", 0)
     value = ctx.graph.static_value(target)
-    newshape = None if value is None else _reshape_target(_dims(value), ctx.type_of(data).shape)
+    dims = None if value is None else _dims(value)
+    newshape = None if dims is None else _reshape_target(dims, ctx.type_of(data).shape)
     if newshape is None:
         return ctx.call("dyn.reshape", data, target, allowzero=bool(allowzero))
-    if allowzero and 0 in newshape:
+    if allowzero and any(isinstance(d, int) and d == 0 for d in dims):  # a symbolic entry's copy (0) is fine
         raise ctx.unsupported("allowzero", 1, "a 0 in the target shape must copy the input dimension")
     call = ctx.call("reshape", data, newshape=newshape)  # typing it checks the target against the input
     if (value := ctx.constant_value(data)) is not None:

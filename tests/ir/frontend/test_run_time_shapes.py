@@ -69,6 +69,16 @@ def test_reshape_with_a_run_time_target_and_allowzero():
     assert [c.attrs.allowzero for c in ir.post_order(mod["main"]) if isinstance(c, ir.Call)] == [True]
 
 
+def test_head_split_of_symbolic_dimensions_with_allowzero():
+    """The dynamo exporter's `x.view(N, S, heads, -1)`: Reshape(allowzero=1) to [N, S, 2, 4] built from
+    Shape; the symbolic entries are the input's own dimensions, copied."""
+    nodes = [node("Shape", ["x"], "s"), node("Slice", ["s", "start", "end"], "ns"),
+             node("Concat", ["ns", "heads"], "t", axis=0), node("Reshape", ["x", "t"], "y", allowzero=1)]
+    proto = model(nodes, [("x", F, ["N", "S", 8])], {"start": [0], "end": [2], "heads": [2, 4]}, opset=18)
+    mod = check_runs(proto, [{"x": floats(n, s, 8)} for n, s in ((1, 5), (3, 2))])
+    assert "reshape" in ops_of(mod) and "dyn.reshape" not in ops_of(mod)
+
+
 @pytest.mark.parametrize("target", [[2, 1, 4], [3, 1], [1, 1, 1, 1], [5, 3, 0]])
 def test_expand_to_a_shape_given_as_input(target):
     proto = model([node("Expand", ["x", "shape"], "y")], [("x", F, [3, 1]), ("shape", I64, [len(target)])])
