@@ -131,9 +131,6 @@ def convert_variadic(ctx: NodeContext) -> Expr:
     operands = ctx.inputs()
     if not operands:
         raise FrontendError("needs at least one input")
-    values = [ctx.constant_value(x) for x in operands]
-    if ctx.op_type in ("Max", "Min") and all(v is not None for v in values):
-        return ctx.const(functools.reduce(np.maximum if ctx.op_type == "Max" else np.minimum, values))
     result = functools.reduce(lambda acc, x: ctx.call(_VARIADIC[ctx.op_type], acc, x), operands)
     if ctx.op_type == "Mean" and len(operands) > 1:
         result = ctx.call("divide", result, ctx.const(len(operands), ctx.type_of(result).dtype))

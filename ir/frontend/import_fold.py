@@ -9,7 +9,7 @@ A *symbolic shape value* is an integer array (numpy `object` dtype) whose elemen
 dimensions (`ir.SizeVar("N")`, `N * 2048`, ...): the `Shape` of a tensor with a symbolic batch.
 Arithmetic and comparisons on it follow `ir.types`' dimension arithmetic (a size variable is at
 least 1; division floors); one whose result depends on the size a variable takes raises
-`FrontendError`.
+`FrontendError`, except a maximum or minimum (`min(N, 64)`), left to run time.
 """
 
 from __future__ import annotations
@@ -84,6 +84,9 @@ _UNARY: dict[str, Callable[[np.ndarray], np.ndarray]] = {
     "round": np.round, "sqrt": np.sqrt, "logical_not": np.logical_not, "copy": np.copy,
 }
 _DIVISIONS = ("divide", "floor_divide", "mod", "floor_mod")
+#: ops whose result, when dimension arithmetic cannot decide it (`min(N, 64)`), is a size computed when the
+#: model runs (a slice end or reshape target for the `dyn` ops) rather than an import error
+_RUN_TIME_WHEN_UNDECIDED = ("maximum", "minimum")
 _REDUCE = {"sum": np.sum, "prod": np.prod, "max": np.max, "min": np.min, "mean": np.mean}
 
 
@@ -119,6 +122,8 @@ def fold_call(op: str, values: Sequence[np.ndarray], attrs: Attrs, dtype: str) -
     try:
         result = _fold(op, values, attrs)
     except TypeError as err:  # undecided by dimension arithmetic (N > 3), or undefined (a float factor)
+        if op in _RUN_TIME_WHEN_UNDECIDED:
+            return None
         names = "; ".join(symbolic_names(v) for v in values if v.dtype == object)
         raise FrontendError(f"{op} of symbolic dimensions ({names}) cannot be computed at import: {err}") from None
     if result is None:

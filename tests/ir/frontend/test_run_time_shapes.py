@@ -142,6 +142,16 @@ def test_flatten_with_symbolic_leading_dimensions(shape, axis, dynamic):
     assert ("dyn.reshape" in ops_of(mod)) == dynamic
 
 
+@pytest.mark.parametrize("op", ["Min", "Max"])
+def test_min_and_max_of_a_symbolic_size_are_computed_when_the_model_runs(op):
+    """GPT-Neo's dynamo export slices to `min(S, positions)`: which operand wins depends on S."""
+    nodes = [node("Shape", ["x"], "s"), node("Slice", ["s", "one", "two"], "n"), node(op, ["n", "four"], "end"),
+             node("Slice", ["x", "zero", "end", "one"], "y")]
+    proto = model(nodes, [("x", F, [3, "S"])], {"zero": [0], "one": [1], "two": [2], "four": [4]}, opset=18)
+    mod = check_runs(proto, [{"x": floats(3, s)} for s in (2, 6)])
+    assert {"shape_of", "minimum" if op == "Min" else "maximum", "dyn.strided_slice"} <= ops_of(mod)
+
+
 def test_unknown_dimension_is_read_when_the_model_runs():
     """`x.view(x.size(0), -1)` over an input whose first dimension has no name."""
     nodes = [node("Shape", ["x"], "s"), node("Gather", ["s", "zero"], "n"), node("Unsqueeze", ["n", "axes0"], "nu"),
