@@ -3,7 +3,8 @@
     python -m benchmarks.bench_ort_cost                          # ResNet-50 and BERT-base -> results/ort_cost.{json,md}
     python -m benchmarks.bench_ort_cost --models squeezenet --small --threads 2
 
-Per zoo model (full size unless `--small`), saturated once under the default rules:
+Per zoo model (full size unless `--small`), saturated once under the ort target's rules (`default` +
+`layout`, as `optimize(target="ort")` does):
 
 - tuning: every workload of the saturated e-graph that the ort target can run (`eqsat.candidates`:
   the input's calls and every fused or rewritten form extraction chooses from) is timed in ONNX
@@ -44,6 +45,7 @@ import ir
 import strategies
 from eqsat.candidates import candidate_workloads
 from eqsat.optimize import extract_program, saturate_program
+from eqsat.rules.library import default_rules
 from strategies.executor import prepare_program
 from strategies.ort_timing import GRAPH_OPTIMIZATION, bound_run, ort_session, timing_clock
 from strategies.tuning import program_weight_bytes, tune_workloads
@@ -87,7 +89,7 @@ def measure(name: str, small: bool, threads: int, rounds: int, repeat: int, pass
     """
     mod, params = ir.models.get(name, small=small)
     label = name + (" (small)" if small else "")
-    sat = saturate_program(mod, params)
+    sat = saturate_program(mod, params, rules=default_rules("ort"))
     items = candidate_workloads(sat.view, "ort")
     weights = program_weight_bytes(mod, params)
     roofline = strategies.CostModel("ort")
