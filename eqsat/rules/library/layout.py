@@ -114,22 +114,23 @@ def _with_bias(m: Match) -> Expr:
     return make_call(_BIAS_ACT, [m.expr("x"), m.expr("wt"), bias], {**attrs, "activation": "none"})
 
 
+def _per_channel(m: Match, name: str, channels: int) -> np.ndarray | None:
+    """Constant `name` as its `channels` values when it holds one per channel of NCHW data, else None."""
+    c = m.const(name)
+    return c.reshape(channels) if c.shape in ((channels, 1, 1), (1, channels, 1, 1)) else None
+
+
 def _channel_constant(m: Match) -> Expr | None:
     """`c` laid out like the blocked data when it holds one value per channel: (C, 1, 1) or (1, C, 1, 1)."""
     src = _blocked_source(m)
     if src is None:
         return None
-    c, channels = m.const("c"), m.shape("a")[1] * m.shape("a")[-1]
-    if m.dtype("c") != m.dtype("a") or c.shape not in ((channels, 1, 1), (1, channels, 1, 1)):
+    channels = m.shape("a")[1] * m.shape("a")[-1]
+    values = _per_channel(m, "c", channels)
+    if m.dtype("c") != m.dtype("a") or values is None:
         return None
-    blocked = transform_layout(c.reshape(1, channels, 1, 1), "NCHW", src)
+    blocked = transform_layout(values.reshape(1, channels, 1, 1), "NCHW", src)
     return _lt(make_call("add", [m.expr("a"), relay.const(blocked)]), src, "NCHW")
-
-
-def _per_channel(m: Match, name: str, channels: int) -> np.ndarray | None:
-    """Constant `name` as its `channels` values when it holds one per channel of NCHW data, else None."""
-    c = m.const(name)
-    return c.reshape(channels) if c.shape in ((channels, 1, 1), (1, channels, 1, 1)) else None
 
 
 def _affine_to_blocked(m: Match) -> Expr | None:
