@@ -194,3 +194,12 @@ def test_a_dense_block_stays_blocked_through_its_long_concatenations_and_batch_n
     x = np.random.default_rng(4).standard_normal((1, 3, 6, 6)).astype("float32")
     want = evaluate(mod, {"x": x})
     np.testing.assert_allclose(run_ort(model, {"x": x})[0], want, rtol=0, atol=1e-4 * np.abs(want).max())
+
+
+def test_a_per_channel_affine_over_no_channels_is_left_as_it_is():
+    x = relay.var("x", shape=(1, 0, 5, 5))
+    empty = relay.const(np.ones((0, 1, 1), "float32"))
+    mod = ir.infer_type(ir.IRModule.from_expr(relay.add(relay.multiply(x, empty), empty)))
+    res = eqsat.optimize(mod, {}, target="ort")
+    assert res.report.applied_per_rule.get("channel-affine-to-nchwc", 0) == 0
+    assert res.mod["main"].body.checked_type.concrete_shape == (1, 0, 5, 5)

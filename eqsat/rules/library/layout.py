@@ -138,7 +138,8 @@ def _affine_to_blocked(m: Match) -> Expr | None:
     bias (its own form of a batch norm on blocked data), so an activation after it fuses too."""
     block, dtype = block_size(), m.dtype("x")
     channels = m.shape("x")[1] if m.ndim("x") == 4 else None
-    if not isinstance(channels, int) or channels % block or dtype != "float32" or m.dtype("s") != dtype:
+    if not isinstance(channels, int) or channels <= 0 or channels % block or dtype != "float32" \
+            or m.dtype("s") != dtype:
         return None
     scale, shift = _per_channel(m, "s", channels), _per_channel(m, "t", channels)
     if scale is None or shift is None or m.dtype("t") != dtype:
