@@ -4,7 +4,7 @@
     python -m benchmarks.bench_exports --small --models resnet18,distilbert --exporters dynamo
 
 Per model of `benchmarks.torch_models` (torchvision's ResNet-18, MobileNet-v3-Large, EfficientNet-B0,
-ConvNeXt-T and DenseNet-121, transformers' BERT-base and DistilBERT; random weights) and per exporter of
+ConvNeXt-T, DenseNet-121 and ShuffleNet-v2, transformers' BERT-base and DistilBERT; random weights) and per exporter of
 `torch.onnx.export` (TorchScript and dynamo): imported with `from_onnx`, optimized
 with `eqsat.optimize(target="ort")` and exported with `to_onnx(contrib=True)`; four ONNX Runtime CPU
 sessions (exported / ours, optimizer off / fully on) take turns in interleaved rounds and the ratios

@@ -1,7 +1,7 @@
 """Real PyTorch models, exported to ONNX by `torch.onnx.export` the way users export them.
 
 The image models are torchvision's own (ResNet-18, MobileNet-v3-Large, EfficientNet-B0, ConvNeXt-T,
-DenseNet-121),
+DenseNet-121, ShuffleNet-v2: channel counts that are not whole NCHWc blocks),
 the encoders come from `transformers` (BERT-base, DistilBERT; eager attention); all with random
 weights (batch-norm statistics drawn at random too, since fresh ones are the identity), so nothing
 is downloaded. Each exports through either of torch's exporters: `torchscript` (the tracer,
@@ -105,6 +105,7 @@ EXPORTS: dict[str, tuple[Callable[[int, str], onnx.ModelProto], int, int]] = {
     "efficientnet_b0": (_torchvision("efficientnet_b0"), 224, 64),
     "convnext_tiny": (_torchvision("convnext_tiny"), 224, 64),
     "densenet121": (_torchvision("densenet121"), 224, 64),
+    "shufflenet_v2_x1_0": (_torchvision("shufflenet_v2_x1_0"), 224, 64),
     "bert": (_encoder("BertConfig", "BertModel"), 128, 16),
     "distilbert": (_encoder("DistilBertConfig", "DistilBertModel"), 128, 16),
 }

@@ -9,13 +9,15 @@ from __future__ import annotations
 import functools
 import os
 import tempfile
+from typing import NamedTuple
 
 import numpy as np
 
 from .attrs import Attrs
 from .op.layout import parse_layout, primal_axes
 
-__all__ = ["NCHWC_DOMAIN", "ort_nchwc_block_size", "nchwc_forms", "ort_conv_block", "channel_block"]
+__all__ = ["NCHWC_DOMAIN", "ort_nchwc_block_size", "nchwc_forms", "padded_channels", "PaddedConv", "padded_conv",
+           "ort_conv_block", "channel_block"]
 
 #: ONNX Runtime's domain of the NCHWc kernels
 NCHWC_DOMAIN = "com.microsoft.nchwc"
@@ -81,6 +83,48 @@ def nchwc_forms(in_channels: int, out_channels: int, groups: int, block: int) ->
     if (in_channels // groups) % block or (out_channels // groups) % block:
         return None
     return blocked, f"OIHW{block}i{block}o"
+
+
+def padded_channels(channels: int, block: int, read: bool = True) -> int | None:
+    """`channels` rounded up to whole blocks of `block` where ONNX Runtime's NCHWc kernels hold them so,
+    else None: any count a convolution writes (`read=False`; `ReorderOutput` crops the zero channels
+    off), but data that `ReorderInput` pads must have a multiple of 4 channels (its requirement, and
+    the counts ONNX Runtime's own layout pass pads)."""
+    if channels <= 0:
+        return None
+    if channels % block and read and channels % 4:
+        return None
+    return -(-channels // block) * block
+
+
+class PaddedConv(NamedTuple):
+    """A convolution as ONNX Runtime's NCHWc Conv runs it with its channel counts padded to whole blocks."""
+
+    in_channels: int
+    out_channels: int
+    groups: int
+    data_layout: str
+    kernel_layout: str
+
+
+def padded_conv(in_channels: int, out_channels: int, groups: int, block: int) -> PaddedConv | None:
+    """The padded form of a convolution (`nchwc_forms` of the padded counts), else None.
+
+    Output channels pad to whole blocks (`padded_channels`); input channels too, but a convolution of
+    fewer input channels than a block reads them unblocked and unpadded. A depthwise convolution pads
+    its groups with its channels; other grouped convolutions do not pad.
+    """
+    out_padded = padded_channels(out_channels, block, read=False)
+    if out_padded is None or in_channels <= 0 or in_channels % groups:
+        return None
+    if groups == in_channels == out_channels:
+        in_padded = groups = padded_channels(in_channels, block)
+    elif groups > 1:
+        in_padded = in_channels if out_padded == out_channels else None
+    else:
+        in_padded = in_channels if in_channels < block else padded_channels(in_channels, block)
+    forms = nchwc_forms(in_padded, out_padded, groups, block) if in_padded is not None else None
+    return None if forms is None else PaddedConv(in_padded, out_padded, groups, *forms)
 
 
 def ort_conv_block(attrs: Attrs, in_channels: int, out_channels: int) -> int | None:

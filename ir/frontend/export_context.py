@@ -102,7 +102,8 @@ class EmitContext:
     def __init__(self, opset: int, names: Names, nodes: list[onnx.NodeProto],
                  add_constant: Callable[[np.ndarray], str],
                  constant_value: Callable[[str], np.ndarray | None] = lambda name: None,
-                 views: dict[str, str] | None = None, relayouts: dict[str, Relayout] | None = None):
+                 views: dict[str, str] | None = None, relayouts: dict[str, Relayout] | None = None,
+                 bypassable: dict[str, str] | None = None):
         self.opset = opset
         self.names = names
         self.nodes = nodes
@@ -116,6 +117,10 @@ class EmitContext:
         #: undoes such steps reshapes the earlier value instead, and a relayout node that nothing reads
         #: is left out of the model
         self.relayouts: dict[str, Relayout] = {} if relayouts is None else relayouts
+        #: value -> the value the node that made it reads, where a later node may read that one and do
+        #: the node's work itself (ReorderInput pads channels with zeros, ReorderOutput crops them);
+        #: shared by the whole export, and such a node that nothing reads is left out of the model
+        self.bypassable: dict[str, str] = {} if bypassable is None else bypassable
 
     def node(self, op_type: str, inputs: Sequence[str], outputs: int = 1, domain: str = "", **attrs: Any) -> Any:
         """Append an ONNX node of `domain` (default: the standard one); returns its output name, or a

@@ -32,12 +32,12 @@ import numpy as np
 import onnx
 
 from ..attrs import Attrs
-from ..expr import Call
+from ..expr import Call, Expr
 from ..op.layout import BLOCKED_CONVS, parse_layout, primal_axes
 from ..ort_nchwc import NCHWC_DOMAIN, channel_block, ort_conv_block, ort_nchwc_block_size
 from ..types import Any, Dim
 from .errors import FrontendError
-from .export_context import EmitContext, Value, emits
+from .export_context import EMITTERS, EmitContext, Value, emits
 from .export_contrib import CONTRIB_EMITTERS
 from .export_elemwise import hard_sigmoid, hard_swish
 from .export_nn import ONNX_ACTIVATIONS, activation_node
@@ -194,20 +194,60 @@ def _flat_view(ctx: EmitContext, blocked: str, channels: int) -> str:
 
 
 def emit_reorder(ctx: EmitContext, call: Call, args: Sequence[Value]) -> Value | None:
-    """NCHW/NHWC <-> NCHW{B}c as ReorderInput / ReorderOutput (4-D float32, channels a multiple of B)."""
+    """NCHW/NHWC <-> NCHW{B}c as ReorderInput / ReorderOutput (4-D float32, channels a multiple of B);
+    ReorderInput pads data whose zero channels `emit_channel_pad` added itself."""
     src, dst = call.attrs.src_layout, call.attrs.dst_layout
     if not _float32(ctx, call) or ctx.type_of(call.args[0]).ndim not in (4, 5):
         return None
     for plain in ("NCHW", "NHWC"):
         if src == plain and (block := channel_block(dst, "NCHW")) is not None and _machine_block(ctx, call, block):
-            out = ctx.node("ReorderInput", [args[0]], domain=NCHWC_DOMAIN, channels_last=int(plain == "NHWC"))
+            data = ctx.bypassable.get(args[0], args[0]) if _op_name(call.args[0]) == "nn.pad" else args[0]
+            out = ctx.node("ReorderInput", [data], domain=NCHWC_DOMAIN, channels_last=int(plain == "NHWC"))
             return _blocked_view(ctx, out, ctx.type_of(call).shape[1], block)
         if dst == plain and (block := channel_block(src, "NCHW")) is not None and _machine_block(ctx, call, block):
             outer = ctx.type_of(call.args[0]).shape[1]
             flat = _flat_view(ctx, args[0], outer * block)
-            return ctx.node("ReorderOutput", [flat], domain=NCHWC_DOMAIN, channels=outer * block,
-                            channels_last=int(plain == "NHWC"))
+            out = ctx.node("ReorderOutput", [flat], domain=NCHWC_DOMAIN, channels=outer * block,
+                           channels_last=int(plain == "NHWC"))
+            if plain == "NCHW":
+                ctx.bypassable[out] = flat
+            return out
     return None
+
+
+def _op_name(expr: Expr) -> str | None:
+    return expr.op.name if isinstance(expr, Call) and hasattr(expr.op, "name") else None
+
+
+def emit_channel_pad(ctx: EmitContext, call: Call, args: Sequence[Value]) -> Value | None:
+    """A zero pad of float32 NCHW data's channels to whole blocks of this machine's NCHWc kernels, from a
+    multiple of 4 (what ReorderInput pads itself): the standard Pad, which a ReorderInput after it reads
+    past (`EmitContext.bypassable`)."""
+    attrs, shape = call.attrs, ctx.type_of(call.args[0]).shape
+    block = ort_nchwc_block_size()
+    if (block is None or not _float32(ctx, call) or len(shape) != 4 or not isinstance(shape[1], int)
+            or shape[1] % 4 or attrs.pad_mode != "constant" or attrs.pad_value != 0.0):
+        return None
+    widths = tuple(map(tuple, attrs.pad_width))
+    if widths != ((0, 0), (0, -shape[1] % block), (0, 0), (0, 0)) or not widths[1][1]:
+        return None
+    out = EMITTERS["nn.pad"](ctx, call, args)
+    ctx.bypassable[out] = args[0]
+    return out
+
+
+def emit_channel_crop(ctx: EmitContext, call: Call, args: Sequence[Value]) -> Value | None:
+    """The first channels of a blocked value laid out as NCHW (by ReorderOutput): one ReorderOutput that
+    writes those channels alone."""
+    attrs, data = call.attrs, call.args[0]
+    if (_op_name(data) != "layout_transform" or args[0] not in ctx.bypassable or tuple(attrs.axes or ()) not in ((1,), (-3,)) or tuple(attrs.begin) != (0,)
+            or tuple(attrs.strides or (1,)) != (1,) or attrs.slice_mode != "end"):
+        return None
+    channels = ctx.type_of(call).shape[1]
+    if not isinstance(channels, int) or not 0 < channels <= ctx.type_of(data).shape[1]:
+        return None
+    return ctx.node("ReorderOutput", [ctx.bypassable[args[0]]], domain=NCHWC_DOMAIN, channels=channels,
+                    channels_last=0)
 
 
 #: element-wise ops whose ONNX nodes compute each element alone, whatever the shape
@@ -321,6 +361,8 @@ def emit_nchwc_concat(ctx: EmitContext, call: Call, args: Sequence[Value]) -> Va
 
 CONTRIB_EMITTERS["concatenate"] = emit_nchwc_concat
 CONTRIB_EMITTERS["layout_transform"] = emit_reorder
+CONTRIB_EMITTERS["nn.pad"] = emit_channel_pad
+CONTRIB_EMITTERS["strided_slice"] = emit_channel_crop
 CONTRIB_EMITTERS["nn.max_pool3d"] = emit_nchwc_pool
 CONTRIB_EMITTERS["nn.avg_pool3d"] = emit_nchwc_pool
 for _name in BLOCKED_CONVS:

@@ -112,6 +112,7 @@ class _GraphExporter:
         self._shared_constants: dict[tuple, str] = {}
         self.views: dict[str, str] = {}
         self.relayouts: dict[str, Relayout] = {}
+        self.bypassable: dict[str, str] = {}
 
     def add_initializer(self, name: str, value: np.ndarray) -> None:
         elem_of_dtype(value.dtype.name, f"constant {name!r}")
@@ -133,7 +134,7 @@ class _GraphExporter:
     def context(self, scope: _Scope) -> EmitContext:
         """An emitter context that appends to the nodes of `scope`."""
         return EmitContext(self.opset, self.names, scope.nodes, self.small_constant, self.initializers.get, self.views,
-                           self.relayouts)
+                           self.relayouts, self.bypassable)
 
     def small_constant(self, value: np.ndarray) -> str:
         key = (value.dtype.str, value.shape, value.tobytes()) if value.size <= _SHARED_CONSTANT_ELEMENTS else None
@@ -249,8 +250,9 @@ def _read_names(graph: onnx.GraphProto) -> set[str]:
 
 def _drop_unread_views(nodes: list[onnx.NodeProto], views: Collection[str],
                        outputs: Sequence[str]) -> list[onnx.NodeProto]:
-    """`nodes` without the view and relayout nodes (`EmitContext.views`, `EmitContext.relayouts`) whose
-    value no node and no graph output reads, also once the nodes reading it are left out."""
+    """`nodes` without the view, relayout and bypassable nodes (`EmitContext.views`, `.relayouts`,
+    `.bypassable`) whose value no node and no graph output reads, also once the nodes reading it are
+    left out."""
     while True:
         read = set(outputs).union(*(_read_names(sub) for node in nodes for sub in _subgraphs(node)))
         read.update(name for node in nodes for name in node.input)
@@ -320,8 +322,8 @@ def to_onnx(mod: IRModule | Expr, params: Mapping[str, np.ndarray] | None = None
         output_names.append(result)
     outputs = [value_info(n, t) for n, t in zip(output_names, _flatten_type(func.body.checked_type))]
 
-    graph = onnx.helper.make_graph(_drop_unread_views(root.nodes, exporter.views.keys() | exporter.relayouts.keys(),
-                                                      output_names), name, inputs, outputs)
+    elidable = exporter.views.keys() | exporter.relayouts.keys() | exporter.bypassable.keys()
+    graph = onnx.helper.make_graph(_drop_unread_views(root.nodes, elidable, output_names), name, inputs, outputs)
     opset_ids = [onnx.helper.make_opsetid("", opset)]
     ir_version = onnx.helper.find_min_ir_version_for(opset_ids)
     if contrib:

@@ -20,6 +20,7 @@ estimated 1.4x cheaper than the NCHWc kernel, which measures 1.2x faster than Fu
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Sequence
 
 from ir.attrs import Attrs
@@ -36,11 +37,20 @@ from ..work import nbytes, op_work
 from .conv2d import conv2d_strategy_cpu
 from .generic import REFERENCE_EFFICIENCY, host_reference, no_knobs
 
-__all__ = ["NCHWC_EFFICIENCY", "runs_as_nchwc", "blocked_conv_strategy_cpu", "blocked_conv_strategy_ort",
-           "plain_conv_strategy_ort"]
+__all__ = ["NCHWC_EFFICIENCY", "PLAIN_CONV_EFFICIENCY", "runs_as_nchwc", "blocked_conv_strategy_cpu", "blocked_conv_strategy_ort",
+           "plain_conv_strategy_ort", "reorder_strategy_ort", "reorder_padding_strategy_ort", "REORDER_TRAFFIC"]
 
 #: the share of the roofline ONNX Runtime's NCHWc convolution reaches
 NCHWC_EFFICIENCY = 1.0
+#: ONNX Runtime's reorders against the roofline's estimate of a copy: measured one thread, ten
+#: ReorderInput / ReorderOutput pairs of 92 KB to 3 MB tensors, 25-38 GB/s of traffic where the roofline
+#: takes 15 GB/s; so their estimate counts this share of the copy's bytes (and one launch, like every call)
+REORDER_TRAFFIC = 0.45
+#: ONNX Runtime's plain convolution (FusedConv) against the cpu strategy's estimate of the same
+#: algorithm: measured one thread, ten chained layers, against the NCHWc Conv of the same layer (AVX2,
+#: blocks of 8): 1.08-1.8x slower for 1x1 layers (116 channels at 28x28 to 480 at 1x1), 1.24-1.35x for
+#: 3x3 ones (64 at 56x56, 128 at 28x28), 7-10x for depthwise 3x3 ones
+PLAIN_CONV_EFFICIENCY = 0.8
 
 
 def runs_as_nchwc(attrs: Attrs, in_types: Sequence[Type], out_type: Type) -> bool:
@@ -119,16 +129,82 @@ def blocked_conv_strategy_ort(op_name: str):
 
 
 def plain_conv_strategy_ort(op_name: str):
-    """The ort strategy of `nn.conv2d` or `nn.conv2d_bias_act`: the cpu strategy without Winograd."""
+    """The ort strategy of `nn.conv2d` or `nn.conv2d_bias_act`: the cpu strategy without Winograd, at
+    `PLAIN_CONV_EFFICIENCY` of its estimated rate."""
     cpu = conv2d_strategy_cpu(op_name)
+
+    def slower(estimate):
+        return lambda a, i, o: estimate(a, i, o).scaled(efficiency=PLAIN_CONV_EFFICIENCY)
 
     def strategy(attrs: Attrs, in_types: Sequence[Type], out_type: Type, target: Target) -> OpStrategy:
         s = cpu(attrs, in_types, out_type, target)
         for spec in s.specializations:
-            spec.implementations = [impl for impl in spec.implementations if "winograd" not in impl.name]
+            spec.implementations = [dataclasses.replace(impl, estimate=slower(impl.estimate))
+                                    for impl in spec.implementations if "winograd" not in impl.name]
         return s
 
     strategy.__name__ = f"{op_name.split('.', 1)[1]}_strategy_ort"
+    return strategy
+
+
+def _runs_as_reorder(attrs: Attrs, in_types: Sequence[Type], out_type: Type) -> bool:
+    """Whether a `layout_transform` is ONNX Runtime's ReorderInput or ReorderOutput on this machine:
+    float32 NCHW or NHWC data to or from NCHW{B}c with the machine's block."""
+    data, block = in_types[0], ort_nchwc_block_size()
+    if not isinstance(data, TensorType) or data.dtype != "float32" or block is None:
+        return False
+    pairs = {(plain, f"NCHW{block}c") for plain in ("NCHW", "NHWC")}
+    return (attrs.src_layout, attrs.dst_layout) in pairs | {(b, a) for a, b in pairs}
+
+
+def reorder_strategy_ort(attrs: Attrs, in_types: Sequence[Type], out_type: Type, target: Target) -> OpStrategy:
+    """The ort strategy of `layout_transform`: the shared one, and ONNX Runtime's reorders where they apply,
+    estimated at `REORDER_TRAFFIC` of the copy's bytes."""
+    s = _SHARED_LAYOUT_TRANSFORM(attrs, in_types, out_type, target)
+    if _runs_as_reorder(attrs, in_types, out_type):
+        best = max(s.implementations(), key=lambda i: i.plevel)
+
+        def estimate(a: Attrs, i: Sequence[Type], o: Type) -> Work:
+            return op_work("layout_transform", a, i, o).scaled(bytes=REORDER_TRAFFIC)
+        s.add_implementation(best.compute, best.schedule, name="layout_transform_reorder.ort", plevel=20,
+                             estimate=estimate)
+    return s
+
+
+def _reorder_pads(attrs: Attrs, in_types: Sequence[Type], out_type: Type) -> bool:
+    """Whether an `nn.pad` is the zero channel padding ONNX Runtime's ReorderInput does itself, or a
+    `strided_slice` the channel crop its ReorderOutput does (`ir.frontend.export_nchwc` reads past both):
+    NCHW float32 data between C and C rounded up to this machine's channel block."""
+    data, block = in_types[0], ort_nchwc_block_size()
+    if not (isinstance(data, TensorType) and isinstance(out_type, TensorType)) or block is None \
+            or data.ndim != 4 or data.dtype != "float32":
+        return False
+    plain, padded = data.shape[1], out_type.shape[1]
+    if "pad_width" in attrs:
+        return (attrs.pad_mode == "constant" and attrs.pad_value == 0.0 and isinstance(plain, int)
+                and plain % 4 == 0 and tuple(map(tuple, attrs.pad_width)) == ((0, 0), (0, -plain % block), (0, 0),
+                                                                                 (0, 0)) and plain % block != 0)
+    plain, padded = padded, plain  # a crop: from the padded count down to the channels kept
+    return (tuple(attrs.axes or ()) == (1,) and tuple(attrs.begin) == (0,) and tuple(attrs.strides or (1,)) == (1,)
+            and isinstance(plain, int) and isinstance(padded, int) and 0 < padded - plain < block
+            and padded % block == 0)
+
+
+def reorder_padding_strategy_ort(op_name: str):
+    """The ort strategy of `nn.pad` / `strided_slice`: the shared one, and a free implementation for the
+    channel padding and crop that ONNX Runtime's reorders do as they copy (`_reorder_pads`)."""
+    shared = get_op(op_name).get_attr("FTVMStrategy").default
+    short = op_name.split(".")[-1]
+
+    def strategy(attrs: Attrs, in_types: Sequence[Type], out_type: Type, target: Target) -> OpStrategy:
+        s = shared(attrs, in_types, out_type, target)
+        if _reorder_pads(attrs, in_types, out_type):
+            best = max(s.implementations(), key=lambda i: i.plevel)
+            s.add_implementation(best.compute, best.schedule, name=f"{short}_in_reorder.ort", plevel=20,
+                                 estimate=lambda a, i, o: Work(0.0, 0.0, launches=0))
+        return s
+
+    strategy.__name__ = f"{short}_strategy_ort"
     return strategy
 
 
@@ -142,3 +218,7 @@ for _name in BLOCKED_CONVS:
     get_op(_name).get_attr("FTVMStrategy").register(["cuda", "generic"], _no_kernel, override=True)
 for _name in ("nn.conv2d", "nn.conv2d_bias_act"):
     get_op(_name).get_attr("FTVMStrategy").register("ort", plain_conv_strategy_ort(_name))
+_SHARED_LAYOUT_TRANSFORM = get_op("layout_transform").get_attr("FTVMStrategy").default
+get_op("layout_transform").get_attr("FTVMStrategy").register("ort", reorder_strategy_ort)
+for _name in ("nn.pad", "strided_slice"):
+    get_op(_name).get_attr("FTVMStrategy").register("ort", reorder_padding_strategy_ort(_name))

@@ -203,3 +203,59 @@ def test_a_per_channel_affine_over_no_channels_is_left_as_it_is():
     res = eqsat.optimize(mod, {}, target="ort")
     assert res.report.applied_per_rule.get("channel-affine-to-nchwc", 0) == 0
     assert res.mod["main"].body.checked_type.concrete_shape == (1, 0, 5, 5)
+
+
+def _shuffle_branch(channels: int, positive: bool = False) -> ir.IRModule:
+    """ShuffleNet-v2's branch: 1x1 conv + ReLU, depthwise 3x3 conv + bias, 1x1 conv + ReLU (`positive`:
+    with positive weights and biases, so an infinity in the input stays one through every layer)."""
+    rng = np.random.default_rng(6)
+    sign = np.abs if positive else np.asarray
+
+    def conv(data, kernel, groups, act):
+        weight = relay.const(sign(rng.standard_normal((channels, channels // groups, kernel, kernel)))
+                             .astype("float32") / 3)
+        bias = relay.const(sign(rng.standard_normal(channels)).astype("float32"))
+        return act(relay.nn.bias_add(relay.nn.conv2d(data, weight, padding=kernel // 2, groups=groups), bias))
+    x = relay.var("x", shape=(1, channels, 14, 14))
+    body = conv(conv(conv(x, 1, 1, relay.nn.relu), 3, channels, lambda y: y), 1, 1, relay.nn.relu)
+    return ir.infer_type(ir.IRModule.from_expr(body))
+
+
+def test_channels_that_are_not_whole_blocks_run_padded_and_the_depthwise_layer_reads_the_padding():
+    """ShuffleNet's 116 channels: the convolutions run blocked with their channels padded to whole
+    blocks (ReorderInput pads, ReorderOutput crops: no Pad or Slice node), the depthwise layer reads the
+    padded output of the layer before it directly, and the outputs are the original's in ONNX Runtime."""
+    channels = 116
+    mod = _shuffle_branch(channels)
+    res = eqsat.optimize(mod, {}, target="ort")
+    convs = [n for n in ir.post_order(res.mod["main"]) if isinstance(n, ir.Call) and n.op.name in BLOCKED_CONVS]
+    assert len(convs) >= 2 and {n.attrs.channels for n in convs} == {-(-channels // block_size()) * block_size()}
+    (depthwise,) = [n for n in convs if n.attrs.groups > 1]
+    assert isinstance(depthwise.args[0], ir.Call) and depthwise.args[0].op.name in BLOCKED_CONVS
+    model = to_onnx(res.mod, res.params, contrib=True)
+    assert not {"Pad", "Slice"} & {n.op_type for n in model.graph.node}
+    assert {a.i for n in model.graph.node if n.op_type == "ReorderOutput" for a in n.attribute
+            if a.name == "channels"} == {channels}
+    x = np.random.default_rng(7).standard_normal((1, channels, 14, 14)).astype("float32")
+    want = evaluate(mod, {"x": x})
+    np.testing.assert_allclose(run_ort(model, {"x": x})[0], want, rtol=0, atol=1e-4 * np.abs(want).max())
+
+
+def test_a_full_convolution_never_reads_padding_it_did_not_zero():
+    """Padding channels a convolution wrote are zero only for finite inputs (0 * inf is NaN), so a layer
+    that sums over channels reads data padded afresh, and an infinity stays one (ONNX Runtime's own
+    layout pass turns this branch's infinities into NaN); only a depthwise layer reads them as they are."""
+    channels = 116
+    mod = _shuffle_branch(channels, positive=True)
+    res = eqsat.optimize(mod, {}, target="ort")
+    for conv in (n for n in ir.post_order(res.mod["main"]) if isinstance(n, ir.Call) and n.op.name in BLOCKED_CONVS
+                 and n.attrs.groups == 1):
+        data = conv.args[0]
+        assert data.op.name == "layout_transform" and data.args[0].op.name == "nn.pad", conv.op.name
+    x = np.full((1, channels, 14, 14), 1.0, "float32")
+    x[0, 0, 7, 7] = np.inf
+    want = evaluate(mod, {"x": x})
+    assert np.isinf(want).any() and not np.isnan(want).any()
+    for got in (evaluate(res.mod, {"x": x}, res.params), run_ort(to_onnx(res.mod, res.params, contrib=True), {"x": x})[0]):
+        np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
+        np.testing.assert_array_equal(got[np.isinf(want)], want[np.isinf(want)])

@@ -111,3 +111,36 @@ def test_the_feed_forward_block_costs_less_than_its_three_ops_on_ort():
              + model.node_cost("nn.gelu", {"approximate": "none"}, [hidden], hidden)
              + model.node_cost("nn.dense_bias_act", dense, [hidden, w2, b2], x))
     assert fused < parts
+
+
+def test_the_channel_padding_and_crop_of_onnx_runtime_s_reorders_cost_nothing_on_ort():
+    """A zero pad of channels to whole blocks (ReorderInput pads so) and a crop back (ReorderOutput crops
+    so) are free on ort where a reorder does them, and priced as copies elsewhere; other pads and slices
+    keep their price."""
+    block = pytest.importorskip("ir.ort_nchwc").ort_nchwc_block_size()
+    if block is None:
+        pytest.skip("ONNX Runtime's NCHWc kernels are not available")
+    plain, padded = TensorType((1, block + 4, 14, 14)), TensorType((1, 2 * block, 14, 14))
+    pad = {"pad_width": ((0, 0), (0, block - 4), (0, 0), (0, 0))}
+    crop = {"begin": [0], "end": [block + 4], "axes": [1]}
+    ort, cpu = CostModel("ort"), CostModel("cpu")
+    assert ort.node_cost("nn.pad", pad, [plain], padded) == 0 < cpu.node_cost("nn.pad", pad, [plain], padded)
+    assert ort.node_cost("strided_slice", crop, [padded], plain) == 0 < cpu.node_cost("strided_slice", crop, [padded],
+                                                                                       plain)
+    wider = {"pad_width": ((0, 0), (0, 2 * block - 4), (0, 0), (0, 0))}
+    assert ort.node_cost("nn.pad", wider, [plain], TensorType((1, 3 * block, 14, 14))) > 0
+    half = {"begin": [0], "end": [block], "axes": [1]}
+    assert ort.node_cost("strided_slice", half, [padded], TensorType((1, block, 14, 14))) > 0
+
+
+def test_onnx_runtime_s_reorders_cost_less_than_a_copy_and_its_plain_convolutions_more_than_the_cpu_s():
+    block = pytest.importorskip("ir.ort_nchwc").ort_nchwc_block_size()
+    if block is None:
+        pytest.skip("ONNX Runtime's NCHWc kernels are not available")
+    plain, blocked = TensorType((1, 8 * block, 28, 28)), TensorType((1, 8, 28, 28, block))
+    reorder = {"src_layout": "NCHW", "dst_layout": f"NCHW{block}c"}
+    ort, cpu = CostModel("ort"), CostModel("cpu")
+    assert ort.node_cost("layout_transform", reorder, [plain], blocked) < cpu.node_cost("layout_transform", reorder,
+                                                                                      [plain], blocked) * 0.6
+    conv = (plain, TensorType((8 * block, 8 * block, 1, 1)))
+    assert ort.node_cost("nn.conv2d", {}, conv, plain) > cpu.node_cost("nn.conv2d", {}, conv, plain)

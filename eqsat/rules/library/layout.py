@@ -1,6 +1,10 @@
 """Blocked layouts as a choice: convolutions in NCHW{B}c, layout transforms moved outward and cancelled.
 
     conv2d(x, w)                          -> layout_transform(contrib_conv2d_NCHWc(layout_transform(x), w'), back)
+                                             channels not whole blocks: padded with zeros on the way in
+                                             (nn.pad), cropped on the way out (strided_slice)
+    crop(dw_conv_NCHWc(lt(pad(crop(lt(a))))))  -> crop(dw_conv_NCHWc(a))         a depthwise convolution's kept
+                                                                                 channels read no padding
     f(layout_transform(a))                -> layout_transform(f(a))              f element-wise
     f(layout_transform(a), layout_transform(b)) -> layout_transform(f(a, b))  add or multiply: one layout,
                                                                              b like a or broadcast over H, W
@@ -9,6 +13,7 @@
                                                              s, bias t))          s, t per channel (a batch
                                                                                  norm not after a conv)
     pool2d(layout_transform(a))           -> layout_transform(pool3d(a))          a read as NDHWC: blocks as depth
+    mean(x, axis=[2, 3])                  -> global_avg_pool2d(x)                 (squeezed without keepdims)
     concatenate(layout_transform(a_i), axis=1) -> layout_transform(concatenate(a_i, axis=1))  whole blocks
     split(layout_transform(a), axis=1)[i] -> layout_transform(split(a, axis=1)[i])   at whole blocks
     layout_transform(layout_transform(x, A -> B), B -> A) -> x
@@ -26,11 +31,18 @@ the ones the ort target runs. The weight
 `w'` is `w` reordered once, as a constant. Every convolution gets a blocked twin wrapped in
 transforms from and back to its own layout, so a blocked value never reaches a graph input or
 output: the extractor keeps a region blocked only where the transforms between its convolutions
-cancel. Every rule is exact but the global average's (numpy sums the blocked layout in another
-order): a blocked convolution computes the plain one's sums in the same order, element-wise ops
+cancel. A blocked convolution computes the plain one's sums in the same order, element-wise ops
 compute each element alone wherever the layout puts it, and a 2-D pool of NCHW{B}c data is the 3-D
 pool of that array read as NDHWC, with windows of depth 1 (ONNX Runtime's NCHWc pools, see
-`ir.frontend.export_nchwc`).
+`ir.frontend.export_nchwc`). Declared inexact: the global averages (numpy sums the blocked layout
+in another order), the per-channel affine map (its convolution may fuse the multiply-add) and the
+padded convolutions (a sum of -0.0 plus a zero channel's +0.0 is +0.0).
+
+Channels that are not whole blocks pad as ONNX Runtime's layout pass pads them (a multiple of 4 that
+ReorderInput reads, any count a convolution writes). A convolution's padding channels are zero only
+while its input is finite (0 * inf is NaN), so a layer that sums over channels always reads data
+padded afresh; only a depthwise layer, whose kept channels never read the padding, reads a padded
+output as it is. ONNX Runtime's own pass lets every layer read it, which turns an infinity into NaN.
 
 Not in `default`, which every target shares: only the ort target extracts the blocked forms, and
 it saturates with `default` + `layout` (`eqsat.rules.library.default_rules`); the rules more than
@@ -45,8 +57,9 @@ import numpy as np
 
 from ir import Call, Expr, Tuple, relay
 from ir.visitor import post_order
-from ir.ort_nchwc import nchwc_forms, ort_nchwc_block_size
+from ir.ort_nchwc import PaddedConv, nchwc_forms, ort_nchwc_block_size, padded_conv
 from ir.op.layout import OP_ACTIVATIONS, blocked_layout, parse_layout
+from ir.op.shapes import normalize_axes
 from ir.op.registry import make_call
 
 from strategies.kernels.nchwc import transform_layout
@@ -71,6 +84,8 @@ _EXAMPLE_ATTRS = {"clip": {"a_min": -1.0, "a_max": 1.0}, "nn.leaky_relu": {"alph
 #: blocks concatenate up to 25 feature maps in DenseNet-121, 49 in DenseNet-201) get theirs from
 #: `with_concat_arities` for the programs that hold them, since every rule costs each iteration a search
 MAX_CONCAT_PARTS = 6
+#: the channel count of the padded rules' examples: a multiple of 4, not of the block
+_PADDED = 12
 #: element-wise ops of two inputs that commute with a layout change of both
 _BINARY = ("add", "multiply")
 
@@ -84,26 +99,59 @@ def _lt(data: Expr, src: str, dst: str) -> Expr:
     return make_call("layout_transform", [data], {"src_layout": src, "dst_layout": dst})
 
 
-def _to_blocked(fused: bool):
-    """The blocked twin of `nn.conv2d` (or `nn.conv2d_bias_act`) with a constant weight."""
+def _to_blocked(fused: bool, padded: bool = False):
+    """The blocked twin of `nn.conv2d` (or `nn.conv2d_bias_act`) with a constant weight; with `padded`,
+    the twin of one whose channels are not whole blocks, its channels padded with zeros (weights and
+    bias too) on the way in and cropped on the way out (`ir.ort_nchwc.padded_conv`)."""
     def build(m: Match) -> Expr | None:
         attrs, block = m["c"], block_size()
-        if attrs.data_layout != "NCHW" or attrs.kernel_layout != "OIHW" or attrs.out_dtype:
+        if attrs.data_layout != "NCHW" or attrs.kernel_layout != "OIHW" or attrs.out_dtype or m.ndim("x") != 4:
             return None
         weight, channels = m.const("w"), m.shape("x")[1]
-        forms = nchwc_forms(channels, weight.shape[0], attrs.groups, block) if isinstance(channels, int) else None
-        if forms is None or m.ndim("x") != 4:
+        if not isinstance(channels, int):
             return None
-        data_layout, kernel_layout = forms
+        out_channels = weight.shape[0]
+        if padded:
+            form = padded_conv(channels, out_channels, attrs.groups, block)
+            if form is None or (form.in_channels, form.out_channels) == (channels, out_channels):
+                return None  # whole blocks: the unpadded rule's
+        else:
+            forms = nchwc_forms(channels, out_channels, attrs.groups, block)
+            if forms is None:
+                return None
+            form = PaddedConv(channels, out_channels, attrs.groups, *forms)
+        args = [m.expr("x")]
+        if fused:  # the padded rule binds a constant bias
+            args.append(m.expr("bias") if form.out_channels == out_channels else
+                        relay.const(_zero_padded(m.const("bias"), (form.out_channels,))))
         out_layout = blocked_layout("NCHW", "C", block)
-        data = m.expr("x") if data_layout == "NCHW" else _lt(m.expr("x"), "NCHW", data_layout)
-        new_attrs = {**attrs, "data_layout": data_layout, "kernel_layout": kernel_layout, "out_layout": out_layout}
-        args = [data, relay.const(transform_layout(weight, "OIHW", kernel_layout))]
-        if fused:
-            args.append(m.expr("bias"))
-        op = "nn.contrib_conv2d_NCHWc_bias_act" if fused else "nn.contrib_conv2d_NCHWc"
-        return _lt(make_call(op, args, new_attrs), out_layout, "NCHW")
+        if form.data_layout != "NCHW":
+            args[0] = _lt(_pad_channels(args[0], form.in_channels - channels), "NCHW", form.data_layout)
+        kernel = _zero_padded(weight, (form.out_channels, form.in_channels // form.groups, *weight.shape[2:]))
+        args.insert(1, relay.const(transform_layout(kernel, "OIHW", form.kernel_layout)))
+        new_attrs = {**attrs, "channels": form.out_channels, "groups": form.groups, "data_layout": form.data_layout,
+                     "kernel_layout": form.kernel_layout, "out_layout": out_layout}
+        op = _BIAS_ACT if fused else "nn.contrib_conv2d_NCHWc"
+        out = _lt(make_call(op, args, new_attrs), out_layout, "NCHW")
+        return out if form.out_channels == out_channels else _crop_channels(out, out_channels)
     return build
+
+
+def _zero_padded(values: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
+    """`values` in the leading corner of zeros of `shape`."""
+    return np.pad(values, [(0, n - d) for d, n in zip(values.shape, shape)])
+
+
+def _pad_channels(data: Expr, extra: int) -> Expr:
+    """NCHW `data` with `extra` zero channels after its own (ReorderInput pads so)."""
+    if not extra:
+        return data
+    return make_call("nn.pad", [data], {"pad_width": ((0, 0), (0, extra), (0, 0), (0, 0)), "pad_value": 0.0})
+
+
+def _crop_channels(data: Expr, channels: int) -> Expr:
+    """The first `channels` channels of NCHW `data` (ReorderOutput crops so)."""
+    return make_call("strided_slice", [data], {"begin": [0], "end": [channels], "axes": [1]})
 
 
 def _with_bias(m: Match) -> Expr:
@@ -151,6 +199,40 @@ def _affine_to_blocked(m: Match) -> Expr | None:
     conv = make_call(_BIAS_ACT, [_lt(m.expr("x"), "NCHW", data_layout), relay.const(weight), relay.const(shift)],
                      attrs)
     return _lt(conv, data_layout, "NCHW")
+
+
+def _reads_own_padding(m: Match) -> bool:
+    """Whether the matched depthwise blocked convolution `f` reads blocked `a` cropped to its first
+    channels and padded back with zeros, and its own output is cropped to those channels too: a
+    depthwise output channel reads its own input channel alone, so the kept channels are the same when
+    `f` reads `a` with whatever its padding channels hold."""
+    src, crop, pad, out = _blocked_source_of(m, "l1", "a"), m["crop"], m["pad"], m["out"]
+    if src is None or (m["l2"].src_layout, m["l2"].dst_layout) != ("NCHW", src) or m["l3"].dst_layout != "NCHW":
+        return False
+    padded = m.shape("a")[1] * m.shape("a")[-1]
+    kept = _cropped_channels(crop)
+    return (kept is not None and m["f"].groups == padded and m["f"].kernel_layout.startswith("OIHW1i")
+            and pad.pad_mode == "constant" and pad.pad_value == 0.0
+            and tuple(map(tuple, pad.pad_width)) == ((0, 0), (0, padded - kept), (0, 0), (0, 0))
+            and (_cropped_channels(out) or padded + 1) <= kept)
+
+
+def _cropped_channels(crop) -> int | None:
+    """How many leading channels a `strided_slice` keeps when it crops NCHW data to them, else None."""
+    if tuple(crop.axes or ()) != (1,) or tuple(crop.begin) != (0,) or tuple(crop.strides or (1,)) != (1,) \
+            or crop.slice_mode != "end":
+        return None
+    return crop.end[0]
+
+
+def _mean_as_pool(m: Match) -> Expr | None:
+    """A mean of NCHW data over its image as a global average pool, squeezed when the mean drops the image
+    axes (MNASNet's and RegNet's heads), so the pool runs on blocked data too."""
+    attrs = m["r"]
+    if m.ndim("x") != 4 or attrs.exclude or normalize_axes(attrs.axis, 4) != (2, 3) or m.dtype("x") != "float32":
+        return None
+    pooled = make_call("nn.global_avg_pool2d", [m.expr("x")])
+    return pooled if attrs.keepdims else make_call("squeeze", [pooled], {"axis": [2, 3]})
 
 
 def _blocked_source(m: Match) -> str | None:
@@ -354,6 +436,37 @@ def _fuse_activation(op: str, conv: str, inputs: tuple[PVar, ...]) -> Rewrite:
                                             _EXAMPLE_ATTRS.get(op, {})))
 
 
+def _padded_depthwise_rule(op: str, inputs: tuple[PVar, ...]) -> Rewrite:
+    """A cropped depthwise blocked convolution of cropped and re-padded blocked data reads the data as
+    it is (`_reads_own_padding`): no reorder between a padded convolution and a depthwise one after it."""
+    data = call("layout_transform", call("nn.pad", call("strided_slice", call("layout_transform", a, bind_attrs="l1"),
+                                                        bind_attrs="crop"), bind_attrs="pad"), bind_attrs="l2")
+    return rule(f"nchwc{'-bias-act' if op == _BIAS_ACT else ''}-depthwise-reads-padding",
+                call("strided_slice", call("layout_transform", call(op, data, *inputs, bind_attrs="f"), bind_attrs="l3"),
+                     bind_attrs="out"),
+                call("strided_slice", call("layout_transform", call(op, a, *inputs, attrs_from="f"), attrs_from="l3"),
+                     attrs_from="out"),
+                when=_reads_own_padding, example=lambda: _padded_blocked_conv(op, depthwise=True),
+                near_miss=lambda: _padded_blocked_conv(op, depthwise=False))
+
+
+def _padded_blocked_conv(op: str, depthwise: bool) -> Expr:
+    """`op` over blocked data cropped to `_PADDED` channels and padded back, its output cropped too."""
+    B = block_size()
+    bl, padded = blocked_layout("NCHW", "C", B), -(-_PADDED // B) * B
+    data = _lt(_pad_channels(_crop_channels(_lt(relay.var("a", shape=(1, padded // B, 5, 5, B)), bl, "NCHW"),
+                                            _PADDED), padded - _PADDED), "NCHW", bl)
+    kernel_layout = f"OIHW1i{B}o" if depthwise else f"OIHW{B}i{B}o"
+    weight = _zero_padded(np.asarray(_weight(_PADDED, 1 if depthwise else _PADDED).data),
+                          (padded, 1 if depthwise else padded, 3, 3))
+    args = [data, relay.const(transform_layout(weight, "OIHW", kernel_layout))]
+    if op == _BIAS_ACT:
+        args.append(relay.const(_zero_padded(np.linspace(-1, 1, _PADDED).astype("float32"), (padded,))))
+    attrs = {"padding": 1, "channels": padded, "groups": padded if depthwise else 1, "data_layout": bl,
+             "kernel_layout": kernel_layout, "out_layout": bl}
+    return _crop_channels(_lt(make_call(op, args, attrs), bl, "NCHW"), _PADDED)
+
+
 _BIAS_ACT = "nn.contrib_conv2d_NCHWc_bias_act"
 _SUM_ACT = "nn.contrib_conv2d_NCHWc_bias_sum_act"
 w = const_pat("w")  # a constant weight: the blocked twin reorders it once
@@ -366,6 +479,15 @@ LAYOUT = ruleset("layout", [
          example=lambda: relay.nn.conv2d_bias_act(_image(3), _weight(block_size(), 3), relay.const(
              np.ones(block_size(), "float32")), strides=2, padding=1, activation="relu"),
          near_miss=lambda: relay.nn.conv2d_bias_act(_image(3), _weight(4, 3), relay.const(np.ones(4, "float32")))),
+    rule("conv2d-to-nchwc-padded", call("nn.conv2d", x, w, bind_attrs="c"), _to_blocked(False, padded=True),
+         exact=False, example=lambda: relay.nn.conv2d(_image(_PADDED), _weight(_PADDED, _PADDED), padding=1),
+         near_miss=lambda: relay.nn.conv2d(_image(_PADDED + 2), _weight(_PADDED + 2, _PADDED + 2))),
+    rule("conv2d-bias-act-to-nchwc-padded", call("nn.conv2d_bias_act", x, w, const_pat("bias"), bind_attrs="c"),
+         _to_blocked(True, padded=True), exact=False,
+         example=lambda: relay.nn.conv2d_bias_act(_image(_PADDED), _weight(_PADDED, 1), relay.const(
+             np.linspace(-1, 1, _PADDED).astype("float32")), padding=1, groups=_PADDED, activation="relu"),
+         near_miss=lambda: relay.nn.conv2d_bias_act(_image(_PADDED), _weight(_PADDED, 1), relay.var(
+             "b", shape=(_PADDED,)), padding=1, groups=_PADDED)),
     *(_through(op) for op in _UNARY),
     *(_binary_through(op) for op in _BINARY),
     rule("add-channel-constant-through-layout-transform",
@@ -380,6 +502,9 @@ LAYOUT = ruleset("layout", [
          near_miss=lambda: relay.add(relay.multiply(_image(2 * block_size()), _channel_values(2 * block_size(), 1)),
                                      relay.const(np.ones((1, 1, 5, 5), "float32")))),
     *(_pool_rule(op) for op in ("nn.max_pool2d", "nn.avg_pool2d", "nn.global_avg_pool2d")),
+    rule("mean-over-image-as-global-avg-pool", call("mean", x, bind_attrs="r"), _mean_as_pool, exact=False,
+         example=lambda: relay.mean(_image(2 * block_size()), axis=[2, 3]),
+         near_miss=lambda: relay.mean(_image(2 * block_size()), axis=[1, 2])),
     *(_concat_rule(arity) for arity in range(2, MAX_CONCAT_PARTS + 1)),
     *(_split_rule(index) for index in range(4)),
     rule("layout-transform-inverse",
@@ -400,6 +525,8 @@ LAYOUT = ruleset("layout", [
     rule("nchwc-bias", call("nn.contrib_conv2d_NCHWc", x, wt, bind_attrs="c"), _with_bias,
          dtypes="float", example=lambda: _blocked_conv_without_bias(),
          near_miss=lambda: relay.nn.conv2d(_image(block_size()), _weight(block_size(), block_size()))),
+    *(_padded_depthwise_rule(op, inputs) for op, inputs in (("nn.contrib_conv2d_NCHWc", (wt,)),
+                                                              (_BIAS_ACT, (wt, bias)))),
     *(_fuse_activation(op, _BIAS_ACT, (x, wt, bias)) for op in _ACTIVATIONS),
     rule("nchwc-sum", call("add", call(_BIAS_ACT, x, wt, bias, activation="none", bind_attrs="f"), s),
          call(_SUM_ACT, x, wt, bias, s, attrs_from="f"), when=lambda m: m.type("s") == m.root_type(),

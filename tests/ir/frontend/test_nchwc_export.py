@@ -192,3 +192,22 @@ def test_fused_activations_give_the_references_values_on_edge_inputs(activation,
     model = to_onnx(mod, contrib=True)
     assert "Conv" in _nchwc_ops(model)
     np.testing.assert_array_equal(run_ort(model, {"x": values})[0], evaluate(mod, {"x": values}))
+
+
+def test_reorders_read_past_a_channel_pad_and_a_crop_only():
+    """ReorderInput pads channels itself and ReorderOutput crops them, so an exported pad before the one
+    and a crop after the other leave no node; a ReorderInput of what a full ReorderOutput wrote still
+    reads the plain tensor (not the blocked one behind it)."""
+    blocked, channels = f"NCHW{BLOCK}c", BLOCK + 4
+    x = relay.var("x", shape=(1, channels, 5, 5))
+    padded = relay.nn.pad(x, ((0, 0), (0, BLOCK - 4), (0, 0), (0, 0)))
+    inner = relay.layout_transform(relay.nn.relu(relay.layout_transform(padded, "NCHW", blocked)), blocked, "NCHW")
+    again = relay.layout_transform(relay.tanh(relay.layout_transform(inner, "NCHW", blocked)), blocked, "NCHW")
+    body = relay.strided_slice(again, begin=[0], end=[channels], axes=[1]) + relay.strided_slice(
+        inner, begin=[0], end=[channels], axes=[1])
+    mod = ir.infer_type(ir.IRModule.from_expr(body))
+    model = to_onnx(mod, contrib=True)
+    ops = sorted(n.op_type for n in model.graph.node if not n.output[0].startswith("NCHWc_block_size"))
+    assert ops == ["Add", "Relu", *["ReorderInput"] * 3, *["ReorderOutput"] * 3, "Tanh"]  # one ReorderInput guards
+    inputs = {"x": RNG.standard_normal((1, channels, 5, 5)).astype("float32")}
+    np.testing.assert_allclose(run_ort(model, inputs)[0], evaluate(mod, inputs), rtol=1e-6, atol=1e-6)
