@@ -17,7 +17,7 @@ from .attrs import Attrs
 from .op.layout import parse_layout, primal_axes
 
 __all__ = ["NCHWC_DOMAIN", "ort_nchwc_block_size", "nchwc_forms", "padded_channels", "PaddedConv", "padded_conv",
-           "ort_conv_block", "channel_block"]
+           "channel_padding", "channel_crop", "ort_conv_block", "channel_block"]
 
 #: ONNX Runtime's domain of the NCHWc kernels
 NCHWC_DOMAIN = "com.microsoft.nchwc"
@@ -125,6 +125,23 @@ def padded_conv(in_channels: int, out_channels: int, groups: int, block: int) ->
         in_padded = in_channels if in_channels < block else padded_channels(in_channels, block)
     forms = nchwc_forms(in_padded, out_padded, groups, block) if in_padded is not None else None
     return None if forms is None else PaddedConv(in_padded, out_padded, groups, *forms)
+
+
+def channel_padding(attrs: Attrs, channels: object, block: int) -> bool:
+    """Whether an `nn.pad` with `attrs` adds to NCHW data of `channels` channels the zero channels that
+    ReorderInput adds itself: from a multiple of 4 that is not a multiple of `block` up to whole blocks."""
+    return (isinstance(channels, int) and channels % 4 == 0 and channels % block != 0
+            and attrs.pad_mode == "constant" and attrs.pad_value == 0.0
+            and tuple(map(tuple, attrs.pad_width)) == ((0, 0), (0, -channels % block), (0, 0), (0, 0)))
+
+
+def channel_crop(attrs: Attrs) -> int | None:
+    """How many leading channels a `strided_slice` with `attrs` keeps of NCHW data (ReorderOutput's crop:
+    axis 1 from channel 0, step 1), else None."""
+    if tuple(attrs.axes or ()) not in ((1,), (-3,)) or tuple(attrs.begin) != (0,) \
+            or tuple(attrs.strides or (1,)) != (1,) or attrs.slice_mode != "end":
+        return None
+    return attrs.end[0]
 
 
 def ort_conv_block(attrs: Attrs, in_channels: int, out_channels: int) -> int | None:

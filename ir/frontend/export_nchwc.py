@@ -34,7 +34,8 @@ import onnx
 from ..attrs import Attrs
 from ..expr import Call, Expr
 from ..op.layout import BLOCKED_CONVS, parse_layout, primal_axes
-from ..ort_nchwc import NCHWC_DOMAIN, channel_block, ort_conv_block, ort_nchwc_block_size
+from ..ort_nchwc import (NCHWC_DOMAIN, channel_block, channel_crop, channel_padding, ort_conv_block,
+                         ort_nchwc_block_size)
 from ..types import Any, Dim
 from .errors import FrontendError
 from .export_context import EMITTERS, EmitContext, Value, emits
@@ -221,15 +222,10 @@ def _op_name(expr: Expr) -> str | None:
 
 def emit_channel_pad(ctx: EmitContext, call: Call, args: Sequence[Value]) -> Value | None:
     """A zero pad of float32 NCHW data's channels to whole blocks of this machine's NCHWc kernels, from a
-    multiple of 4 (what ReorderInput pads itself): the standard Pad, which a ReorderInput after it reads
+    multiple of 4 (`ir.ort_nchwc.channel_padding`): the standard Pad, which a ReorderInput after it reads
     past (`EmitContext.bypassable`)."""
-    attrs, shape = call.attrs, ctx.type_of(call.args[0]).shape
-    block = ort_nchwc_block_size()
-    if (block is None or not _float32(ctx, call) or len(shape) != 4 or not isinstance(shape[1], int)
-            or shape[1] % 4 or attrs.pad_mode != "constant" or attrs.pad_value != 0.0):
-        return None
-    widths = tuple(map(tuple, attrs.pad_width))
-    if widths != ((0, 0), (0, -shape[1] % block), (0, 0), (0, 0)) or not widths[1][1]:
+    shape, block = ctx.type_of(call.args[0]).shape, ort_nchwc_block_size()
+    if block is None or not _float32(ctx, call) or len(shape) != 4 or not channel_padding(call.attrs, shape[1], block):
         return None
     out = EMITTERS["nn.pad"](ctx, call, args)
     ctx.bypassable[out] = args[0]
@@ -237,14 +233,13 @@ def emit_channel_pad(ctx: EmitContext, call: Call, args: Sequence[Value]) -> Val
 
 
 def emit_channel_crop(ctx: EmitContext, call: Call, args: Sequence[Value]) -> Value | None:
-    """The first channels of a blocked value laid out as NCHW (by ReorderOutput): one ReorderOutput that
-    writes those channels alone."""
-    attrs, data = call.attrs, call.args[0]
-    if (_op_name(data) != "layout_transform" or args[0] not in ctx.bypassable or tuple(attrs.axes or ()) not in ((1,), (-3,)) or tuple(attrs.begin) != (0,)
-            or tuple(attrs.strides or (1,)) != (1,) or attrs.slice_mode != "end"):
+    """The first channels of a blocked value laid out as NCHW by ReorderOutput: one ReorderOutput that
+    writes those channels alone (`ir.ort_nchwc.channel_crop`)."""
+    data = call.args[0]
+    if _op_name(data) != "layout_transform" or args[0] not in ctx.bypassable or ctx.type_of(data).ndim != 4:
         return None
-    channels = ctx.type_of(call).shape[1]
-    if not isinstance(channels, int) or not 0 < channels <= ctx.type_of(data).shape[1]:
+    channels = channel_crop(call.attrs)
+    if channels is None or not 0 < channels <= ctx.type_of(data).shape[1]:
         return None
     return ctx.node("ReorderOutput", [ctx.bypassable[args[0]]], domain=NCHWC_DOMAIN, channels=channels,
                     channels_last=0)

@@ -24,7 +24,7 @@ import dataclasses
 from typing import Sequence
 
 from ir.attrs import Attrs
-from ir.ort_nchwc import ort_conv_block, ort_nchwc_block_size
+from ir.ort_nchwc import channel_crop, channel_padding, ort_conv_block, ort_nchwc_block_size
 from ir.op.layout import BLOCKED_CONVS, logical_sizes, plain_conv_types
 from ir.op.registry import get_op
 from ir.types import TensorType, Type
@@ -37,8 +37,9 @@ from ..work import nbytes, op_work
 from .conv2d import conv2d_strategy_cpu
 from .generic import REFERENCE_EFFICIENCY, host_reference, no_knobs
 
-__all__ = ["NCHWC_EFFICIENCY", "PLAIN_CONV_EFFICIENCY", "runs_as_nchwc", "blocked_conv_strategy_cpu", "blocked_conv_strategy_ort",
-           "plain_conv_strategy_ort", "reorder_strategy_ort", "reorder_padding_strategy_ort", "REORDER_TRAFFIC"]
+__all__ = ["NCHWC_EFFICIENCY", "PLAIN_CONV_EFFICIENCY", "REORDER_TRAFFIC", "runs_as_nchwc", "blocked_conv_strategy_cpu",
+           "blocked_conv_strategy_ort", "plain_conv_strategy_ort", "reorder_strategy_ort",
+           "reorder_padding_strategy_ort"]
 
 #: the share of the roofline ONNX Runtime's NCHWc convolution reaches
 NCHWC_EFFICIENCY = 1.0
@@ -172,22 +173,17 @@ def reorder_strategy_ort(attrs: Attrs, in_types: Sequence[Type], out_type: Type,
 
 
 def _reorder_pads(attrs: Attrs, in_types: Sequence[Type], out_type: Type) -> bool:
-    """Whether an `nn.pad` is the zero channel padding ONNX Runtime's ReorderInput does itself, or a
-    `strided_slice` the channel crop its ReorderOutput does (`ir.frontend.export_nchwc` reads past both):
-    NCHW float32 data between C and C rounded up to this machine's channel block."""
+    """Whether an `nn.pad` adds the zero channels ONNX Runtime's ReorderInput adds itself, or a
+    `strided_slice` crops a whole-block count to within one block, as ReorderOutput does
+    (`ir.frontend.export_nchwc` reads past both): float32 NCHW data, this machine's block."""
     data, block = in_types[0], ort_nchwc_block_size()
     if not (isinstance(data, TensorType) and isinstance(out_type, TensorType)) or block is None \
             or data.ndim != 4 or data.dtype != "float32":
         return False
-    plain, padded = data.shape[1], out_type.shape[1]
     if "pad_width" in attrs:
-        return (attrs.pad_mode == "constant" and attrs.pad_value == 0.0 and isinstance(plain, int)
-                and plain % 4 == 0 and tuple(map(tuple, attrs.pad_width)) == ((0, 0), (0, -plain % block), (0, 0),
-                                                                                 (0, 0)) and plain % block != 0)
-    plain, padded = padded, plain  # a crop: from the padded count down to the channels kept
-    return (tuple(attrs.axes or ()) == (1,) and tuple(attrs.begin) == (0,) and tuple(attrs.strides or (1,)) == (1,)
-            and isinstance(plain, int) and isinstance(padded, int) and 0 < padded - plain < block
-            and padded % block == 0)
+        return channel_padding(attrs, data.shape[1], block)
+    full, kept = data.shape[1], channel_crop(attrs)
+    return isinstance(full, int) and kept is not None and full % block == 0 and 0 < full - kept < block
 
 
 def reorder_padding_strategy_ort(op_name: str):

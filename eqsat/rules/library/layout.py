@@ -57,7 +57,7 @@ import numpy as np
 
 from ir import Call, Expr, Tuple, relay
 from ir.visitor import post_order
-from ir.ort_nchwc import PaddedConv, nchwc_forms, ort_nchwc_block_size, padded_conv
+from ir.ort_nchwc import PaddedConv, channel_crop, channel_padding, nchwc_forms, ort_nchwc_block_size, padded_conv
 from ir.op.layout import OP_ACTIVATIONS, blocked_layout, parse_layout
 from ir.op.shapes import normalize_axes
 from ir.op.registry import make_call
@@ -206,23 +206,14 @@ def _reads_own_padding(m: Match) -> bool:
     channels and padded back with zeros, and its own output is cropped to those channels too: a
     depthwise output channel reads its own input channel alone, so the kept channels are the same when
     `f` reads `a` with whatever its padding channels hold."""
-    src, crop, pad, out = _blocked_source_of(m, "l1", "a"), m["crop"], m["pad"], m["out"]
+    src = _blocked_source_of(m, "l1", "a")
     if src is None or (m["l2"].src_layout, m["l2"].dst_layout) != ("NCHW", src) or m["l3"].dst_layout != "NCHW":
         return False
-    padded = m.shape("a")[1] * m.shape("a")[-1]
-    kept = _cropped_channels(crop)
-    return (kept is not None and m["f"].groups == padded and m["f"].kernel_layout.startswith("OIHW1i")
-            and pad.pad_mode == "constant" and pad.pad_value == 0.0
-            and tuple(map(tuple, pad.pad_width)) == ((0, 0), (0, padded - kept), (0, 0), (0, 0))
-            and (_cropped_channels(out) or padded + 1) <= kept)
-
-
-def _cropped_channels(crop) -> int | None:
-    """How many leading channels a `strided_slice` keeps when it crops NCHW data to them, else None."""
-    if tuple(crop.axes or ()) != (1,) or tuple(crop.begin) != (0,) or tuple(crop.strides or (1,)) != (1,) \
-            or crop.slice_mode != "end":
-        return None
-    return crop.end[0]
+    block, kept = m.shape("a")[-1], channel_crop(m["crop"])
+    padded = m.shape("a")[1] * block
+    return (kept is not None and channel_padding(m["pad"], kept, block) and -(-kept // block) * block == padded
+            and m["f"].groups == padded and m["f"].kernel_layout.startswith("OIHW1i")
+            and (channel_crop(m["out"]) or padded + 1) <= kept)
 
 
 def _mean_as_pool(m: Match) -> Expr | None:
