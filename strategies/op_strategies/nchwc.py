@@ -38,8 +38,7 @@ from .conv2d import conv2d_strategy_cpu
 from .generic import REFERENCE_EFFICIENCY, host_reference, no_knobs
 
 __all__ = ["NCHWC_EFFICIENCY", "PLAIN_CONV_EFFICIENCY", "REORDER_TRAFFIC", "runs_as_nchwc", "blocked_conv_strategy_cpu",
-           "blocked_conv_strategy_ort", "plain_conv_strategy_ort", "reorder_strategy_ort",
-           "reorder_padding_strategy_ort"]
+           "blocked_conv_strategy_ort", "plain_conv_strategy_ort", "ort_kernel_strategy"]
 
 #: the share of the roofline ONNX Runtime's NCHWc convolution reaches
 NCHWC_EFFICIENCY = 1.0
@@ -148,59 +147,61 @@ def plain_conv_strategy_ort(op_name: str):
     return strategy
 
 
+def _reorder_data(in_types: Sequence[Type]) -> TensorType | None:
+    """The data of a call ONNX Runtime's reorders may do on this machine (float32), else None."""
+    data = in_types[0]
+    ok = isinstance(data, TensorType) and data.dtype == "float32" and ort_nchwc_block_size() is not None
+    return data if ok else None
+
+
 def _runs_as_reorder(attrs: Attrs, in_types: Sequence[Type], out_type: Type) -> bool:
     """Whether a `layout_transform` is ONNX Runtime's ReorderInput or ReorderOutput on this machine:
     float32 NCHW or NHWC data to or from NCHW{B}c with the machine's block."""
-    data, block = in_types[0], ort_nchwc_block_size()
-    if not isinstance(data, TensorType) or data.dtype != "float32" or block is None:
+    if _reorder_data(in_types) is None:
         return False
-    pairs = {(plain, f"NCHW{block}c") for plain in ("NCHW", "NHWC")}
+    pairs = {(plain, f"NCHW{ort_nchwc_block_size()}c") for plain in ("NCHW", "NHWC")}
     return (attrs.src_layout, attrs.dst_layout) in pairs | {(b, a) for a, b in pairs}
 
 
-def reorder_strategy_ort(attrs: Attrs, in_types: Sequence[Type], out_type: Type, target: Target) -> OpStrategy:
-    """The ort strategy of `layout_transform`: the shared one, and ONNX Runtime's reorders where they apply,
-    estimated at `REORDER_TRAFFIC` of the copy's bytes."""
-    s = _SHARED_LAYOUT_TRANSFORM(attrs, in_types, out_type, target)
-    if _runs_as_reorder(attrs, in_types, out_type):
-        best = max(s.implementations(), key=lambda i: i.plevel)
-
-        def estimate(a: Attrs, i: Sequence[Type], o: Type) -> Work:
-            return op_work("layout_transform", a, i, o).scaled(bytes=REORDER_TRAFFIC)
-        s.add_implementation(best.compute, best.schedule, name="layout_transform_reorder.ort", plevel=20,
-                             estimate=estimate)
-    return s
+def _pads_in_reorder(attrs: Attrs, in_types: Sequence[Type], out_type: Type) -> bool:
+    """Whether an `nn.pad` adds the zero channels ONNX Runtime's ReorderInput adds itself to float32 NCHW
+    data (`ir.ort_nchwc.channel_padding`; `ir.frontend.export_nchwc` reads past it)."""
+    data = _reorder_data(in_types)
+    return data is not None and data.ndim == 4 and channel_padding(attrs, data.shape[1], ort_nchwc_block_size())
 
 
-def _reorder_pads(attrs: Attrs, in_types: Sequence[Type], out_type: Type) -> bool:
-    """Whether an `nn.pad` adds the zero channels ONNX Runtime's ReorderInput adds itself, or a
-    `strided_slice` crops a whole-block count to within one block, as ReorderOutput does
-    (`ir.frontend.export_nchwc` reads past both): float32 NCHW data, this machine's block."""
-    data, block = in_types[0], ort_nchwc_block_size()
-    if not (isinstance(data, TensorType) and isinstance(out_type, TensorType)) or block is None \
-            or data.ndim != 4 or data.dtype != "float32":
+def _crops_in_reorder(attrs: Attrs, in_types: Sequence[Type], out_type: Type) -> bool:
+    """Whether a `strided_slice` crops float32 NCHW data of whole blocks to within one block, as ONNX
+    Runtime's ReorderOutput does (`ir.ort_nchwc.channel_crop`; `ir.frontend.export_nchwc` reads past it)."""
+    data, block = _reorder_data(in_types), ort_nchwc_block_size()
+    if data is None or data.ndim != 4 or not isinstance(data.shape[1], int):
         return False
-    if "pad_width" in attrs:
-        return channel_padding(attrs, data.shape[1], block)
     full, kept = data.shape[1], channel_crop(attrs)
-    return isinstance(full, int) and kept is not None and full % block == 0 and 0 < full - kept < block
+    return kept is not None and full % block == 0 and 0 < full - kept < block
 
 
-def reorder_padding_strategy_ort(op_name: str):
-    """The ort strategy of `nn.pad` / `strided_slice`: the shared one, and a free implementation for the
-    channel padding and crop that ONNX Runtime's reorders do as they copy (`_reorder_pads`)."""
+def _reorder_estimate(attrs: Attrs, in_types: Sequence[Type], out_type: Type) -> Work:
+    return op_work("layout_transform", attrs, in_types, out_type).scaled(bytes=REORDER_TRAFFIC)
+
+
+def _free(attrs: Attrs, in_types: Sequence[Type], out_type: Type) -> Work:
+    return Work(0.0, 0.0, launches=0)
+
+
+def ort_kernel_strategy(op_name: str, applies, estimate, kernel: str):
+    """The ort strategy of `op_name`: its shared strategy, plus, where `applies` holds, its highest
+    implementation again under the name `kernel`, estimated by `estimate` (what ONNX Runtime's own
+    kernel costs)."""
     shared = get_op(op_name).get_attr("FTVMStrategy").default
-    short = op_name.split(".")[-1]
 
     def strategy(attrs: Attrs, in_types: Sequence[Type], out_type: Type, target: Target) -> OpStrategy:
         s = shared(attrs, in_types, out_type, target)
-        if _reorder_pads(attrs, in_types, out_type):
+        if applies(attrs, in_types, out_type):
             best = max(s.implementations(), key=lambda i: i.plevel)
-            s.add_implementation(best.compute, best.schedule, name=f"{short}_in_reorder.ort", plevel=20,
-                                 estimate=lambda a, i, o: Work(0.0, 0.0, launches=0))
+            s.add_implementation(best.compute, best.schedule, name=kernel, plevel=20, estimate=estimate)
         return s
 
-    strategy.__name__ = f"{short}_strategy_ort"
+    strategy.__name__ = f"{op_name.split('.')[-1]}_strategy_ort"
     return strategy
 
 
@@ -214,7 +215,9 @@ for _name in BLOCKED_CONVS:
     get_op(_name).get_attr("FTVMStrategy").register(["cuda", "generic"], _no_kernel, override=True)
 for _name in ("nn.conv2d", "nn.conv2d_bias_act"):
     get_op(_name).get_attr("FTVMStrategy").register("ort", plain_conv_strategy_ort(_name))
-_SHARED_LAYOUT_TRANSFORM = get_op("layout_transform").get_attr("FTVMStrategy").default
-get_op("layout_transform").get_attr("FTVMStrategy").register("ort", reorder_strategy_ort)
-for _name in ("nn.pad", "strided_slice"):
-    get_op(_name).get_attr("FTVMStrategy").register("ort", reorder_padding_strategy_ort(_name))
+# ONNX Runtime's reorders, and the channel pad and crop they do as they copy (free)
+for _name, _applies, _estimate, _kernel in (
+        ("layout_transform", _runs_as_reorder, _reorder_estimate, "layout_transform_reorder.ort"),
+        ("nn.pad", _pads_in_reorder, _free, "pad_in_reorder.ort"),
+        ("strided_slice", _crops_in_reorder, _free, "strided_slice_in_reorder.ort")):
+    get_op(_name).get_attr("FTVMStrategy").register("ort", ort_kernel_strategy(_name, _applies, _estimate, _kernel))
