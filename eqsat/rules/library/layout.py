@@ -57,7 +57,8 @@ import numpy as np
 
 from ir import Call, Expr, Tuple, relay
 from ir.visitor import post_order
-from ir.ort_nchwc import PaddedConv, channel_crop, channel_padding, nchwc_forms, ort_nchwc_block_size, padded_conv
+from ir.ort_nchwc import (PaddedConv, channel_crop, channel_padding, nchwc_forms, ort_nchwc_block_size,
+                          padded_channels, padded_conv)
 from ir.op.layout import OP_ACTIVATIONS, blocked_layout, parse_layout
 from ir.op.shapes import normalize_axes
 from ir.op.registry import make_call
@@ -120,15 +121,15 @@ def _to_blocked(fused: bool, padded: bool = False):
             if forms is None:
                 return None
             form = PaddedConv(channels, out_channels, attrs.groups, *forms)
-        args = [m.expr("x")]
+        data = m.expr("x")
+        if form.data_layout != "NCHW":
+            data = _lt(_pad_channels(data, form.in_channels - channels), "NCHW", form.data_layout)
+        kernel = _zero_padded(weight, (form.out_channels, form.in_channels // form.groups, *weight.shape[2:]))
+        args = [data, relay.const(transform_layout(kernel, "OIHW", form.kernel_layout))]
         if fused:  # the padded rule binds a constant bias
             args.append(m.expr("bias") if form.out_channels == out_channels else
                         relay.const(_zero_padded(m.const("bias"), (form.out_channels,))))
         out_layout = blocked_layout("NCHW", "C", block)
-        if form.data_layout != "NCHW":
-            args[0] = _lt(_pad_channels(args[0], form.in_channels - channels), "NCHW", form.data_layout)
-        kernel = _zero_padded(weight, (form.out_channels, form.in_channels // form.groups, *weight.shape[2:]))
-        args.insert(1, relay.const(transform_layout(kernel, "OIHW", form.kernel_layout)))
         new_attrs = {**attrs, "channels": form.out_channels, "groups": form.groups, "data_layout": form.data_layout,
                      "kernel_layout": form.kernel_layout, "out_layout": out_layout}
         op = _BIAS_ACT if fused else "nn.contrib_conv2d_NCHWc"
@@ -209,11 +210,11 @@ def _reads_own_padding(m: Match) -> bool:
     src = _blocked_source_of(m, "l1", "a")
     if src is None or (m["l2"].src_layout, m["l2"].dst_layout) != ("NCHW", src) or m["l3"].dst_layout != "NCHW":
         return False
-    block, kept = m.shape("a")[-1], channel_crop(m["crop"])
+    block, kept, out = m.shape("a")[-1], channel_crop(m["crop"]), channel_crop(m["out"])
     padded = m.shape("a")[1] * block
-    return (kept is not None and channel_padding(m["pad"], kept, block) and -(-kept // block) * block == padded
+    return (kept is not None and channel_padding(m["pad"], kept, block) and padded_channels(kept, block) == padded
             and m["f"].groups == padded and m["f"].kernel_layout.startswith("OIHW1i")
-            and (channel_crop(m["out"]) or padded + 1) <= kept)
+            and out is not None and out <= kept)
 
 
 def _mean_as_pool(m: Match) -> Expr | None:
@@ -444,7 +445,7 @@ def _padded_depthwise_rule(op: str, inputs: tuple[PVar, ...]) -> Rewrite:
 def _padded_blocked_conv(op: str, depthwise: bool) -> Expr:
     """`op` over blocked data cropped to `_PADDED` channels and padded back, its output cropped too."""
     B = block_size()
-    bl, padded = blocked_layout("NCHW", "C", B), -(-_PADDED // B) * B
+    bl, padded = blocked_layout("NCHW", "C", B), padded_channels(_PADDED, B)
     data = _lt(_pad_channels(_crop_channels(_lt(relay.var("a", shape=(1, padded // B, 5, 5, B)), bl, "NCHW"),
                                             _PADDED), padded - _PADDED), "NCHW", bl)
     kernel_layout = f"OIHW1i{B}o" if depthwise else f"OIHW{B}i{B}o"
