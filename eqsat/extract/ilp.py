@@ -12,7 +12,7 @@ children, are dropped; classes that every program contains are found. Then:
   when b is mandatory);
 - cycles: for a set T of classes, an acyclic program that takes a class of T must also take a
   node of T with no child in T; so for each a in T, a's candidates that use T take no more than
-  the other T classes' candidates that use none (`IlpModel.cut_rows`). These cuts are added up
+  the other T classes' candidates that use none (`cut_rows`). These cuts are added up
   front for every two classes that use each other (a layout change each way), and lazily for
   longer cycles: the program is solved, a cycle of each strongly connected component of the
   chosen nodes is cut, and it is solved again within the time left, until the program is acyclic.
@@ -123,19 +123,9 @@ class IlpModel:
     def n_cols(self) -> int:
         return len(self.objective)
 
-    def cut_rows(self, cycle: Sequence[ClassId]) -> list[list[tuple[int, float]]]:
-        """The cuts of the class set T of `cycle`: for each a in T, the candidates of a that use a class
-        of T take no more than the candidates of the other classes of T that use none (an acyclic
-        program that enters T must leave it through such a candidate)."""
-        inside = frozenset(cycle)
-        using = {c: [j for j, kids in self.columns[c] if kids & inside] for c in inside}
-        leaving = {c: [j for j, kids in self.columns[c] if not kids & inside] for c in inside}
-        return [[(j, 1.0) for j in using[a]] + [(j, -1.0) for c in sorted(inside - {a}) for j in leaving[c]]
-                for a in sorted(inside)]
-
     def with_cuts(self, cycles: Sequence[Sequence[ClassId]]) -> "IlpModel":
         """This program with the cuts of each class cycle in `cycles` (`cut_rows`)."""
-        new = [row for cycle in cycles for row in self.cut_rows(cycle)]
+        new = [row for cycle in cycles for row in cut_rows(self.columns, cycle)]
         base = self.matrix.shape[0]
         rows = np.concatenate([self.matrix.row] + [np.full(len(r), base + i) for i, r in enumerate(new)])
         cols = np.concatenate([self.matrix.col] + [np.array([j for j, _ in r], dtype=int) for r in new])
@@ -143,6 +133,18 @@ class IlpModel:
         matrix = coo_matrix((vals, (rows, cols)), shape=(base + len(new), self.n_cols))
         return replace(self, matrix=matrix, row_lower=np.r_[self.row_lower, np.full(len(new), -math.inf)],
                        row_upper=np.r_[self.row_upper, np.zeros(len(new))])
+
+
+def cut_rows(columns: Mapping[ClassId, list[tuple[int, frozenset[ClassId]]]],
+             cycle: Sequence[ClassId]) -> list[list[tuple[int, float]]]:
+    """The cuts of the class set T of `cycle` over `IlpModel.columns`: for each a in T, the candidates
+    of a that use a class of T take no more than the candidates of the other classes of T that use
+    none (an acyclic program that enters T must leave it through such a candidate)."""
+    inside = frozenset(cycle)
+    using = {c: [j for j, kids in columns[c] if kids & inside] for c in inside}
+    leaving = {c: [j for j, kids in columns[c] if not kids & inside] for c in inside}
+    return [[(j, 1.0) for j in using[a]] + [(j, -1.0) for c in sorted(inside - {a}) for j in leaving[c]]
+            for a in sorted(inside)]
 
 
 def build_model(view: EGraphView, reduced: Reduced, costs: Sequence[float]) -> IlpModel:
@@ -180,10 +182,8 @@ def build_model(view: EGraphView, reduced: Reduced, costs: Sequence[float]) -> I
                 constraint([(col[n], 1.0) for n in ns] + [(col[m], -1.0) for m in cand[k]], -math.inf, 0.0)
     columns = {c: [(col[n], frozenset(view.nodes[n].children)) for n in cand[c]] for c in sorted(cand)}
     pairs = sorted((a, b) for a, b in uses if a < b and (b, a) in uses)
-    model = IlpModel(nodes, np.array([costs[n] for n in nodes], dtype=float), coo_matrix((0, len(nodes))),
-                     np.zeros(0), np.zeros(0), np.zeros(0), np.zeros(0), columns, len(pairs))
     for pair in pairs:
-        for row in model.cut_rows(pair):
+        for row in cut_rows(columns, pair):
             constraint(row, -math.inf, 0.0)
     for x in view.closed_regions:
         if x.node in col:
@@ -194,8 +194,8 @@ def build_model(view: EGraphView, reduced: Reduced, costs: Sequence[float]) -> I
     col_lower = np.zeros(len(nodes))
     col_lower[[col[n] for n in reduced.fixed]] = 1.0
     matrix = coo_matrix((vals, (rows, cols)), shape=(len(lo), len(nodes)))
-    return replace(model, matrix=matrix, row_lower=np.array(lo), row_upper=np.array(hi), col_lower=col_lower,
-                   col_upper=np.ones(len(nodes)))
+    return IlpModel(nodes, np.array([costs[n] for n in nodes], dtype=float), matrix, np.array(lo), np.array(hi),
+                    col_lower, np.ones(len(nodes)), columns, len(pairs))
 
 
 def _problem(model: IlpModel) -> MilpProblem:
