@@ -32,7 +32,7 @@ from __future__ import annotations
 import math
 from collections import Counter
 from dataclasses import dataclass
-from typing import ClassVar, Literal, Mapping, Sequence
+from typing import Callable, ClassVar, Literal, Mapping, Sequence
 
 import numpy as np
 
@@ -180,42 +180,51 @@ class _LocalSearch:
         def node(c: ClassId) -> NodeId | None:
             return changed[c] if c in changed else self.node_of.get(c)
 
-        def add_uses(n: NodeId) -> bool:
-            nonlocal delta
+        def walk(n: NodeId, visit: Callable[[ClassId], NodeId | None | bool]) -> bool:
+            """Visit each use of a class by `n`'s children, and by the children of every node a visit
+            returns (one that enters or leaves the program); False once a visit returns False."""
             stack = list(dict.fromkeys(view.nodes[n].children))
             while stack:
                 k = stack.pop()
                 self.work += 1
-                uses[k] += 1
-                if node(k) is None:
-                    if k not in self.fill:
-                        return False
-                    changed[k] = self.fill[k]
-                    delta += costs[self.fill[k]]
-                    stack.extend(dict.fromkeys(view.nodes[self.fill[k]].children))
+                more = visit(k)
+                if more is False:
+                    return False
+                if more is not None:
+                    stack.extend(dict.fromkeys(view.nodes[more].children))
             return True
 
-        def drop_uses(n: NodeId) -> None:
+        def add_use(k: ClassId) -> NodeId | None | bool:
+            """A new use of `k`: a class outside the program enters with its node in `fill`."""
             nonlocal delta
-            stack = list(dict.fromkeys(view.nodes[n].children))
-            while stack:
-                k = stack.pop()
-                self.work += 1
-                uses[k] -= 1
-                if self.uses[k] + uses[k] == 0:
-                    gone = node(k)
-                    changed[k] = None
-                    delta -= costs[gone]
-                    stack.extend(dict.fromkeys(view.nodes[gone].children))
+            uses[k] += 1
+            if node(k) is not None:
+                return None
+            if k not in self.fill:
+                return False
+            changed[k] = self.fill[k]
+            delta += costs[self.fill[k]]
+            return self.fill[k]
+
+        def drop_use(k: ClassId) -> NodeId | None:
+            """One use of `k` fewer: a class no longer used leaves the program."""
+            nonlocal delta
+            uses[k] -= 1
+            if self.uses[k] + uses[k]:
+                return None
+            gone = node(k)
+            changed[k] = None
+            delta -= costs[gone]
+            return gone
 
         old = {c: self.node_of[c] for c in switches}
         for c, n in switches.items():
             changed[c] = n
             delta += costs[n] - costs[old[c]]
-            if not add_uses(n):
+            if not walk(n, add_use):
                 return False
         for c in switches:
-            drop_uses(old[c])
+            walk(old[c], drop_use)
         if delta >= -1e-9 * max(abs(self.cost), 1.0):
             return False
         program = {**self.node_of, **{c: n for c, n in changed.items() if n is not None}}
