@@ -227,10 +227,7 @@ class _LocalSearch:
             walk(old[c], drop_use)
         if delta >= -1e-9 * max(abs(self.cost), 1.0):
             return False
-        program = {**self.node_of, **{c: n for c, n in changed.items() if n is not None}}
-        for c, n in changed.items():
-            if n is None:
-                del program[c]
+        program = {c: n for c, n in {**self.node_of, **changed}.items() if n is not None}
         trial = Choice(self.roots, program)
         classes = trial.classes(view)
         self.work += len(classes)

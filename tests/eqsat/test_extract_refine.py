@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 import ir
-from eqsat.extract import GreedyDagExtractor, IlpExtractor
+from eqsat.extract import Choice, GreedyDagExtractor, IlpExtractor
+from eqsat.extract.greedy import refine
 from eqsat.optimize import cost_model, extract_program, saturate_program
 from eqsat.rules.library import default_rules
 
@@ -55,3 +56,20 @@ def test_greedy_extracts_nasrnns_merged_matmuls_as_the_ilp_does():
     assert greedy.cost_after <= ilp.cost_after * 1.001
     splits = sum(1 for c in greedy.choice.classes(sat.view) if sat.view.nodes[greedy.choice.node_of[c]].op == "split")
     assert splits > 0
+
+
+def test_a_shared_move_drops_a_class_it_had_brought_in():
+    """Switching c1, c2 and c6 to readers of `wide` leaves c2 unused (only c1's and c6's old nodes
+    read it), so the class `extra` that c2's new node brought in leaves again within the move."""
+    view = view_of({0: [("x", ())], 1: [("a1", (2,)), ("m1", (3,))], 2: [("b", (0,)), ("m2", (3, 4))],
+                    3: [("wide", (0,))], 4: [("extra", (0,))], 5: [("a6", (2,)), ("m6", (3,))], 6: [("top", (1, 5))]},
+                   (6,))
+    costs = costs_by_op(view, {"x": 0, "a1": 3, "m1": 2, "b": 10, "m2": 20, "wide": 5, "extra": 1, "a6": 3, "m6": 2,
+                               "top": 0})
+    node = {view.nodes[n].op: n for n in range(len(view.nodes))}
+    start = Choice(view.roots, {6: node["top"], 1: node["a1"], 5: node["a6"], 2: node["b"], 0: node["x"]})
+    assert start.dag_cost(view, costs) == 16
+    choice = refine(view, start, costs, {3: node["wide"], 4: node["extra"]})
+    choice.check(view)
+    assert choice.dag_cost(view, costs) == 9 and choice.info["refine_moves"] == 1
+    assert {view.nodes[n].op for n in choice.node_of.values()} == {"top", "m1", "m6", "wide", "x"}
