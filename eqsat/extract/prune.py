@@ -1,6 +1,6 @@
 """Shrinking an extraction problem without losing its optimum: what the ILP extractor solves.
 
-Four reductions, each keeping at least one optimal program:
+Reductions and analyses, each keeping at least one optimal program:
 
 - **unusable nodes**: infinite cost, a node that is its own child, a child class with no candidate
   left, or a lower bound on any program using it above a budget (a known program's cost);
@@ -11,6 +11,8 @@ Four reductions, each keeping at least one optimal program:
 - **mandatory classes**: a class that every program of the roots contains (the roots, and what
   every candidate of a mandatory class needs); its choice is an equality, and with one candidate
   left that node is fixed;
+- **single-use classes** (`sharing`): classes that at most one chosen node can read, found by
+  counting graph inputs; the ILP bounds all their users together;
 - **one dominator per dropped node** is recorded, so a program using dropped nodes (the greedy
   warm start) maps to one of no greater cost that uses candidates only (`repair`).
 """
@@ -25,6 +27,7 @@ from typing import Mapping, Sequence
 from ..egraph.view import ClassId, EGraphView, NodeId
 from ..errors import ExtractionError
 from .base import reachable_choice
+from .sharing import single_use_classes
 
 __all__ = ["Reduced", "reduce_problem", "lower_bounds"]
 
@@ -45,6 +48,8 @@ class Reduced:
     """nodes of the reachable classes before any reduction."""
     unusable: int
     dominated: int
+    single_use: frozenset[ClassId] = frozenset()
+    """classes at most one chosen node can read (`sharing.single_use_classes`)."""
 
     @property
     def nodes_after(self) -> int:
@@ -82,7 +87,8 @@ def reduce_problem(view: EGraphView, roots: Sequence[ClassId], costs: Sequence[f
     for r in roots:
         if not cand[r]:
             raise ExtractionError(f"root e-class {r} has no finite-cost acyclic program")
-    return Reduced(cand, _mandatory(view, cand, roots), dominator, before, unusable, len(dominator))
+    return Reduced(cand, _mandatory(view, cand, roots), dominator, before, unusable, len(dominator),
+                   single_use_classes(view, cand, roots))
 
 
 def _drop_unbuildable(view: EGraphView, cand: dict[ClassId, list[NodeId]]) -> None:

@@ -30,11 +30,13 @@ def synthetic(n_nodes: int, seed: int = 0, n_outputs: int = 20) -> ir.IRModule:
     return ir.IRModule.from_expr(relay.Tuple(pool[-n_outputs:]))
 
 
-def add_chain(n_inputs: int, shape=(2, 3)) -> tuple[ir.Expr, list[ir.Var]]:
-    """((v0 + v1) + v2) + ... : associativity and commutativity make this grow without bound."""
+def add_chain(n_inputs: int, shape=(2, 3), reads: int = 1) -> tuple[ir.Expr, list[ir.Var]]:
+    """((v0 + v1) + v2) + ... over the inputs `reads` times in turn: associativity and commutativity
+    make this grow without bound."""
     vs = [relay.var(f"v{i}", shape=shape) for i in range(n_inputs)]
-    e: ir.Expr = vs[0]
-    for v in vs[1:]:
+    terms = vs * reads
+    e: ir.Expr = terms[0]
+    for v in terms[1:]:
         e = relay.add(e, v)
     return e, vs
 
