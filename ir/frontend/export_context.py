@@ -8,7 +8,7 @@ nodes through `ctx.node` and returns the value of the call.
 
 from __future__ import annotations
 
-from typing import Any, Callable, NamedTuple, Sequence, Union
+from typing import Any, Callable, Mapping, NamedTuple, Sequence, Union
 
 import numpy as np
 import onnx
@@ -103,7 +103,7 @@ class EmitContext:
                  add_constant: Callable[[np.ndarray], str],
                  constant_value: Callable[[str], np.ndarray | None] = lambda name: None,
                  views: dict[str, str] | None = None, relayouts: dict[str, Relayout] | None = None,
-                 bypassable: dict[str, str] | None = None):
+                 bypassable: dict[str, str] | None = None, readers: Mapping[Expr, int] | None = None):
         self.opset = opset
         self.names = names
         self.nodes = nodes
@@ -121,6 +121,9 @@ class EmitContext:
         #: the node's work itself (ReorderInput pads channels with zeros, ReorderOutput crops them);
         #: shared by the whole export, and such a node that nothing reads is left out of the model
         self.bypassable: dict[str, str] = {} if bypassable is None else bypassable
+        #: expression -> how many expressions (and graph outputs) of the exported function read it; an
+        #: emitter may change the node that computes a value only one reader reads
+        self.readers: Mapping[Expr, int] = {} if readers is None else readers
 
     def node(self, op_type: str, inputs: Sequence[str], outputs: int = 1, domain: str = "", **attrs: Any) -> Any:
         """Append an ONNX node of `domain` (default: the standard one); returns its output name, or a

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Callable, Sequence
 
 from ..attrs import Attrs
-from ..expr import Call
+from ..expr import Call, Expr
 from ..op.nn import SPATIAL
 from ..op.shapes import known, normalize_axis
 from .errors import FrontendError
@@ -166,7 +166,23 @@ def emit_matmul(ctx: EmitContext, call: Call, args: Sequence[Value]) -> Value:
 def emit_bias_add(ctx: EmitContext, call: Call, args: Sequence[Value]) -> Value:
     ndim = ctx.type_of(call).ndim
     axis = normalize_axis(call.attrs.axis, ndim)
+    if axis == 1 and _bias_into_conv(ctx, call.args[0], args[0], args[1]):
+        return args[0]
     return ctx.node("Add", [args[0], _channel_vector(ctx, args[1], axis, ndim)])
+
+
+def _bias_into_conv(ctx: EmitContext, conv: Expr, out: Value, bias: Value) -> bool:
+    """Give a constant per-channel `bias` to the Conv / ConvTranspose node that computed `out` as its
+    `B` input (which it adds itself), when that node has none, writes channels first and `conv`, the
+    call it came from, has no other reader; True if done. Convolutions of any rank with a bias are
+    imported as a convolution and `nn.bias_add`, and only the 2-D one has a fused form in the IR."""
+    if ctx.readers.get(conv, 0) != 1 or ctx.value_of(bias) is None:
+        return False
+    producer = next((node for node in reversed(ctx.nodes) if out in node.output), None)
+    if producer is None or producer.op_type not in ("Conv", "ConvTranspose") or len(producer.input) != 2:
+        return False
+    producer.input.append(bias)
+    return True
 
 
 @emits("nn.bias_gelu")

@@ -17,6 +17,7 @@ small; importing folds it back into a constant.
 
 from __future__ import annotations
 
+from collections import Counter
 from typing import Collection, Mapping, Sequence
 
 import numpy as np
@@ -103,9 +104,10 @@ class _Scope:
 class _GraphExporter:
     """Walks the (inlined, typed) body of `main` and emits ONNX nodes, constants and subgraphs."""
 
-    def __init__(self, opset: int, contrib: bool):
+    def __init__(self, opset: int, contrib: bool, readers: Mapping[Expr, int]):
         self.opset = opset
         self.contrib = contrib
+        self.readers = readers
         self.names = Names()
         self.initializers: dict[str, np.ndarray] = {}
         self._constant_names: dict[Expr, str] = {}
@@ -134,7 +136,7 @@ class _GraphExporter:
     def context(self, scope: _Scope) -> EmitContext:
         """An emitter context that appends to the nodes of `scope`."""
         return EmitContext(self.opset, self.names, scope.nodes, self.small_constant, self.initializers.get, self.views,
-                           self.relayouts, self.bypassable)
+                           self.relayouts, self.bypassable, self.readers)
 
     def small_constant(self, value: np.ndarray) -> str:
         key = (value.dtype.str, value.shape, value.tobytes()) if value.size <= _SHARED_CONSTANT_ELEMENTS else None
@@ -296,7 +298,9 @@ def to_onnx(mod: IRModule | Expr, params: Mapping[str, np.ndarray] | None = None
     if unknown:
         raise FrontendError(f"params {unknown} are not parameters of main; its parameters are {sorted(by_name)}")
 
-    exporter = _GraphExporter(opset, contrib)
+    readers = Counter(child for node in post_order(func.body) for child in children(node))
+    readers[func.body] += 1
+    exporter = _GraphExporter(opset, contrib, readers)
     root = _Scope()
     inputs = []
     for param in func.params:

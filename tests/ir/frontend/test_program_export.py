@@ -215,3 +215,34 @@ def test_a_concatenation_of_weights_is_one_initializer():
     assert op_counts(model)["Concat"] == 1  # only the one with a graph input
     assert [tuple(i.dims) for i in model.graph.initializer if tuple(i.dims) == (7, 5)] == [(7, 5)]
     check_against_interpreter(mod)
+
+
+@pytest.mark.parametrize("conv", ["conv1d", "conv3d", "conv1d_transpose", "conv3d_transpose"])
+def test_a_constant_channel_bias_becomes_the_convolutions_own_input(conv):
+    rank = int(conv[4])
+    x = relay.var("x", shape=(1, 4) + (5,) * rank)
+    transposed = conv.endswith("transpose")
+    w = relay.var("w", shape=(4, 6) + (3,) * rank if transposed else (6, 4) + (3,) * rank)
+    out = relay.nn.bias_add(getattr(relay.nn, conv)(x, w, padding=(1,) * (2 * rank)), relay.var("b", shape=(6,)))
+    rng = np.random.default_rng(0)
+    params = {"w": rng.standard_normal(w.type_annotation.concrete_shape).astype("float32"),
+              "b": rng.standard_normal(6).astype("float32")}
+    mod = ir.IRModule.from_expr(out)
+    check_against_interpreter(mod, params)
+    model = to_onnx(mod, params)
+    assert op_counts(model) == {"ConvTranspose" if transposed else "Conv": 1}
+    assert list(model.graph.node[0].input) == ["x", "w", "b"]
+
+
+def test_a_bias_stays_an_add_when_the_convolution_has_another_reader_or_the_bias_is_an_input():
+    x = relay.var("x", shape=(1, 4, 7))
+    w = relay.var("w", shape=(6, 4, 3))
+    conv = relay.nn.conv1d(x, w)
+    params = {"w": np.random.default_rng(1).standard_normal((6, 4, 3)).astype("float32"),
+              "b": np.arange(6, dtype="float32")}
+    shared = ir.IRModule.from_expr(relay.Tuple([relay.nn.bias_add(conv, relay.var("b", shape=(6,))), conv]))
+    check_against_interpreter(shared, params)
+    assert op_counts(to_onnx(shared, params))["Add"] == 1
+    fed = ir.IRModule.from_expr(relay.nn.bias_add(conv, relay.var("b", shape=(6,))))
+    check_against_interpreter(fed, {"w": params["w"]})
+    assert op_counts(to_onnx(fed, {"w": params["w"]}))["Add"] == 1
