@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 import ir
-from eqsat.extract import Choice, GreedyDagExtractor, IlpExtractor
+from eqsat.extract import Choice, GreedyDagExtractor, IlpExtractor, TreeExtractor
 from eqsat.extract.greedy import refine
 from eqsat.optimize import cost_model, extract_program, saturate_program
 from eqsat.rules.library import default_rules
@@ -73,3 +74,16 @@ def test_a_shared_move_drops_a_class_it_had_brought_in():
     choice.check(view)
     assert choice.dag_cost(view, costs) == 9 and choice.info["refine_moves"] == 1
     assert {view.nodes[n].op for n in choice.node_of.values()} == {"top", "m1", "m6", "wide", "x"}
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_refinement_from_any_valid_program_stays_valid_and_never_dearer(seed):
+    """Started from a program chosen under other costs (so its moves switch and drop many classes at
+    once), the local search returns a valid program no dearer than its start."""
+    view, costs = random_egraph(seed, n_classes=25)
+    other = list(np.random.default_rng(seed).permutation(costs))
+    start = TreeExtractor().extract(view, view.roots, other)
+    fill = GreedyDagExtractor(refine=False).extract(view, view.roots, costs).node_of
+    choice = refine(view, start, costs, fill)
+    choice.check(view)
+    assert choice.dag_cost(view, costs) <= start.dag_cost(view, costs) + 1e-9
