@@ -78,8 +78,9 @@ def solve(problem: MilpProblem, seconds: float) -> MilpResult:
     res = milp(problem.c, constraints=constraints, integrality=problem.integrality,
                bounds=Bounds(problem.col_lower, problem.col_upper),
                options={"time_limit": max(seconds, 1e-3), "disp": False})
-    found = re.search(r"HiGHS Status \d+: ([^)]*)\)|model_status is ([^;]*);", str(res.message))
-    status = (found.group(1) or found.group(2)).strip() if found else str(res.message)
+    found = re.search(r"model_status is ([^;]*);", str(res.message)) or re.search(r"HiGHS Status \d+: ([^)]*)\)",
+                                                                                  str(res.message))
+    status = found.group(1).strip() if found else str(res.message)
     return MilpResult(status, res.x, getattr(res, "mip_dual_bound", None))
 
 

@@ -59,3 +59,8 @@ def test_the_ilp_extractor_returns_within_its_limit_plus_the_margin_on_a_hard_eg
     assert choice.dag_cost(view, costs) <= greedy + 1e-9
     assert choice.info["status"] != "Optimal"  # too hard for 1.5 s: the point of the test
     assert choice.info["killed"] or choice.info["status"] == "Time limit reached"
+
+
+def test_a_solve_stopped_without_a_solution_reports_the_plain_model_status():
+    result = solve(market_split(), 0.2)
+    assert result.x is None and result.status == "Time limit reached"
