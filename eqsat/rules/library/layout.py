@@ -163,6 +163,15 @@ def _with_bias(m: Match) -> Expr:
     return make_call(_BIAS_ACT, [m.expr("x"), m.expr("wt"), bias], {**attrs, "activation": "none"})
 
 
+def _round_trip(m: Match) -> Expr:
+    """The blocked convolution's result to its plain layout and back: the same tensor, as a blocked
+    result holds whole blocks. Two blocked forms of one value (a folded batch norm and one kept as a
+    channel affine) then meet in one class through the plain class they share."""
+    attrs = m["f"]
+    conv = make_call(_BIAS_ACT, [m.expr("x"), m.expr("wt"), m.expr("bias")], attrs)
+    return _lt(_lt(conv, attrs.out_layout, "NCHW"), "NCHW", attrs.out_layout)
+
+
 def _per_channel(m: Match, name: str, channels: int) -> np.ndarray | None:
     """Constant `name` as its `channels` values when it holds one per channel of NCHW data, else None."""
     c = m.const(name)
@@ -517,6 +526,12 @@ LAYOUT = ruleset("layout", [
     rule("nchwc-bias", call("nn.contrib_conv2d_NCHWc", x, wt, bind_attrs="c"), _with_bias,
          dtypes="float", example=lambda: _blocked_conv_without_bias(),
          near_miss=lambda: relay.nn.conv2d(_image(block_size()), _weight(block_size(), block_size()))),
+    rule("nchwc-result-round-trip", call(_BIAS_ACT, x, wt, bias, bind_attrs="f"), _round_trip,
+         when=lambda m: m["f"].out_layout == m["f"].data_layout,
+         example=lambda: _lt(_lt(_blocked_conv("relu"), blocked_layout("NCHW", "C", block_size()), "NCHW"), "NCHW",
+                             blocked_layout("NCHW", "C", block_size())),  # the round trip is the result itself
+         near_miss=lambda: relay.nn.conv2d_bias_act(_image(block_size()), _weight(block_size(), block_size()),
+                                                    relay.const(np.ones(block_size(), "float32")))),
     *(_padded_depthwise_rule(op, inputs) for op, inputs in (("nn.contrib_conv2d_NCHWc", (wt,)),
                                                               (_BIAS_ACT, (wt, bias)))),
     *(_fuse_activation(op, _BIAS_ACT, (x, wt, bias)) for op in _ACTIVATIONS),
