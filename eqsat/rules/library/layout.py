@@ -17,6 +17,8 @@
     concatenate(layout_transform(a_i), axis=1) -> layout_transform(concatenate(a_i, axis=1))  whole blocks
     split(layout_transform(a), axis=1)[i] -> layout_transform(split(a, axis=1)[i])   at whole blocks
     layout_transform(layout_transform(x, A -> B), B -> A) -> x
+    conv_NCHWc(...)                       -> layout_transform(layout_transform(conv_NCHWc(...), NCHW), back)
+                                             the round trip, so blocked forms of one value share a class
     transpose(layout_transform(x, S -> NCHW), (0, 2, 3, 1)) -> layout_transform(x, S -> NHWC)   and the
     layout_transform(transpose(x, (0, 3, 1, 2)), NCHW -> D) -> layout_transform(x, NHWC -> D)    way back
     conv_NCHWc(x, w)                      -> conv_NCHWc(x, w, -0.0)               a bias that changes nothing
