@@ -16,7 +16,7 @@ from benchmarks.bench_extract import ac_chain
 from eqsat.egraph.terms import Kind
 from eqsat.egraph.view import EGraphView
 from eqsat.extract import IlpExtractor, node_costs
-from eqsat.extract import prune
+from eqsat.extract import prune, sharing
 from eqsat.extract.ilp import build_model
 from eqsat.extract.prune import reduce_problem
 from eqsat.extract.sharing import single_use_classes
@@ -105,3 +105,19 @@ def test_the_ilp_optimum_is_the_same_with_and_without_the_single_use_rows(seed, 
             without = IlpExtractor(seconds=30).extract(view, view.roots, costs)
         assert with_rows.info["gap"] <= 1e-4 and without.info["gap"] <= 1e-4  # HiGHS's relative tolerance
         assert with_rows.dag_cost(view, costs) == pytest.approx(without.dag_cost(view, costs), rel=2e-4)
+
+
+def test_counts_too_large_to_hold_turn_the_analysis_off(monkeypatch):
+    view = view_with_inputs({0: [("var:x", ())], 1: [("var:y", ())], 2: [("add", (0, 1))], 3: [("negative", (2,))]},
+                            (3,))
+    cand = {c: list(ns) for c, ns in view.classes.items()}
+    assert single_use_classes(view, cand, view.roots) == {0, 1, 2}
+    monkeypatch.setattr(sharing, "MAX_ENTRIES", 7)  # 4 classes x 2 inputs
+    assert single_use_classes(view, cand, view.roots) == frozenset()
+
+
+def test_a_class_only_a_cycle_defines_turns_the_analysis_off():
+    # class 2's only node reads class 3, whose only node reads class 2: neither can be counted
+    view = view_with_inputs({0: [("var:x", ())], 2: [("f", (3,))], 3: [("g", (2, 0))], 4: [("add", (0, 3))]}, (4,))
+    cand = {c: list(ns) for c, ns in view.classes.items()}
+    assert single_use_classes(view, cand, view.roots) == frozenset()
