@@ -287,9 +287,9 @@ def to_onnx(mod: IRModule | Expr, params: Mapping[str, np.ndarray] | None = None
         raise FrontendError(f"cannot export to opset {opset}: choose one from {OLDEST_EXPORT_OPSET} to {newest}")
     main = entry_function(mod)
     func = infer_type(Function(main.params, inline_bindings(main.body)))
+    body = list(post_order(func.body))
     if opset is None:
-        opset = min(newest, max([DEFAULT_OPSET] + [ONE_NODE_OPSETS.get(n.op.name, DEFAULT_OPSET)
-                                                    for n in post_order(func.body)
+        opset = min(newest, max([DEFAULT_OPSET] + [ONE_NODE_OPSETS.get(n.op.name, DEFAULT_OPSET) for n in body
                                                     if isinstance(n, Call) and isinstance(n.op, Op)]))
     values = {k: v.numpy() if hasattr(v, "numpy") and not isinstance(v, np.ndarray) else np.asarray(v)
               for k, v in (params or {}).items()}
@@ -298,7 +298,7 @@ def to_onnx(mod: IRModule | Expr, params: Mapping[str, np.ndarray] | None = None
     if unknown:
         raise FrontendError(f"params {unknown} are not parameters of main; its parameters are {sorted(by_name)}")
 
-    readers = Counter(child for node in post_order(func.body) for child in children(node))
+    readers = Counter(child for node in body for child in children(node))
     readers[func.body] += 1
     exporter = _GraphExporter(opset, contrib, readers)
     root = _Scope()
