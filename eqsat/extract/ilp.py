@@ -190,19 +190,20 @@ def build_model(view: EGraphView, reduced: Reduced, costs: Sequence[float]) -> I
             for k in dict.fromkeys(view.nodes[n].children):
                 users.setdefault(k, {}).setdefault(c, []).append(n)
     for k, by_class in sorted(users.items()):
-        groups = list(by_class.values())
-        if k in reduced.single_use and len(groups) > 1:
-            groups = [[n for ns in groups for n in ns]]
-        elif k in mandatory:
+        if k in reduced.single_use and len(by_class) > 1:
+            groups = [[n for ns in by_class.values() for n in ns]]
+        elif k not in mandatory:
+            groups = list(by_class.values())
+        else:
             continue
-        for ns in groups:
+        for ns in groups:  # the users of k take no more than k's candidates (at most 1 when k is mandatory)
+            reads = [(col[n], 1.0) for n in ns]
             if k in mandatory:
-                constraint([(col[n], 1.0) for n in ns], -math.inf, 1.0)
+                constraint(reads, -math.inf, 1.0)
             else:
-                constraint([(col[n], 1.0) for n in ns] + [(col[m], -1.0) for m in cand[k]], -math.inf, 0.0)
-    uses = {(c, k) for k, by_class in users.items() for c in by_class}
+                constraint(reads + [(col[m], -1.0) for m in cand[k]], -math.inf, 0.0)
     columns = {c: [(col[n], frozenset(view.nodes[n].children)) for n in cand[c]] for c in sorted(cand)}
-    pairs = sorted((a, b) for a, b in uses if a < b and (b, a) in uses)
+    pairs = sorted((a, b) for b, by_class in users.items() for a in by_class if a < b and b in users.get(a, {}))
     for pair in pairs:
         for row in cut_rows(columns, pair):
             constraint(row, -math.inf, 0.0)
