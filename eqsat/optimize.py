@@ -103,9 +103,10 @@ class Saturated:
         """Per rule, the e-nodes of `view` it made: which rules grew the e-graph most."""
         return Counter(origin for origin in self.view.origins if origin is not None)
 
-    def input_module(self) -> tuple[IRModule, dict[str, np.ndarray]]:
-        """The input program as lowered (equal to the input), with its parameters."""
-        return lift_params(self.lowered, self.before, self.input_choice().node_of)
+    def input_module(self, fold_constants: bool = False) -> tuple[IRModule, dict[str, np.ndarray]]:
+        """The input program as lowered (equal to the input), with its parameters; with `fold_constants`,
+        its calls on constants and parameters alone folded (`lift_params`)."""
+        return lift_params(self.lowered, self.before, self.input_choice().node_of, fold_constants=fold_constants)
 
 
 def saturate_program(mod: IRModule, params: Mapping[str, Any] | None = None, *, rules: Any = "default",
@@ -138,7 +139,9 @@ class Extracted:
 def extract_program(sat: Saturated, model: CostModel, extractor: str | Extractor) -> Extracted:
     """The cheapest program `extractor` finds under `model`; the input itself when that is no better.
 
-    Parameters that were bound for saturation are parameters again in the result (`lift_params`).
+    Parameters that were bound for saturation are parameters again in the result, and calls on
+    constants and parameters alone are folded into constants (`lift_params`): every cost model
+    prices them at zero.
     """
     costs = node_costs(sat.view, model)
     start = time.perf_counter()
@@ -149,11 +152,11 @@ def extract_program(sat: Saturated, model: CostModel, extractor: str | Extractor
     before = before_choice.dag_cost(sat.before, node_costs(sat.before, model))
     after = choice.dag_cost(sat.view, costs)
     if after > before:  # a heuristic extractor can lose to the input on a hard e-graph: keep the input
-        mod, params = sat.input_module()
+        mod, params = sat.input_module(fold_constants=True)
         kept = Choice(before_choice.roots, before_choice.node_of, {**choice.info, "kept_input": True})
         return Extracted(mod, params, kept, before, before, seconds, ())
     built: dict[int, object] = {}
-    mod, params = lift_params(sat.lowered, sat.view, choice.node_of, built)
+    mod, params = lift_params(sat.lowered, sat.view, choice.node_of, built, fold_constants=True)
     chains = {node: chain for c, node in built.items()
               if isinstance(node, ir.Expr) and (chain := sat.provenance.chain(choice.node_of[c]))}
     return Extracted(mod, params, choice, before, after, seconds, tuple(find_changes(sat.view, choice, costs, model)),

@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
-from ir.expr import Call, Constant, Expr, Function, Tuple, TupleGetItem
+from typing import Any, Mapping
+
+import numpy as np
+
+from ir.expr import Call, Constant, Expr, Function, Tuple, TupleGetItem, Var
 from ir.op.registry import Op
 from ir.visitor import children, post_order, rebuild
 
 from .kernels.reference import run_reference
 
-__all__ = ["constant_subgraph", "fold_constants"]
+__all__ = ["constant_subgraph", "fold_constants", "folded"]
 
 
 def constant_subgraph(expr: Expr) -> set[int]:
@@ -23,12 +27,29 @@ def constant_subgraph(expr: Expr) -> set[int]:
     return constant
 
 
-def _fold(node: Expr) -> Expr | None:
-    """The constant `node` evaluates to, when it is an op call (or a field of one) on constants."""
+def _value(arg: Expr, values: Mapping[Var, np.ndarray]) -> Any:
+    """The value of a constant argument (a tuple of them for a tuple); None for a computed one."""
+    if isinstance(arg, Constant):
+        return arg.data
+    if isinstance(arg, Var):
+        return values.get(arg)
+    if isinstance(arg, Tuple):
+        fields = [_value(f, values) for f in arg.fields]
+        return None if any(f is None for f in fields) else tuple(fields)
+    return None
+
+
+def folded(node: Expr, values: Mapping[Var, np.ndarray] | None = None) -> Constant | None:
+    """The constant `node` evaluates to (computed by the reference kernels), when it is an op call, or
+    a field of one, whose arguments are constants, tuples of them or variables with a value in
+    `values`; None otherwise, and for a tuple value."""
     call, index = (node.tuple_value, node.index) if isinstance(node, TupleGetItem) else (node, None)
-    if not (isinstance(call, Call) and isinstance(call.op, Op) and all(isinstance(a, Constant) for a in call.args)):
+    if not (isinstance(call, Call) and isinstance(call.op, Op)):
         return None
-    value = run_reference(call.op.name, call.attrs, [a.data for a in call.args])
+    inputs = [_value(a, values or {}) for a in call.args]
+    if any(v is None for v in inputs):
+        return None
+    value = run_reference(call.op.name, call.attrs, inputs)
     if index is not None:
         return Constant(value[index]) if isinstance(value, tuple) else None
     return Constant(value) if not isinstance(value, tuple) else None
@@ -37,6 +58,6 @@ def _fold(node: Expr) -> Expr | None:
 def fold_constants(func: Function) -> Function:
     """`func` with every op call on constants replaced by its value (computed by the reference kernels)."""
     def fold(old: Expr, new: Expr) -> Expr | None:
-        return _fold(new) if isinstance(new, (Call, TupleGetItem)) else None
-    folded = rebuild(func, fold)
-    return folded if isinstance(folded, Function) else Function(func.params, folded)
+        return folded(new) if isinstance(new, (Call, TupleGetItem)) else None
+    result = rebuild(func, fold)
+    return result if isinstance(result, Function) else Function(func.params, result)

@@ -9,7 +9,7 @@ structurally equal to the input (`ir.structural_equal`).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Mapping
+from typing import Callable, Mapping
 
 import numpy as np
 
@@ -18,6 +18,7 @@ from ir import Attrs, Call, Constant, Expr, Function, If, IRModule, Let, Tuple, 
 from ir.op.registry import Op
 from ir.types import TupleType, Type
 from ir.visitor import bind, children, free_vars, post_order
+from strategies.constants import folded
 
 from ..errors import LoweringError
 from .egraph import Application, EGraph, build_node, constant_key
@@ -176,10 +177,12 @@ def lower(program: IRModule | Expr, params: Mapping[str, object] | None = None,
 
 
 def lift_expr(view: EGraphView, node_of: Mapping[ClassId, NodeId], root: ClassId,
-              constants: Mapping[str, Expr] | None = None, built: dict[ClassId, object] | None = None) -> Expr:
+              constants: Mapping[str, Expr] | None = None, built: dict[ClassId, object] | None = None,
+              fold: Callable[[Expr], Expr | None] | None = None) -> Expr:
     """The IR expression of `root` under a choice of one node per class (one IR node per class);
-    constant nodes whose key is in `constants` become that expression instead. `built`, when
-    given, receives every class lifted -> its IR node (argument lists: Python tuples)."""
+    constant nodes whose key is in `constants` become that expression instead, and `fold`, when
+    given, may replace each node built (its children already replaced). `built`, when given,
+    receives every class lifted -> its IR node (argument lists: Python tuples)."""
     constants = constants or {}
     built = {} if built is None else built
     stack: list[tuple[ClassId, bool]] = [(root, False)]
@@ -196,6 +199,8 @@ def lift_expr(view: EGraphView, node_of: Mapping[ClassId, NodeId], root: ClassId
             built[cls] = constants[node.payload[0]]
         else:
             built[cls] = build_node(view, node.kind, node.payload, [built[c] for c in node.children])
+            if fold is not None and isinstance(built[cls], Expr):
+                built[cls] = fold(built[cls]) or built[cls]
     return built[root]  # type: ignore[return-value]
 
 
@@ -207,15 +212,21 @@ def lift(lowered: Lowered, view: EGraphView, node_of: Mapping[ClassId, NodeId]) 
 
 
 def lift_params(lowered: Lowered, view: EGraphView, node_of: Mapping[ClassId, NodeId],
-                built: dict[ClassId, object] | None = None) -> tuple[IRModule, dict[str, np.ndarray]]:
+                built: dict[ClassId, object] | None = None,
+                fold_constants: bool = False) -> tuple[IRModule, dict[str, np.ndarray]]:
     """Like `lift`, but every constant that is a bound parameter's value becomes that parameter again.
 
     Returns the module and the values of the parameters it still uses, so that it runs and exports
     like the input (`strategies.build(mod, params=...)`, `to_onnx(mod, params)`). Constants that
-    rules computed (e.g. folded weights) stay inline. `built` receives class -> IR node (`lift_expr`).
+    rules computed (e.g. folded weights) stay inline. With `fold_constants`, so does the value of
+    every call on constants and parameters alone (the cost models price such calls at zero: this
+    makes that true wherever the program runs, ONNX Runtime with its optimizer off included).
+    `built` receives class -> IR node (`lift_expr`).
     """
     as_params = {key: var for key, (var, _) in lowered.bound.items()}
-    body = lift_expr(view, node_of, view.roots[0], as_params, built)
+    values = {var: value for var, value in lowered.bound.values()}
+    fold = (lambda node: folded(node, values)) if fold_constants else None
+    body = lift_expr(view, node_of, view.roots[0], as_params, built, fold)
     used = set(free_vars(body)) & set(as_params.values())
     params = [p for p in lowered.input_params if p in lowered.params or p in used]
     main = Function(params, body, lowered.ret_type, lowered.attrs)
