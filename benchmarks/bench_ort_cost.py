@@ -11,7 +11,9 @@ Per zoo model (full size unless `--small`), saturated once under the ort target'
   Runtime (`strategies.tuning.tune_workloads`, `--rounds` interleaved rounds) into a fresh log;
   `workloads` and `tune_s` say how many and how long.
 - three programs: the input, ours extracted for ort under the roofline alone (`roofline`), and
-  ours extracted for ort under the tuned cost model (`tuned`).
+  ours extracted for ort under the tuned cost model (`tuned`). Extraction folds calls on
+  parameters alone, which the cost models price at zero; the input runs them as given (NasRNN's
+  first step: its learned state times eight weights), so its prediction falls short by their time.
 - `roofline_ms` / `tuned_ms`: the program's cost under `CostModel("ort")` and `CostModel("ort",
   log)`; `estimated` counts its workloads the log lacks (costed by the roofline).
 - `measured_ms`: median latency of an ONNX Runtime session of the program exported with
