@@ -127,6 +127,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--repeat", type=int, default=10, help="least number of timed rounds per run")
     parser.add_argument("--seconds", type=float, default=4.0, help="least seconds the original runs per run")
     parser.add_argument("--profile-runs", type=int, default=20, help="profiled runs of each BERT session")
+    parser.add_argument("--name", default="bert_ort", help="results file name (default bert_ort; _small added with --small)")
     args = parser.parse_args(argv)
     names = args.models.split(",")
     unknown = [m for m in names if m not in list_models()]
@@ -148,7 +149,7 @@ def main(argv: Sequence[str] | None = None) -> None:
                          size="small" if args.small else "full-size", repeat=args.repeat, seconds=args.seconds)
     section = Section("BERT-base: kernel time per op type", profile, PROFILE_COLUMNS,
                       PROFILE_NOTES.format(runs=args.profile_runs, **medians))
-    path = write_results("bert_ort" + ("_small" if args.small else ""), rows, RATIO_COLUMNS, notes, [section])
+    path = write_results(args.name + ("_small" if args.small else ""), rows, RATIO_COLUMNS, notes, [section])
     print(path.read_text())
 
 

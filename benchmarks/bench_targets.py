@@ -86,6 +86,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser = timing_parser(__doc__, "the zoo's small configurations", 2.0, "least seconds the original runs per model",
                            "least number of timed rounds per model")
     parser.add_argument("--models", default=",".join(list_models()), help="comma-separated zoo models")
+    parser.add_argument("--name", default="targets", help="results file name (default targets; _small added with --small)")
     args = parser.parse_args(argv)
     names = checked_choices(parser, args, args.models, list_models(), "models")
     import onnxruntime
@@ -99,7 +100,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     notes = NOTES.format(cores=multiprocessing.cpu_count(), ort=onnxruntime.__version__,
                          size="small" if args.small else "full-size", repeat=args.repeat, seconds=args.seconds,
                          plain=PLAIN_RULES)
-    path = write_results("targets" + ("_small" if args.small else ""), rows, COLUMNS, notes)
+    path = write_results(args.name + ("_small" if args.small else ""), rows, COLUMNS, notes)
     print(path.read_text())
 
 
