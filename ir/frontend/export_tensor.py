@@ -159,11 +159,12 @@ def emit_take(ctx: EmitContext, call: Call, args: Sequence[Value]) -> Value:
             indices = ctx.const(fixed.astype(dtype))
         else:
             static = size is not None and known(size)
-            length = ctx.const(size, dtype) if static else _run_time_length(ctx, data, axis, dtype)
             if mode == "clip":
-                last = ctx.node("Sub", [length, ctx.const(1, dtype)])
+                last = (ctx.const(size - 1, dtype) if static
+                        else ctx.node("Sub", [_run_time_length(ctx, data, axis, dtype), ctx.const(1, dtype)]))
                 indices = ctx.node("Clip", [indices, ctx.const(0, dtype), last])
             else:
+                length = ctx.const(size, dtype) if static else _run_time_length(ctx, data, axis, dtype)
                 indices = ctx.node("Mod", [indices, length], fmod=0)
     return ctx.node("Gather", [data, indices], axis=axis)
 

@@ -210,6 +210,18 @@ def test_wrapped_take_over_a_symbolic_axis_exports():
         np.testing.assert_array_equal(run_ort(exported, {"x": value})[0], value[[-1, 0]])
 
 
+@pytest.mark.parametrize("rows", [5, "n"])
+def test_clipped_take_of_run_time_indices_reads_the_axis_length_only_when_it_is_symbolic(rows):
+    """An embedding lookup clamps its indices to [0, rows - 1]: a constant bound for a static table,
+    one computed from the table's Shape when the model runs for a symbolic one."""
+    table = ir.relay.var("table", shape=(ir.SizeVar(rows) if isinstance(rows, str) else rows, 3))
+    ids = ir.relay.var("ids", shape=(4,), dtype="int64")
+    exported = to_onnx(ir.IRModule.from_expr(ir.relay.take(table, ids, axis=0, mode="clip")))
+    assert {"Shape", "Sub"} & {n.op_type for n in exported.graph.node} == (set() if rows == 5 else {"Shape", "Sub"})
+    value, indices = floats(5, 3), np.array([-2, 0, 4, 9], "int64")
+    np.testing.assert_array_equal(run_ort(exported, {"table": value, "ids": indices})[0], value[[0, 0, 4, 4]])
+
+
 @pytest.mark.parametrize("contrib", [False, True])
 def test_dense_over_rows_of_a_symbolic_size_exports(contrib):
     """A dense layer over (n, 3, 5) data is one Gemm over its rows, reshaped back to sizes read at run time."""
