@@ -13,7 +13,7 @@ Parts:
   tensors of four shapes under `ac` (long runs of one op: every grouping of a run is an e-class);
   and ResNet-50, Inception-v3 and MobileNet-v2 (small and full configurations) saturated for ort
   under default+layout, whose layout changes each way make cycles in the class graph, extracted
-  for ort.
+  for ort, and extracted again without the ILP's requirement rows (`eqsat.extract.requires`).
 - taso: each zoo model's small configuration saturated under `default` and under `default+taso`
   (the `taso` rule set is in `all`, not in `default`), then extracted for cpu and ort by greedy and
   ILP: saturation size and time, cost, and how many merged calls (their `split`s) the program keeps.
@@ -25,6 +25,7 @@ import collections
 import sys
 import time
 from typing import Any, Callable
+from unittest import mock
 
 import numpy as np
 
@@ -32,6 +33,7 @@ import eqsat
 import ir
 import strategies
 from eqsat.extract import GreedyDagExtractor, IlpExtractor, node_costs
+from eqsat.extract import ilp
 from eqsat.extract.ilp import build_model
 from eqsat.extract.prune import reduce_problem
 from eqsat.optimize import cost_model, extract_program, saturate_program
@@ -124,7 +126,11 @@ def layout_row(model: str, small: bool) -> dict[str, Any]:
     rules = default_rules("ort")
     sat = saturate_program(mod, params, rules=rules, limits=eqsat.Limits())
     costs = node_costs(sat.view, cost_model("ort"))
-    return _extraction_row(f"{model} ({'small' if small else 'full'})", rules, sat.report, sat.view, costs)
+    row = _extraction_row(f"{model} ({'small' if small else 'full'})", rules, sat.report, sat.view, costs)
+    with mock.patch.object(ilp, "requirements", lambda *args: []):
+        unaided = IlpExtractor(seconds=ILP_SECONDS).extract(sat.view, sat.view.roots, costs)
+    row.update(unaided_gap=unaided.info["gap"], unaided_status=unaided.info["status"])
+    return row
 
 
 def _extraction_row(name: str, rules: str, report: Any, view: Any, costs: list[float]) -> dict[str, Any]:
@@ -148,6 +154,7 @@ def _extraction_row(name: str, rules: str, report: Any, view: Any, costs: list[f
            "dominated": info["dominated_nodes"], "nodes_after": info["nodes_after"],
            "mandatory_classes": info["mandatory_classes"], "fixed_nodes": info["fixed_nodes"],
            "variables": info["variables"], "constraints": info["constraints"], "pair_cuts": info["pair_cuts"],
+           "requirement_rows": info["requirement_rows"],
            "cycle_cuts": info["cycle_cuts"], "rounds": info["rounds"]}
     print(f"ilp {name}: {row['enodes']} e-nodes, {row['ilp_status']} in {ilp_s:.1f} s, gap {row['ilp_gap']:.3g}",
           file=sys.stderr, flush=True)
@@ -185,8 +192,10 @@ def taso_rows() -> list[dict[str, Any]]:
 ILP_COLUMNS = ("graph", "rules", "enodes", "eclasses", "stop", "saturate_s", "greedy_s", "cost_bottom_up",
                "cost_greedy", "ilp_s", "cost_ilp", "greedy_over_ilp", "ilp_gap", "ilp_status", "killed",
                "nodes_before", "dominated", "nodes_after", "mandatory_classes", "fixed_nodes", "variables",
-               "constraints", "pair_cuts", "cycle_cuts", "rounds", "start_off_s", "start_off_status",
-               "start_off_cost", "start_on_s", "start_on_status", "start_on_reported", "start_on_cost")
+               "constraints", "pair_cuts", "requirement_rows", "cycle_cuts", "rounds", "unaided_gap",
+               "unaided_status", "start_off_s",
+               "start_off_status", "start_off_cost", "start_on_s", "start_on_status", "start_on_reported",
+               "start_on_cost")
 TASO_COLUMNS = ("model", "rules", "enodes", "saturate_s", "target", "extractor", "cost_before", "cost_after", "gap",
                 "merges_found", "taso_applied", *MERGE_OPS)
 
@@ -201,7 +210,9 @@ dropped for a no dearer node of their class that needs a subset of their childre
 `cost_bottom_up`: greedy's bottom-up program before its local search; `cost_greedy`: after it.
 `greedy_over_ilp`: greedy's cost over ILP's. `killed`: the solver worker was killed at the deadline;
 `pair_cuts` / `cycle_cuts` / `rounds`: cuts for classes that use each other, cycle cuts added
-lazily, and solves. `start_off_*` / `start_on_*`: the same reduced program
+lazily, and solves; `requirement_rows`: rows saying that a class needs a way out of each component
+it requires (`eqsat.extract.requires`). `unaided_*`: the ILP extractor on the same layout-grown
+e-graph without those rows (the measurement behind them). `start_off_*` / `start_on_*`: the same reduced program
 solved by HiGHS through highspy (when installed), started from the greedy program, with presolve
 off / on: seconds, status, the objective HiGHS reports and the cost of the solution it returns (the
 measurement behind solving without a start)."""

@@ -20,11 +20,13 @@ children, are dropped; classes that every program contains are found. Then:
   longer cycles: the program is solved, a cycle of each strongly connected component of the
   chosen nodes is cut, and it is solved again within the time left, until the program is acyclic.
   Every solve's bound is a lower bound of the whole problem. They replace order variables with
-  big-M rows (`o[a] >= o[b] + 1 - K (1 - x[n])`), whose relaxation is weak: on the zoo's
-  layout-grown e-graphs, whose cycles are all such pairs, HiGHS proved no better within 60 s with
-  either (gaps 79-85%; `bench_extract`): what keeps those relaxations weak is that several classes
-  holding one value in different layouts read the same children, which the relaxation then pays
-  for only in part;
+  big-M rows (`o[a] >= o[b] + 1 - K (1 - x[n])`), whose relaxation is weak;
+- requirements (`requires`): a class takes no more than the ways out of each strongly connected
+  component that every program holding it needs (for a class of a layout-grown e-graph: the value
+  it is computed from, in whichever layout). Without them, on the zoo's layout-grown e-graphs,
+  HiGHS proved no better than a 66-99% gap within 60 s with either kind of cycle rows
+  (`bench_extract`): half-chosen twins (one value in two layouts) served each other, layer after
+  layer, and the relaxation paid for a few percent of any program;
 - an escaping-intermediate constraint forbids its node together with any node outside its region
   (its own class and the protected classes) that uses a protected class.
 
@@ -45,7 +47,7 @@ with presolve off a started solve took 5x as long as a cold one on a 20k-node e-
 (`bench_extract`).
 
 `info` holds the solver `status` (of the last solve), `killed` (the worker was killed at the
-deadline), `pair_cuts`, `cycle_cuts` (added lazily), `rounds` (solves), `source`
+deadline), `pair_cuts`, `requirement_rows`, `cycle_cuts` (added lazily), `rounds` (solves), `source`
 ("ilp", or "greedy" for the fallback), `fell_back`, `gap` (the returned program's relative
 distance from HiGHS's proven lower bound `dual_bound`: 0 when proven optimal, inf when no bound
 was proven), `greedy_cost`, `fallback_cost`, and the reduction's counts (`nodes_before`,
@@ -68,6 +70,7 @@ from .cost import resolve_costs
 from .greedy import GreedyDagExtractor
 from .highs_worker import MilpProblem, MilpResult, solve_with_deadline
 from .prune import Reduced, reduce_problem
+from .requires import requirements, strongly_connected
 
 __all__ = ["IlpExtractor", "IlpModel", "build_model"]
 
@@ -75,47 +78,6 @@ RELAXATION_SHARE = 0.5
 """share of a solve's time the linear relaxation may take before the mixed-integer solve starts."""
 _INTEGRAL = 1e-6
 """a relaxed solution whose every value is this close to 0 or 1 is taken as integral."""
-
-def _sccs(graph: dict[ClassId, list[ClassId]]) -> dict[ClassId, int]:
-    """Strongly connected component id of every class (iterative Tarjan)."""
-    index: dict[ClassId, int] = {}
-    low: dict[ClassId, int] = {}
-    comp: dict[ClassId, int] = {}
-    on_stack: set[ClassId] = set()
-    stack: list[ClassId] = []
-    counter = 0
-    for start in graph:
-        if start in index:
-            continue
-        work = [(start, 0)]
-        while work:
-            v, i = work.pop()
-            if i == 0:
-                index[v] = low[v] = counter
-                counter += 1
-                stack.append(v)
-                on_stack.add(v)
-            succ = graph[v]
-            if i < len(succ):
-                work.append((v, i + 1))
-                w = succ[i]
-                if w not in index:
-                    work.append((w, 0))
-                elif w in on_stack:
-                    low[v] = min(low[v], index[w])
-                continue
-            if low[v] == index[v]:
-                while True:
-                    w = stack.pop()
-                    on_stack.discard(w)
-                    comp[w] = index[v]
-                    if w == v:
-                        break
-            if work:
-                parent = work[-1][0]
-                low[parent] = min(low[parent], low[v])
-    return comp
-
 
 @dataclass(frozen=True)
 class IlpModel:
@@ -132,6 +94,8 @@ class IlpModel:
     """class -> (column, child classes) of each candidate: what a cycle cut reads."""
     pair_cuts: int
     """cuts made up front, one per pair of classes whose candidates use each other."""
+    requirement_rows: int
+    """rows of `requires.requirements`."""
 
     @property
     def n_cols(self) -> int:
@@ -202,6 +166,9 @@ def build_model(view: EGraphView, reduced: Reduced, costs: Sequence[float]) -> I
                 constraint(reads, -math.inf, 1.0)
             else:
                 constraint(reads + [(col[m], -1.0) for m in cand[k]], -math.inf, 0.0)
+    required = requirements(view, cand)
+    for a, exits in required:  # a program holding a holds one of `exits` (`requires`)
+        constraint([(col[n], 1.0) for n in cand[a]] + [(col[n], -1.0) for n in exits], -math.inf, 0.0)
     columns = {c: [(col[n], frozenset(view.nodes[n].children)) for n in cand[c]] for c in sorted(cand)}
     pairs = sorted((a, b) for b, by_class in users.items() for a in by_class if a < b and b in users.get(a, {}))
     for pair in pairs:
@@ -217,7 +184,7 @@ def build_model(view: EGraphView, reduced: Reduced, costs: Sequence[float]) -> I
     col_lower[[col[n] for n in reduced.fixed]] = 1.0
     matrix = coo_matrix((vals, (rows, cols)), shape=(len(lo), len(nodes)))
     return IlpModel(nodes, np.array([costs[n] for n in nodes], dtype=float), matrix, np.array(lo), np.array(hi),
-                    col_lower, np.ones(len(nodes)), columns, len(pairs))
+                    col_lower, np.ones(len(nodes)), columns, len(pairs), len(required))
 
 
 def _problem(model: IlpModel, integral: bool = True) -> MilpProblem:
@@ -248,7 +215,7 @@ def _solve(model: IlpModel, seconds: float) -> MilpResult:
 def _cycles(view: EGraphView, node_of: Mapping[ClassId, NodeId]) -> list[list[ClassId]]:
     """One cycle (as a class list) per strongly connected component of the chosen nodes' graph."""
     graph = {c: sorted(set(view.nodes[n].children) & node_of.keys()) for c, n in sorted(node_of.items())}
-    comp = _sccs(graph)
+    comp = {c: i for i, classes in enumerate(strongly_connected(graph)) for c in classes}
     out: list[list[ClassId]] = []
     done: set[int] = set()
     for start in graph:
@@ -291,7 +258,8 @@ class IlpExtractor:
                 "nodes_before": reduced.nodes_before, "unusable_nodes": reduced.unusable,
                 "dominated_nodes": reduced.dominated, "nodes_after": reduced.nodes_after,
                 "mandatory_classes": len(reduced.mandatory), "fixed_nodes": len(reduced.fixed),
-                "variables": model.n_cols, "pair_cuts": model.pair_cuts}
+                "variables": model.n_cols, "pair_cuts": model.pair_cuts,
+                "requirement_rows": model.requirement_rows}
         dual, cuts, rounds, found = None, 0, 0, None
         while True:
             rounds += 1
