@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import platform
 import time
 from contextlib import contextmanager
@@ -13,7 +14,7 @@ from typing import Any, Iterator, Sequence
 
 RESULTS = Path(__file__).resolve().parent / "results"
 
-__all__ = ["RESULTS", "Stopwatch", "Section", "write_results", "markdown_table"]
+__all__ = ["RESULTS", "Stopwatch", "Section", "cpu_description", "write_results", "markdown_table"]
 
 
 class Stopwatch:
@@ -51,6 +52,24 @@ class Section:
     notes: str = ""
 
 
+def cpu_description() -> dict[str, Any]:
+    """The CPU model, the CPUs this process may use, and its widest x86 vector extensions: what a
+    timing depends on (ONNX Runtime's NCHWc block is 16 floats with AVX-512, 8 with AVX2)."""
+    model, flags = platform.processor() or platform.machine(), set()
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            key, _, value = line.partition(":")
+            if key.strip() == "model name":
+                model = value.strip()
+            elif key.strip() == "flags":
+                flags = set(value.split())
+    except OSError:
+        pass
+    isa = [f for f in ("avx512f", "avx2", "avx") if f in flags]
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    return {"cpu": model, "cpus": cpus, "vector_isa": isa[0] if isa else "unknown"}
+
+
 def write_results(name: str, rows: Sequence[dict[str, Any]], columns: Sequence[str], notes: str = "",
                   sections: Sequence[Section] = ()) -> Path:
     """Write `results/<name>.json` and `results/<name>.md`; returns the markdown path.
@@ -60,12 +79,13 @@ def write_results(name: str, rows: Sequence[dict[str, Any]], columns: Sequence[s
     """
     RESULTS.mkdir(parents=True, exist_ok=True)
     meta = {"benchmark": name, "python": platform.python_version(), "machine": platform.machine(),
-            "processor": platform.processor(), "unix_time": int(time.time())}
+            "processor": platform.processor(), **cpu_description(), "unix_time": int(time.time())}
     data: dict[str, Any] = {"meta": meta, "rows": list(rows)}
     if sections:
         data["sections"] = {s.title: list(s.rows) for s in sections}
     (RESULTS / f"{name}.json").write_text(json.dumps(data, indent=2, default=str))
-    parts = [f"# {name}", notes.strip(), markdown_table(rows, columns)]
+    parts = [f"# {name}", f"Machine: {meta['cpu']}, {meta['cpus']} CPUs, vector units: {meta['vector_isa']}.",
+             notes.strip(), markdown_table(rows, columns)]
     for s in sections:
         parts += [f"## {s.title}", s.notes.strip(), markdown_table(s.rows, s.columns)]
     md = RESULTS / f"{name}.md"

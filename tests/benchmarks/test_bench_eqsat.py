@@ -62,3 +62,5 @@ def test_sections_follow_the_main_table(tmp_path, monkeypatch):
     assert text.index("| m | 3 |") < text.index("## Scaling") < text.index("Notes.") < text.index("| 1000 | 300.5 |")
     data = json.loads((tmp_path / "demo.json").read_text())
     assert data["rows"] == [{"model": "m", "enodes": 3}] and data["sections"]["Scaling"][0]["size"] == 1000
+    cpu = data["meta"]
+    assert cpu["cpus"] >= 1 and cpu["vector_isa"] and f"Machine: {cpu['cpu']}, {cpu['cpus']} CPUs" in text
