@@ -193,9 +193,8 @@ ILP_COLUMNS = ("graph", "rules", "enodes", "eclasses", "stop", "saturate_s", "gr
                "cost_greedy", "ilp_s", "cost_ilp", "greedy_over_ilp", "ilp_gap", "ilp_status", "killed",
                "nodes_before", "dominated", "nodes_after", "mandatory_classes", "fixed_nodes", "variables",
                "constraints", "pair_cuts", "requirement_rows", "cycle_cuts", "rounds", "unaided_gap",
-               "unaided_status", "start_off_s",
-               "start_off_status", "start_off_cost", "start_on_s", "start_on_status", "start_on_reported",
-               "start_on_cost")
+               "unaided_status", "start_off_s", "start_off_status", "start_off_cost", "start_on_s",
+               "start_on_status", "start_on_reported", "start_on_cost")
 TASO_COLUMNS = ("model", "rules", "enodes", "saturate_s", "target", "extractor", "cost_before", "cost_after", "gap",
                 "merges_found", "taso_applied", *MERGE_OPS)
 

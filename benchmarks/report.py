@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import platform
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator, Sequence
+
+from strategies.ort_timing import default_threads
 
 RESULTS = Path(__file__).resolve().parent / "results"
 
@@ -66,8 +67,7 @@ def cpu_description() -> dict[str, Any]:
     except OSError:
         pass
     isa = [f for f in ("avx512f", "avx2", "avx") if f in flags]
-    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-    return {"cpu": model, "cpus": cpus, "vector_isa": isa[0] if isa else "unknown"}
+    return {"cpu": model, "cpus": default_threads(), "vector_isa": isa[0] if isa else "unknown"}
 
 
 def write_results(name: str, rows: Sequence[dict[str, Any]], columns: Sequence[str], notes: str = "",
