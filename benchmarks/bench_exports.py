@@ -2,6 +2,7 @@
 
     python -m benchmarks.bench_exports                  # every model, full size -> results/exports.{json,md}
     python -m benchmarks.bench_exports --small --models resnet18,distilbert --exporters dynamo
+    python -m benchmarks.bench_exports --models convnext_tiny --name exports_convnext
 
 Per model of `benchmarks.torch_models` (torchvision's ResNet-18, MobileNet-v3-Large, EfficientNet-B0,
 ConvNeXt-T, DenseNet-121 and ShuffleNet-v2, transformers' BERT-base and DistilBERT; random weights) and per exporter of
@@ -80,6 +81,7 @@ def main(argv: Sequence[str] | None = None) -> None:
                            "least seconds the export runs per model", "least number of timed rounds per model")
     parser.add_argument("--models", default=",".join(EXPORTS), help="comma-separated models")
     parser.add_argument("--exporters", default=",".join(EXPORTERS), help="comma-separated exporters")
+    parser.add_argument("--name", help="results file name (default exports, exports_small with --small)")
     args = parser.parse_args(argv)
     names = checked_choices(parser, args, args.models, list(EXPORTS), "models")
     exporters = checked_choices(parser, args, args.exporters, list(EXPORTERS), "exporters")
@@ -97,7 +99,7 @@ def main(argv: Sequence[str] | None = None) -> None:
                   file=sys.stderr, flush=True)
     notes = NOTES.format(cores=multiprocessing.cpu_count(), ort=onnxruntime.__version__,
                          size="small" if args.small else "full-size", repeat=args.repeat, seconds=args.seconds)
-    path = write_results("exports" + ("_small" if args.small else ""), rows, COLUMNS, notes)
+    path = write_results(args.name or "exports" + ("_small" if args.small else ""), rows, COLUMNS, notes)
     print(path.read_text())
 
 

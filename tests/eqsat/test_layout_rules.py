@@ -166,6 +166,32 @@ def test_a_channels_last_sandwich_reorders_straight_to_and_from_nhwc():
     np.testing.assert_allclose(run_ort(model, inputs)[0], want, rtol=0, atol=1e-4 * np.abs(want).max())
 
 
+def test_a_scaled_residual_stream_runs_in_nhwc_between_blocked_convolutions():
+    """ConvNeXt's stage: a stem convolution starts the residual stream; each block's depthwise convolution
+    reads it, a layer norm runs in NHWC, and the block's result is scaled per channel and added back in
+    NCHW. The sums move to NHWC, so ONNX Runtime's reorders read and write the stream and no Transpose
+    runs between the blocks."""
+    block, rng = block_size(), np.random.default_rng(5)
+    channels = 2 * block
+
+    def constant(*shape):
+        return relay.const((rng.standard_normal(shape) / 3).astype("float32"))
+    x = relay.var("x", shape=(1, 3, 6, 6))
+    stream = relay.nn.conv2d(x, constant(channels, 3, 3, 3), padding=1)
+    for _ in range(3):
+        mixed = relay.nn.conv2d(stream, constant(channels, 1, 3, 3), padding=1, groups=channels)
+        normed = relay.nn.layer_norm(relay.transpose(mixed, (0, 2, 3, 1)), constant(channels), constant(channels))
+        stream = relay.add(stream, relay.multiply(constant(channels, 1, 1), relay.transpose(normed, (0, 3, 1, 2))))
+    mod = ir.infer_type(ir.IRModule.from_expr(relay.nn.relu(relay.nn.conv2d(stream, constant(channels, channels,
+                                                                                             1, 1)))))
+    res = eqsat.optimize(mod, {}, target="ort")
+    model = to_onnx(res.mod, res.params, contrib=True)
+    assert "Transpose" not in {n.op_type for n in model.graph.node}
+    inputs = {"x": rng.standard_normal((1, 3, 6, 6)).astype("float32")}
+    want = evaluate(mod, inputs)
+    np.testing.assert_allclose(run_ort(model, inputs)[0], want, rtol=0, atol=1e-4 * np.abs(want).max())
+
+
 def _dense_block(layers: int) -> ir.IRModule:
     """A stem convolution, then DenseNet's dense block: each layer is batch norm, ReLU and a 3x3
     convolution of the concatenation of every earlier feature map (a pre-activation batch norm no

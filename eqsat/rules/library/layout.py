@@ -9,6 +9,8 @@
     f(layout_transform(a), layout_transform(b)) -> layout_transform(f(a, b))  add or multiply: one layout,
                                                                              b like a or broadcast over H, W
     add(layout_transform(a), c)           -> layout_transform(add(a, c'))         c per channel, c' blocked
+    g(layout_transform(c), transpose(a))  -> transpose(g(layout_transform(c, NCHW{B}c -> NHWC), a))   add or
+                                             multiply, a NHWC: the sum runs in the other operand's layout
     x * s + t                             -> layout_transform(depthwise 1x1 conv_NCHWc(layout_transform(x),
                                                              s, bias t))          s, t per channel (a batch
                                                                                  norm not after a conv)
@@ -55,6 +57,8 @@ within noise of the program without them (`benchmarks/results/targets.md`).
 
 from __future__ import annotations
 
+from typing import Callable
+
 import numpy as np
 
 from ir import Call, Expr, Tuple, relay
@@ -73,7 +77,7 @@ from ..rule import Rewrite, RuleSet, rule, ruleset
 
 __all__ = ["LAYOUT", "block_size", "with_concat_arities"]
 
-x, a, b, s, wt, bias = pvars("x a b s wt bias")
+x, a, b, c, s, wt, bias = pvars("x a b c s wt bias")
 
 #: element-wise ops of one input that commute with any layout change
 _UNARY = ("nn.relu", "sigmoid", "tanh", "clip", "nn.leaky_relu", "nn.hard_sigmoid", "nn.hard_swish", "nn.silu")
@@ -326,6 +330,23 @@ def _from_nhwc(m: Match) -> Expr | None:
     return _lt(m.expr("x"), "NHWC", m["lt"].dst_layout)
 
 
+def _nhwc_operand(op: str, blocked_first: bool):
+    """`g(lt(c, NCHW{B}c -> NCHW), transpose(a, (0, 3, 1, 2)))` (either order) as the transpose of `g` in
+    NHWC, the blocked operand laid out as NHWC in one change: a residual sum whose other operand
+    comes from NHWC runs in NHWC, and its transposes meet the next convolution's layout change."""
+    def build(m: Match) -> Expr | None:
+        if _blocked_source_of(m, "lt", "c") is None or tuple(m["t"].axes or ()) != (0, 3, 1, 2):
+            return None
+        n, blocks, height, width, block = m.shape("c")
+        nhwc = (n, height, width, blocks * block)
+        if m.dtype("c") != m.dtype("a") or tuple(m.shape("a")) != nhwc or tuple(m.root_type().shape) != (
+                n, blocks * block, height, width):
+            return None
+        operands = [_lt(m.expr("c"), m["lt"].src_layout, "NHWC"), m.expr("a")]
+        return relay.transpose(make_call(op, operands if blocked_first else operands[::-1], {}), (0, 3, 1, 2))
+    return build
+
+
 def _inverse(m: Match) -> bool:
     return (m["l1"].src_layout, m["l1"].dst_layout) == (m["l2"].dst_layout, m["l2"].src_layout)
 
@@ -389,6 +410,23 @@ def _binary_through(op: str) -> Rewrite:
                 example=lambda: make_call(op, [_blocked_relu("a"), _blocked_relu("b", size=1)]),
                 near_miss=lambda: make_call(op, [_blocked_relu("a"), relay.transpose(
                     relay.var("b", shape=(1, 2 * block_size(), 3, 3)), (0, 1, 3, 2))]))
+
+
+def _nhwc_operand_rule(op: str, blocked_first: bool) -> Rewrite:
+    blocked, moved = call("layout_transform", c, bind_attrs="lt"), call("transpose", a, bind_attrs="t")
+
+    def program(axes: tuple[int, ...]) -> Callable[[], Expr]:
+        def build() -> Expr:
+            nhwc = relay.transpose(relay.var("a", shape=(1, 3, 3, 2 * block_size())), axes)
+            operands = [_blocked_relu("c"), nhwc]
+            return make_call(op, operands if blocked_first else operands[::-1])
+        return build
+
+    order = "blocked-first" if blocked_first else "nhwc-first"
+    return rule(f"{op}-of-blocked-and-nhwc-{order}",
+                call(op, blocked, moved) if blocked_first else call(op, moved, blocked),
+                _nhwc_operand(op, blocked_first), example=program((0, 3, 1, 2)),
+                near_miss=program((0, 3, 2, 1)))
 
 
 def _pool_rule(op: str) -> Rewrite:
@@ -493,6 +531,7 @@ LAYOUT = ruleset("layout", [
              "b", shape=(_PADDED,)), padding=1, groups=_PADDED)),
     *(_through(op) for op in _UNARY),
     *(_binary_through(op) for op in _BINARY),
+    *(_nhwc_operand_rule(op, first) for op in _BINARY for first in (True, False)),
     rule("add-channel-constant-through-layout-transform",
          call("add", call("layout_transform", a, bind_attrs="lt"), const_pat("c")), _channel_constant,
          example=lambda: relay.add(_blocked_relu(), relay.const(np.arange(2 * block_size(), dtype="float32")

@@ -5,6 +5,12 @@ them meet and cancel (`transpose-compose`, `transpose-identity`, `reshape-compos
     f(transpose(x, p))                    -> transpose(f(x), p)      for element-wise f
     f(reshape(x, s))                      -> reshape(f(x), s)
     g(transpose(a, p), transpose(b, p))   -> transpose(g(a, b), p)   for a binary g, a and b of one shape
+    g(transpose(a, p), k)                 -> transpose(g(a, k'), p)  k a constant, k' = k laid out like a
+    g(k, transpose(a, p))                 -> transpose(g(k', a), p)
+
+The constant forms keep a layer scale or bias from pinning a residual stream to one layout:
+ConvNeXt's blocks compute in NHWC and scale `(C, 1, 1)` NCHW, and once the scale is laid out
+like the block's data, the residual sums run in NHWC and the transposes meet the convolutions.
 
 An exporter that works in NHWC around an NCHW op writes `Transpose -> Relu -> Transpose`; after
 these rules the two transposes compose to the identity. Every rule is exact: an element-wise op
@@ -13,11 +19,15 @@ computes each element alone, wherever the layout put it.
 
 from __future__ import annotations
 
-from ir import Expr, relay
+from typing import Callable
+
+import numpy as np
+
+from ir import Expr, const, relay
 from ir.op.registry import make_call
 
 from ..match import Match
-from ..pattern import call, pvars
+from ..pattern import call, const_pat, pvars
 from ..rule import Rewrite, rule, ruleset
 
 __all__ = ["LAYOUT_COMMUTE", "UNARY_ELEMENTWISE", "BINARY_ELEMENTWISE"]
@@ -66,7 +76,47 @@ def _binary(op: str) -> Rewrite:
                 near_miss=lambda: pair((0, 1), (3, 2)))
 
 
+def _axes(m: Match) -> tuple[int, ...]:
+    ndim = m.ndim("a")
+    axes = m["t"].axes
+    return tuple(reversed(range(ndim))) if axes is None else tuple(axis % ndim for axis in axes)
+
+
+def _constant_fits(m: Match) -> bool:
+    """`k` broadcasts into the transposed operand without growing it, and every shape is known."""
+    shape = m.root_type().shape
+    return (all(isinstance(d, int) for d in shape) and m.const("k").ndim <= len(shape)
+            and tuple(shape) == tuple(m.shape("a")[i] for i in _axes(m)))
+
+
+def _constant_through(op: str, constant_first: bool) -> Rewrite:
+    """`g(transpose(a, p), k) -> transpose(g(a, k'), p)` (or with `k` first), where `k'` holds the
+    values of `k` broadcast to the operand's rank and laid out like `a`: the same pairs of elements
+    meet, so the result is the same bit for bit."""
+    moved = call("transpose", a, bind_attrs="t")
+    operands = (const_pat("k"), moved) if constant_first else (moved, const_pat("k"))
+
+    def build(m: Match) -> Expr:
+        axes = _axes(m)
+        k = m.const("k")
+        laid_out = const(k.reshape((1,) * (len(axes) - k.ndim) + k.shape).transpose(np.argsort(axes)))
+        args = [laid_out, m.expr("a")] if constant_first else [m.expr("a"), laid_out]
+        return make_call("transpose", [make_call(op, args, {})], {"axes": list(axes)})
+
+    def example(shape: tuple[int, ...]) -> Callable[[], Expr]:
+        def program() -> Expr:
+            moved_x = relay.transpose(_x(2, 3, 4), (0, 2, 1))
+            k = relay.const(np.linspace(0.5, 2.0, int(np.prod(shape)), dtype="float32").reshape(shape))
+            return make_call(op, [k, moved_x] if constant_first else [moved_x, k], {})
+        return program
+
+    side = "left" if constant_first else "right"
+    return rule(f"{op}-{side}-constant-through-transpose", call(op, *operands), build, when=_constant_fits,
+                example=example((3,)), near_miss=example((5, 1, 1, 3)))
+
+
 LAYOUT_COMMUTE = ruleset("layout-commute", [
     *(_through(op, layout) for op in UNARY_ELEMENTWISE for layout in ("transpose", "reshape")),
     *(_binary(op) for op in BINARY_ELEMENTWISE),
+    *(_constant_through(op, first) for op in BINARY_ELEMENTWISE for first in (False, True)),
 ])
