@@ -11,7 +11,7 @@ from typing import Callable, Sequence
 import numpy as np
 
 from ..expr import Call, Constant, Expr
-from ..op.shapes import known, normalize_axes, normalize_axis
+from ..op.shapes import known, normalize_axes, normalize_axis, transpose_axes
 from ..types import is_static
 from .errors import FrontendError
 from .export_context import EmitContext, Relayout, Value, emits
@@ -71,7 +71,7 @@ def emit_transpose(ctx: EmitContext, call: Call, args: Sequence[Value]) -> Value
     that puts a rearranged value back in its source's order reshapes the source instead."""
     axes = call.attrs.axes
     ndim = ctx.type_of(call.args[0]).ndim
-    perm = list(reversed(range(ndim))) if axes is None else [normalize_axis(a, ndim) for a in axes]
+    perm = list(transpose_axes(axes, ndim))
     return _relaid(ctx, call, args[0], "transpose", perm,
                    lambda: ctx.node("Transpose", args, perm=None if axes is None else perm))
 

@@ -90,6 +90,11 @@ def normalize_axis(axis: int, ndim: int, what: str = "axis") -> int:
     return axis % ndim if ndim else 0
 
 
+def transpose_axes(axes: Sequence[int] | None, ndim: int) -> tuple[int, ...]:
+    """The permutation a transpose with `axes` applies to `ndim` axes, non-negative; None reverses them."""
+    return tuple(reversed(range(ndim))) if axes is None else tuple(normalize_axis(a, ndim) for a in axes)
+
+
 def normalize_axes(axes: Sequence[int] | None, ndim: int) -> tuple[int, ...]:
     """Axes made non-negative and sorted; None means every axis. Repeats are an error."""
     if axes is None:

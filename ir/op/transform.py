@@ -8,7 +8,8 @@ from ..attrs import Attrs
 from ..errors import ShapeError
 from ..types import Any, Dim, FloorDiv, TensorType, TupleType, Type
 from .registry import AttrField, OpPattern, register_op
-from .shapes import broadcast_shapes, dims_match, known, normalize_axis, product, same_dtype, symbolic, tensor
+from .shapes import (broadcast_shapes, dims_match, known, normalize_axis, product, same_dtype, symbolic, tensor,
+                     transpose_axes)
 
 INJ = OpPattern.INJECTIVE
 
@@ -51,8 +52,7 @@ def reshape_rel(args: Sequence[Type], attrs: Attrs) -> Type:
 
 def transpose_rel(args: Sequence[Type], attrs: Attrs) -> Type:
     data = tensor(args[0], "data")
-    axes = tuple(reversed(range(data.ndim))) if attrs.axes is None else tuple(
-        normalize_axis(a, data.ndim) for a in attrs.axes)
+    axes = transpose_axes(attrs.axes, data.ndim)
     if sorted(axes) != list(range(data.ndim)):
         raise ShapeError(f"axes {list(attrs.axes)} are not a permutation of the {data.ndim} axes of {data}")
     return TensorType([data.shape[a] for a in axes], data.dtype)

@@ -25,6 +25,7 @@ import numpy as np
 
 from ir import Expr, const, relay
 from ir.op.registry import make_call
+from ir.op.shapes import transpose_axes
 
 from ..match import Match
 from ..pattern import call, const_pat, pvars
@@ -77,9 +78,7 @@ def _binary(op: str) -> Rewrite:
 
 
 def _axes(m: Match) -> tuple[int, ...]:
-    ndim = m.ndim("a")
-    axes = m["t"].axes
-    return tuple(reversed(range(ndim))) if axes is None else tuple(axis % ndim for axis in axes)
+    return transpose_axes(m["t"].axes, m.ndim("a"))
 
 
 def _constant_fits(m: Match) -> bool:

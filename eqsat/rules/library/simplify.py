@@ -6,6 +6,7 @@ import numpy as np
 
 from ir import Expr, relay
 from ir.op.registry import make_call
+from ir.op.shapes import transpose_axes
 
 from ..match import Match
 from ..pattern import avar, call, const_pat, pvars
@@ -16,18 +17,14 @@ __all__ = ["SIMPLIFY"]
 x, = pvars("x")
 
 
-def _perm(axes, ndim: int) -> tuple[int, ...]:
-    return tuple(reversed(range(ndim))) if axes is None else tuple(a % ndim for a in axes)
-
-
 def _compose_transposes(m: Match) -> Expr:
     ndim = m.ndim("x")
-    inner, outer = _perm(m["p"], ndim), _perm(m["q"], ndim)
+    inner, outer = transpose_axes(m["p"], ndim), transpose_axes(m["q"], ndim)
     return make_call("transpose", [m.expr("x")], {"axes": [inner[i] for i in outer]})
 
 
 def _is_identity_perm(m: Match) -> bool:
-    return _perm(m["p"], m.ndim("x")) == tuple(range(m.ndim("x")))
+    return transpose_axes(m["p"], m.ndim("x")) == tuple(range(m.ndim("x")))
 
 
 def _reshape_to_result(m: Match) -> Expr | None:
