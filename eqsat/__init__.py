@@ -22,7 +22,7 @@ application made a program wrong), `progress` and the `cli`.
 
 from __future__ import annotations
 
-from .bisect import Bisection, UnsoundApplication, bisect_unsound
+from .soundness.bisect import Bisection, UnsoundApplication, bisect_unsound
 from .compare import Candidate, Comparison, compare
 from .egraph.egraph import EGraph
 from .egraph.lower import Lowered, lift, lift_params, lower
@@ -35,13 +35,13 @@ from .limits import Limits, StopReason
 from .optimize import Optimized, optimize
 from .report import IterationRow, Report
 from .rules.callback import CallbackRule, find_matches
-from .rules.check import RuleCheck, check_rule
+from .soundness.check import RuleCheck, check_rule
 from .rules.library import RULESETS, resolve_rules
 from .rules.pattern import avar, call, const_pat, getitem, pvars, tuple_pat
 from .rules.rule import Rule, RuleSet, birewrite, rule, ruleset
 from .runner import prove, run_schedule, saturate
 from .scheduler import BackoffScheduler, SimpleScheduler
-from .verify import Verification, verify
+from .soundness.verify import Verification, verify
 from .visualize import Neighbourhood, describe_eclass, eclasses_with_op, neighbourhood, render, to_dot, to_networkx
 from .why import WHY_CAUSES, WhyNot, why_not
 

@@ -45,7 +45,7 @@ from strategies.executor import prepare_program
 from strategies.tuning import program_weight_bytes, tune_workloads, workload_constants
 
 from .atomic import write_files
-from .bisect import bisect_unsound
+from .soundness.bisect import bisect_unsound
 from .candidates import candidate_workloads
 from .cli_errors import EXIT_BROKEN_PIPE, UsageError, failure
 from .compare import compare
@@ -55,7 +55,7 @@ from .extract import EXTRACTORS, IlpExtractor, get_extractor, node_costs
 from .limits import Limits
 from .optimize import DEFAULT_TRIALS, cost_model, optimize, saturate_program
 from .progress import ProgressLine
-from .rules.audit import audit_random, audit_rules
+from .soundness.audit import audit_random, audit_rules
 from .rules.library import FAMILIES, RULESETS, RuleSet, default_rules, resolve_rules
 from .visualize import DIRECTIONS, describe_eclass, eclasses_with_op, neighbourhood, render, to_dot
 from .why import find_rule, why_not

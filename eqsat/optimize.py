@@ -15,7 +15,7 @@ import ir
 from ir import IRModule
 from ir.module import entry_function
 
-from .bisect import bisect_unsound
+from .soundness.bisect import bisect_unsound
 from .egraph.lower import Lowered, lift_params, lower
 from .egraph.view import EGraphView
 from .errors import VerificationError
@@ -28,7 +28,7 @@ from .rules.library import default_rules, resolve_rules
 from .rules.library.layout import with_concat_arities
 from .runner import saturate
 from .scheduler import Scheduler
-from .verify import Verification, verify as check_program
+from .soundness.verify import Verification, verify as check_program
 
 if TYPE_CHECKING:
     from strategies.cost import Coverage

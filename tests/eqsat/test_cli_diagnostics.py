@@ -12,8 +12,8 @@ from eqsat import RULESETS, Limits, call, pvars, rule, ruleset
 from eqsat.cli import main
 from eqsat.progress import ProgressLine
 from eqsat.report import IterationRow
-from eqsat.rules.audit import audit_random, audit_rules
-from eqsat.rules.random_programs import OPERAND_SHAPES, random_programs
+from eqsat.soundness.audit import audit_random, audit_rules
+from eqsat.soundness.random_programs import OPERAND_SHAPES, random_programs
 
 x, = pvars("x")
 

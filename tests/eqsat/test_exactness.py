@@ -13,7 +13,7 @@ import eqsat
 import ir
 from ir import relay
 
-from eqsat.rules.check import check_rule
+from eqsat.soundness.check import check_rule
 from eqsat.rules.library import RULESETS
 from eqsat.rules.pattern import call, pvars
 from eqsat.rules.rule import rule

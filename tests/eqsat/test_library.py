@@ -11,7 +11,7 @@ from ir import relay
 from eqsat.egraph.lower import lift, lower
 from eqsat.errors import RuleError
 from eqsat.extract import GreedyDagExtractor, OpCount
-from eqsat.rules.check import check_rule
+from eqsat.soundness.check import check_rule
 from eqsat.limits import Limits, StopReason
 from eqsat.rules.library import RULESETS, resolve_rules
 from eqsat.rules.rule import ruleset

@@ -13,7 +13,7 @@ import ir
 import strategies
 from ir import relay
 from eqsat.cli import main
-from eqsat.verify import random_inputs
+from eqsat.soundness.verify import random_inputs
 
 
 def as_list(value):

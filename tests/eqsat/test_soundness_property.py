@@ -17,7 +17,7 @@ import ir
 import strategies
 from ir import relay
 
-from eqsat.rules.check import output_difference, edge_inputs
+from eqsat.soundness.check import output_difference, edge_inputs
 from eqsat.rules.library import RULESETS
 
 SHAPE = (2, 3)

@@ -25,9 +25,9 @@ from ..egraph.lower import lift, lower
 from ..errors import ExtractionError, RuleError
 from ..extract import GreedyDagExtractor, OpCount, node_costs
 from ..limits import Limits
+from ..rules.rule import Rule, RuleSet, ruleset
 from ..runner import saturate
-from ..verify import flat_outputs, scatter_specials
-from .rule import Rule, RuleSet, ruleset
+from .verify import flat_outputs, scatter_specials
 
 __all__ = ["RuleCheck", "check_rule", "edge_inputs", "output_difference"]
 

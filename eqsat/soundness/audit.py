@@ -18,10 +18,10 @@ from ir import Expr, IRModule
 from ..egraph.lower import lower
 from ..errors import RuleError
 from ..limits import Limits
+from ..rules.rule import Rule, ruleset
 from ..runner import saturate
 from .check import check_rule
 from .random_programs import random_programs
-from .rule import Rule, ruleset
 
 __all__ = ["RuleVerdict", "RandomAudit", "audit_rules", "audit_random", "rule_example", "fires_on", "VERDICTS"]
 

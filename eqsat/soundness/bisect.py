@@ -35,19 +35,19 @@ import numpy as np
 import ir
 from ir import Call, Expr, IRModule, Tuple, TupleGetItem, Var, get_op
 
-from .egraph.egraph import EGraph
-from .egraph.lower import lower
-from .egraph.terms import Handle, Kind, Term
-from .limits import Limits
-from .report import IterationRow
-from .rules.check import output_difference
-from .rules.dominator import node_inputs
-from .rules.library import resolve_rules
-from .rules.match import Match
-from .rules.pattern import AVar, Pat, PCall, PConst, PGetItem, PTuple, PVar
-from .rules.rule import Result, Rewrite, Rule
-from .runner import saturate
-from .scheduler import Scheduler
+from ..egraph.egraph import EGraph
+from ..egraph.lower import lower
+from ..egraph.terms import Handle, Kind, Term
+from ..limits import Limits
+from ..report import IterationRow
+from ..rules.dominator import node_inputs
+from ..rules.library import resolve_rules
+from ..rules.match import Match
+from ..rules.pattern import AVar, Pat, PCall, PConst, PGetItem, PTuple, PVar
+from ..rules.rule import Result, Rewrite, Rule
+from ..runner import saturate
+from ..scheduler import Scheduler
+from .check import output_difference
 from .verify import INPUT_KINDS, flat_outputs, random_inputs
 
 __all__ = ["Bisection", "UnsoundApplication", "bisect_unsound"]

@@ -37,8 +37,8 @@ from ir import IRModule
 from ir.types import TensorType, dim_value
 from ir.visitor import post_order
 
-from .errors import VerificationError
-from .report import Report
+from ..errors import VerificationError
+from ..report import Report
 
 __all__ = ["Verification", "verify", "random_inputs", "scatter_specials", "flat_outputs", "INPUT_KINDS", "RTOL",
            "MEMORY_CAP"]
