@@ -44,7 +44,7 @@ from strategies.records import read_log
 from strategies.executor import prepare_program
 from strategies.tuning import program_weight_bytes, tune_workloads, workload_constants
 
-from .atomic import write_files
+from .atomic import OutputFileError, output_target, write_files
 from .soundness.bisect import bisect_unsound
 from .candidates import candidate_workloads
 from .cli_errors import EXIT_BROKEN_PIPE, UsageError, failure
@@ -201,10 +201,11 @@ def _existing_file(text: str) -> str:
 
 
 def _output_file(text: str) -> str:
-    """An argparse type: a file path whose directory exists (the file itself may not)."""
-    path = Path(text)
-    if path.is_dir():
-        raise argparse.ArgumentTypeError(f"{text!r} is a directory")
+    """An argparse type: a regular file path (or a link to one) whose directory exists (the file may not)."""
+    try:
+        path = output_target(text)
+    except OutputFileError as err:
+        raise argparse.ArgumentTypeError(str(err)) from None
     if not path.parent.is_dir():
         raise argparse.ArgumentTypeError(f"directory {str(path.parent)!r} of {text!r} does not exist")
     return text
