@@ -7,6 +7,7 @@ are simplified, so `N * 2048 // 2048` is `N` again and `N - N` the int 0.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Union
 
@@ -306,7 +307,7 @@ class TensorType(Type):
         return self.shape  # type: ignore[return-value]
 
     def num_elements(self) -> int | None:
-        return int(np.prod(self.shape, dtype=np.int64)) if is_static(self.shape) else None
+        return math.prod(int(d) for d in self.shape) if is_static(self.shape) else None  # exact, never wraps
 
     def shape_str(self) -> str:
         inner = ", ".join(dim_str(d) for d in self.shape)

@@ -28,7 +28,7 @@ from ..type_infer import infer_type
 from ..types import TensorType, TupleType, Type, is_static
 from .errors import FrontendError
 from .import_fold import MAX_FOLDED_ELEMENTS, fold_call, is_symbolic, symbolic_names
-from .onnx_types import array_of, dtype_of_elem
+from .onnx_types import array_of, bounded, dtype_of_elem
 
 if TYPE_CHECKING:
     from .onnx_import import GraphImporter
@@ -71,6 +71,9 @@ class TypeCache:
         ty = self._types.get(expr)
         if ty is None:
             ty = self._compute(expr)
+            if isinstance(ty, TensorType):
+                bounded(ty, f"the result of {expr.op.name}" if isinstance(expr, Call) and isinstance(expr.op, Op)
+                        else "a value")
             self._types[expr] = ty
         return ty
 

@@ -51,7 +51,12 @@ def _resize(ctx: NodeContext, data: Expr, scales: list[float] | None, sizes: lis
     if not all(known(n) for n in shape[2:]):
         raise FrontendError(f"{ctx.op_type} needs static spatial lengths, got input shape {ty.shape_str()}")
     if sizes is None:
-        sizes = shape[:2] + [math.floor(np.float32(s) * np.float32(n)) for s, n in zip(scales[2:], shape[2:])]
+        with np.errstate(over="ignore"):
+            lengths = [np.float32(s) * np.float32(n) for s, n in zip(scales[2:], shape[2:])]
+        if not all(np.isfinite(lengths)):
+            raise FrontendError(f"{ctx.op_type}: scales {list(scales)} give output lengths {[float(n) for n in lengths]} of input shape "
+                                f"{ty.shape_str()}, too large for float32")
+        sizes = shape[:2] + [math.floor(n) for n in lengths]
     kept = scales[:2] == [1.0, 1.0] if scales is not None else sizes[:2] == shape[:2]
     if not kept:
         raise FrontendError(f"{ctx.op_type} may only resize the spatial axes (2 and later) of input shape "
@@ -69,10 +74,18 @@ def _resize(ctx: NodeContext, data: Expr, scales: list[float] | None, sizes: lis
     return ctx.call(f"image.resize{ndim - 2}d", data, **attrs)
 
 
+def _checked_scales(ctx: NodeContext, scales) -> list[float]:
+    """`scales` as floats; a NaN, infinite or negative scale is a `FrontendError`."""
+    values = [float(s) for s in np.asarray(scales).reshape(-1)]
+    if not all(math.isfinite(s) and s >= 0 for s in values):
+        raise FrontendError(f"{ctx.op_type}: scales must be finite and non-negative, got {values}")
+    return values
+
+
 def _legacy(ctx: NodeContext, scales: np.ndarray) -> Expr:
     """Resize-10 and Upsample: asymmetric coordinates; nearest takes the floor of the position on an
     enlarged axis and its ceiling on a shrunk one (an op for each, when the scales do both)."""
-    scales = [float(s) for s in scales]
+    scales = _checked_scales(ctx, scales)
     method = _method(ctx)
     data = ctx.input(0)
     if method != "nearest_neighbor":
@@ -109,7 +122,7 @@ def convert_resize(ctx: NodeContext) -> Expr:
         raise FrontendError("exactly one of scales and sizes must be given")
     shape = list(ctx.type_of(data).shape)
     if scales is not None:
-        scales = _full_rank(ctx, scales, "scales", ndim, [1.0] * ndim)
+        scales = _full_rank(ctx, _checked_scales(ctx, scales), "scales", ndim, [1.0] * ndim)
     else:
         sizes = _full_rank(ctx, sizes, "sizes", ndim, list(shape))
         policy = ctx.attr("keep_aspect_ratio_policy", "stretch")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from typing import Sequence
 
 import numpy as np
@@ -11,7 +12,10 @@ from onnx import TensorProto
 from ..types import Any, AnyDim, SizeVar, SymbolicDim, TensorType
 from .errors import FrontendError
 
-__all__ = ["dtype_of_elem", "elem_of_dtype", "tensor_type_of", "value_info", "array_of"]
+__all__ = ["dtype_of_elem", "elem_of_dtype", "tensor_type_of", "value_info", "array_of", "bounded", "INT64_MAX"]
+
+#: the largest dimension, element count and byte size of a tensor the import accepts (ONNX sizes are int64)
+INT64_MAX = 2**63 - 1
 
 _ELEM_TO_DTYPE = {
     TensorProto.FLOAT: "float32", TensorProto.DOUBLE: "float64", TensorProto.FLOAT16: "float16",
@@ -40,6 +44,24 @@ def elem_of_dtype(dtype: str, what: str) -> int:
         raise FrontendError(f"{what}: dtype {dtype} has no ONNX element type") from None
 
 
+def bounded(ty: TensorType, what: str) -> TensorType:
+    """`ty`, after checking that its static dimensions, their product and the bytes it spans fit in int64
+    (`INT64_MAX`); `what` names the value in the `FrontendError` raised otherwise."""
+    static = [d for d in ty.shape if isinstance(d, (int, np.integer))]
+    if not static:
+        return ty
+    try:
+        itemsize = np.dtype(ty.dtype).itemsize
+    except TypeError:  # a dtype numpy does not know (bfloat16): two bytes
+        itemsize = 2
+    count = math.prod(int(d) for d in static)
+    spanned = math.prod(max(int(d), 1) for d in static)  # numpy refuses such a shape even with a 0 in it
+    if spanned * itemsize > INT64_MAX:
+        raise FrontendError(f"{what} would have shape {ty.shape_str()} ({count} elements of {ty.dtype}), over the "
+                            f"int64 bound on tensor sizes ({INT64_MAX} bytes)")
+    return ty
+
+
 def tensor_type_of(value: onnx.ValueInfoProto, shape: Sequence | None = None) -> TensorType:
     """The IR type of a graph input: `dim_param` becomes a `SizeVar`, an unset dim `Any`; a given
     `shape` replaces the declared one."""
@@ -49,7 +71,9 @@ def tensor_type_of(value: onnx.ValueInfoProto, shape: Sequence | None = None) ->
     dtype = dtype_of_elem(ty.tensor_type.elem_type, f"graph value {value.name!r}")
     if shape is not None:
         try:
-            return TensorType(shape, dtype)
+            return bounded(TensorType(shape, dtype), f"graph input {value.name!r}")
+        except FrontendError:
+            raise
         except (TypeError, ValueError) as err:
             raise FrontendError(f"shape[{value.name!r}] = {shape!r}: {err}") from None
     if not ty.tensor_type.HasField("shape"):
@@ -63,7 +87,7 @@ def tensor_type_of(value: onnx.ValueInfoProto, shape: Sequence | None = None) ->
             dims.append(SizeVar(d.dim_param))
         else:
             dims.append(Any)
-    return TensorType(dims, dtype)
+    return bounded(TensorType(dims, dtype), f"graph input {value.name!r}")
 
 
 def value_info(name: str, ty: TensorType) -> onnx.ValueInfoProto:

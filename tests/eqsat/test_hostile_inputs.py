@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import socket
 
+import numpy as np
 import pytest
 
 from eqsat.atomic import OutputFileError, write_files
@@ -74,3 +75,28 @@ def test_the_cli_refuses_special_outputs_in_one_line(tmp_path, capsys, option, k
     path = special_files(tmp_path)[kind]
     line = one_line_error(capsys, [*RUN, option, path])
     assert "not a regular file" in line and option in line
+
+
+# --- hostile models through the command: one line, exit 2 ----------------------------------------------
+
+def hostile_model(path, op: str, initializers: list) -> str:
+    """An ONNX file in `path` of one `op` node on a [1, 1, 2, 2] input `x` (its other inputs initializers)."""
+    from onnx import TensorProto, helper, numpy_helper
+    inits = [numpy_helper.from_array(value, name) for name, value in initializers]
+    inputs = ["x", *("" if name == "-" else name for name, _ in initializers)]
+    graph = helper.make_graph([helper.make_node(op, inputs, ["y"])], "g",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 1, 2, 2])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], inits)
+    file = path / "model.onnx"
+    file.write_bytes(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]).SerializeToString())
+    return str(file)
+
+
+@pytest.mark.parametrize("op, initializers, message", [
+    ("Pad", [("pads", np.array([0, 0, 2**62, 0, 0, 0, 0, 0], np.int64))], "int64 bound"),
+    ("Resize", [("roi", np.zeros(0, np.float32)), ("scales", np.array([1, 1, np.inf, 1], np.float32))],
+     "scales must be finite"),
+])
+def test_hostile_sizes_exit_2_in_one_line(tmp_path, capsys, op, initializers, message):
+    line = one_line_error(capsys, ["optimize", hostile_model(tmp_path, op, initializers), "--quiet"])
+    assert line.startswith("eqsat: error: ") and message in line
