@@ -7,7 +7,12 @@ from typing import Iterator
 from .expr import Expr, Function
 from .visitor import free_vars
 
-__all__ = ["IRModule", "entry_function"]
+__all__ = ["IRModule", "entry_function", "INPUT_DEFAULTS", "input_defaults"]
+
+#: the attribute of `main` naming its parameters that are inputs with a default value (an ONNX graph
+#: input that an initializer also defines): the default travels in `params` like a weight's value, but
+#: the parameter is never bound to it (a caller may feed another value), and export keeps it an input
+INPUT_DEFAULTS = "input_defaults"
 
 
 class IRModule:
@@ -49,6 +54,11 @@ class IRModule:
 
     def __repr__(self) -> str:
         return f"IRModule({list(self.functions)})"
+
+
+def input_defaults(func: Function) -> frozenset[str]:
+    """The names of `func`'s parameters that are inputs with a default value (see `INPUT_DEFAULTS`)."""
+    return frozenset(func.attrs.get(INPUT_DEFAULTS, ()))
 
 
 def entry_function(program: "IRModule | Expr") -> Function:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any, Mapping
 
 import numpy as np
@@ -12,7 +13,11 @@ from ir.visitor import children, post_order, rebuild
 
 from .kernels.reference import run_reference
 
-__all__ = ["constant_subgraph", "fold_constants", "folded"]
+__all__ = ["constant_subgraph", "fold_constants", "folded", "LAZY_BROADCAST_ELEMENTS"]
+
+#: a `broadcast_to` with more elements than this is not folded: a splat (e.g. an imported
+#: `ConstantOfShape` weight) stays one value and a shape until a kernel reads it
+LAZY_BROADCAST_ELEMENTS = 1 << 20
 
 
 def constant_subgraph(expr: Expr) -> set[int]:
@@ -42,9 +47,11 @@ def _value(arg: Expr, values: Mapping[Var, np.ndarray]) -> Any:
 def folded(node: Expr, values: Mapping[Var, np.ndarray] | None = None) -> Constant | None:
     """The constant `node` evaluates to (computed by the reference kernels), when it is an op call, or
     a field of one, whose arguments are constants, tuples of them or variables with a value in
-    `values`; None otherwise, and for a tuple value."""
+    `values`; None otherwise, for a tuple value, and for a broadcast past `LAZY_BROADCAST_ELEMENTS`."""
     call, index = (node.tuple_value, node.index) if isinstance(node, TupleGetItem) else (node, None)
     if not (isinstance(call, Call) and isinstance(call.op, Op)):
+        return None
+    if call.op.name == "broadcast_to" and math.prod(call.attrs.shape) > LAZY_BROADCAST_ELEMENTS:
         return None
     inputs = [_value(a, values or {}) for a in call.args]
     if any(v is None for v in inputs):

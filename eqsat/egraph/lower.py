@@ -132,6 +132,8 @@ class Lowered:
     """all of `main`'s parameters, bound or not, in their order."""
     bound: dict[str, tuple[ir.Var, np.ndarray]] = field(default_factory=dict)
     """constant key -> the parameter bound to that value and the value (the first, for equal values)."""
+    defaults: dict[str, object] = field(default_factory=dict)
+    """parameter name -> the default value of an input that has one (`ir.INPUT_DEFAULTS`): never bound."""
 
     @property
     def roots(self) -> tuple[Handle, ...]:
@@ -159,10 +161,14 @@ def _bind(main: Function, params: Mapping[str, object]) -> tuple[Function, dict[
 def lower(program: IRModule | Expr, params: Mapping[str, object] | None = None,
           egraph: EGraph | None = None) -> Lowered:
     """Lower `main` (or a bare expression) into a new e-graph, binding `params` as constants first
-    (so that rules can read weights, e.g. to fold batch norms)."""
+    (so that rules can read weights, e.g. to fold batch norms); the default value of an input that
+    has one (`ir.INPUT_DEFAULTS`) is kept aside, never bound, and given back by `lift_params`."""
     mod = program if isinstance(program, IRModule) else IRModule.from_expr(program)
     main = mod["main"]
     input_params = main.params
+    defaulted = ir.input_defaults(main)
+    defaults = {k: v for k, v in (params or {}).items() if k in defaulted}
+    params = {k: v for k, v in (params or {}).items() if k not in defaulted}
     main, bound = _bind(main, params) if params else (main, {})
     try:
         ir.infer_type(main)
@@ -173,7 +179,7 @@ def lower(program: IRModule | Expr, params: Mapping[str, object] | None = None,
     egraph.roots.append(root)
     egraph.flush()
     others = {k: f for k, f in mod.functions.items() if k != "main"}
-    return Lowered(egraph, root, main.params, main.ret_type, main.attrs, others, input_params, bound)
+    return Lowered(egraph, root, main.params, main.ret_type, main.attrs, others, input_params, bound, defaults)
 
 
 def lift_expr(view: EGraphView, node_of: Mapping[ClassId, NodeId], root: ClassId,
@@ -231,4 +237,6 @@ def lift_params(lowered: Lowered, view: EGraphView, node_of: Mapping[ClassId, No
     params = [p for p in lowered.input_params if p in lowered.params or p in used]
     main = Function(params, body, lowered.ret_type, lowered.attrs)
     values = {var.name_hint: value for var, value in lowered.bound.values() if var in used}
+    values.update({name: np.asarray(lowered.defaults[name]) for name in (p.name_hint for p in params)
+                   if name in lowered.defaults})
     return IRModule({"main": main, **lowered.other_functions}), values

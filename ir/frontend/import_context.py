@@ -299,18 +299,22 @@ class NodeContext:
         self.check_fold(arr.shape, arr.dtype if dtype is None else np.dtype(dtype))
         return Constant(arr if dtype is None else arr.astype(dtype))
 
-    def check_fold(self, shape: Sequence[int], dtype: np.dtype | str) -> None:
-        """Refuse a folded constant of `shape` and `dtype` above the import's fold cap, unless it is no
-        larger than one of the node's inputs (a re-layout of data already in memory, e.g. a transposed
-        weight). Converters whose folding allocates (ranges, tiles) call this before computing."""
+    def fits_fold(self, shape: Sequence[int], dtype: np.dtype | str) -> bool:
+        """Whether a folded constant of `shape` and `dtype` is within the import's fold cap, or no larger
+        than one of the node's inputs (a re-layout of data already in memory, e.g. a transposed weight)."""
         if any(d < 0 for d in shape):
             raise FrontendError(f"cannot fold a constant of shape {list(shape)}: dims must be non-negative")
         size = math.prod(shape) * np.dtype(dtype).itemsize
-        limit = self.graph.max_folded_bytes
-        if size <= limit:
-            return
+        if size <= self.graph.max_folded_bytes:
+            return True
         largest = max((v.nbytes for v in map(self.graph.static_value, self.inputs()) if v is not None), default=0)
-        if size > largest:
+        return size <= largest
+
+    def check_fold(self, shape: Sequence[int], dtype: np.dtype | str) -> None:
+        """Refuse a folded constant that does not `fits_fold`. Converters whose folding allocates
+        (ranges, tiles) call this before computing."""
+        if not self.fits_fold(shape, dtype):
+            size, limit = math.prod(shape) * np.dtype(dtype).itemsize, self.graph.max_folded_bytes
             raise FrontendError(f"folding gives a constant of shape {list(shape)} and dtype {np.dtype(dtype).name} "
                                 f"({size} bytes), over the {limit}-byte cap on folded constants "
                                 f"(from_onnx(max_folded_bytes=...) raises it)")

@@ -9,7 +9,8 @@ take symbolic shape arguments into static attributes where the IR can express th
 cannot, or the argument is known only at run time, they become `dyn.reshape`, `dyn.expand` and
 `dyn.strided_slice` (and `Shape` of a tensor with an `Any` dimension `shape_of`); a symbolic value
 they read is computed from the graph inputs' shapes (`import_dims`). A fold that would allocate
-more than the import's cap is refused before it allocates (`NodeContext.check_fold`).
+more than the import's cap is refused before it allocates (`NodeContext.check_fold`), except a
+broadcast of a constant (`ConstantOfShape`, `Expand`), which stays a lazy `broadcast_to` instead.
 """
 
 from __future__ import annotations
@@ -108,8 +109,16 @@ def convert_constant_of_shape(ctx: NodeContext) -> Expr:
     shape = _dims(value)
     if not all(known(d) for d in shape):
         return _expand_symbolic(ctx, ctx.const(fill.reshape(())), shape)
-    ctx.check_fold(shape, fill.dtype)
-    return ctx.const(np.broadcast_to(fill.reshape(-1)[0], shape))  # the constant copies it once
+    return _broadcast_constant(ctx, fill.reshape(()), shape)
+
+
+def _broadcast_constant(ctx: NodeContext, value: np.ndarray, shape: Sequence[int]) -> Expr:
+    """Constant `value` broadcast to static `shape`: a folded constant within the fold cap, else a lazy
+    `broadcast_to` of `value` (a splat, e.g. a `ConstantOfShape` weight, holds one element until a
+    kernel reads it)."""
+    if ctx.fits_fold(shape, value.dtype):
+        return ctx.const(np.broadcast_to(value, shape))  # the constant copies it once
+    return ctx.call("broadcast_to", ctx.const(value), shape=list(shape))
 
 
 def _folded_shape(ctx: NodeContext) -> list[Dim] | None:
@@ -389,8 +398,7 @@ def convert_expand(ctx: NodeContext) -> Expr:
     if not all(known(d) for d in out):
         return _expand_symbolic(ctx, data, out)
     if (value := ctx.constant_value(data)) is not None:
-        ctx.check_fold(out, value.dtype)
-        return ctx.const(np.broadcast_to(value, out))
+        return _broadcast_constant(ctx, value, out)
     return ctx.call("broadcast_to", data, shape=list(out))
 
 

@@ -5,7 +5,8 @@
     model = to_onnx(mod, params, contrib=True)       # fused forms as ONNX Runtime contrib ops
 
 `main`'s parameters named in `params` become initializers, the others graph inputs (a `SizeVar`
-dimension becomes a `dim_param`); constants become initializers. Every registered op has an
+dimension becomes a `dim_param`), and those `main` names in `ir.INPUT_DEFAULTS` both (an input with
+a default value); constants become initializers. Every registered op has an
 emitter (fused forms are decomposed into standard ONNX ops, or with `contrib=True` become ONNX
 Runtime's `com.microsoft` ops where those can express them, see `export_contrib`); `Let`
 bindings and calls of inner functions (e.g. partitioned composites) are inlined; `If` becomes an
@@ -25,7 +26,7 @@ import onnx
 
 from ..errors import IRError
 from ..expr import Call, Constant, Expr, Function, If, Tuple, TupleGetItem, Var
-from ..module import IRModule, entry_function
+from ..module import IRModule, entry_function, input_defaults
 from ..op.registry import Op
 from ..type_infer import infer_type, types_compatible
 from ..visitor import children, post_order
@@ -303,13 +304,16 @@ def to_onnx(mod: IRModule | Expr, params: Mapping[str, np.ndarray] | None = None
     exporter = _GraphExporter(opset, contrib, readers)
     root = _Scope()
     inputs = []
+    defaulted = input_defaults(main)
     for param in func.params:
         exporter.names.reserve(param.name_hint)
         root.values[param] = param.name_hint
         if param.name_hint in values:
             _check_param(param, values[param.name_hint])
             exporter.add_initializer(param.name_hint, values[param.name_hint])
-        elif isinstance(param.checked_type, TensorType):
+        if param.name_hint in values and param.name_hint not in defaulted:
+            continue
+        if isinstance(param.checked_type, TensorType):
             inputs.append(value_info(param.name_hint, param.checked_type))
         else:
             raise FrontendError(f"parameter %{param.name_hint} has type {param.checked_type}; "

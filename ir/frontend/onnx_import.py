@@ -27,7 +27,7 @@ import functools
 import heapq
 import os
 from pathlib import Path
-from typing import Callable, Iterator, Mapping, Sequence
+from typing import Callable, Collection, Iterator, Mapping, Sequence
 
 import numpy as np
 import onnx
@@ -35,7 +35,7 @@ from onnx import version_converter
 
 from ..errors import IRError, TypeInferenceError
 from ..expr import Constant, Expr, Function, Tuple, Var
-from ..module import IRModule
+from ..module import INPUT_DEFAULTS, IRModule
 from ..type_infer import infer_type
 from ..types import SizeVar, TensorType
 from ..visitor import bind, free_vars
@@ -384,12 +384,16 @@ class GraphImporter:
                 raise FrontendError(f"{err} (the shape value computed by {origin})") from None
         return bind(body, binds)
 
-    def add_initializers(self, graph: onnx.GraphProto, freeze: bool) -> dict[str, Var]:
-        """Initializers as constants, or (`freeze=False`) as parameters; returns those parameters."""
+    def add_initializers(self, graph: onnx.GraphProto, freeze: bool,
+                         defaults: Collection[str] = ()) -> dict[str, Var]:
+        """Initializers as constants, or (`freeze=False`) as parameters; returns those parameters. The
+        initializers named in `defaults` give graph inputs their default values and are skipped."""
         if graph.sparse_initializer:
             raise FrontendError(f"sparse initializers are not supported ({graph.sparse_initializer[0].values.name!r})")
         params: dict[str, Var] = {}
         for tensor in graph.initializer:
+            if tensor.name in defaults:
+                continue
             value = self.reader.array(tensor, f"initializer {tensor.name!r}")
             if freeze:
                 self.values[tensor.name] = Constant(value)
@@ -438,8 +442,21 @@ class GraphImporter:
                 self.values[name] = outputs[index] if index < len(outputs) else _Unavailable(ctx.name, index)
 
 
-def _input_vars(graph: onnx.GraphProto, shape: Mapping[str, Sequence] | None) -> list[Var]:
-    initialized = {t.name for t in graph.initializer}
+def _defaults(proto: onnx.ModelProto, reader: TensorReader) -> dict[str, np.ndarray]:
+    """Graph input name -> its default value: the initializer of the same name. Since IR version 4 an
+    initializer need not be a graph input, and one that is gives an input a caller may override;
+    before it, every initializer had to be listed as an input, so such a pair is a weight."""
+    if proto.ir_version < 4:
+        return {}
+    declared = {value.name for value in proto.graph.input}
+    return {t.name: reader.array(t, f"initializer {t.name!r} (the default of graph input {t.name!r})")
+            for t in proto.graph.initializer if t.name in declared}
+
+
+def _input_vars(graph: onnx.GraphProto, shape: Mapping[str, Sequence] | None,
+                defaults: Mapping[str, np.ndarray]) -> list[Var]:
+    """The graph inputs as variables; one with a default value and no declared shape takes the default's."""
+    initialized = {t.name for t in graph.initializer} - set(defaults)
     inputs = [v for v in graph.input if v.name not in initialized]
     overrides = dict(shape or {})
     unknown = sorted(set(overrides) - {v.name for v in inputs})
@@ -451,7 +468,28 @@ def _input_vars(graph: onnx.GraphProto, shape: Mapping[str, Sequence] | None) ->
         if value.name not in overrides and any(d < 0 for d in dims):
             raise FrontendError(f"graph input {value.name!r} declares a negative dimension ({dims}); "
                                 f"give its shape with shape={{{value.name!r}: (...)}}")
-    return [Var(value.name, tensor_type_of(value, overrides.get(value.name))) for value in inputs]
+    for name, value in defaults.items():
+        overrides.setdefault(name, None if _has_shape(graph, name) else value.shape)
+    variables = [Var(value.name, tensor_type_of(value, overrides.get(value.name))) for value in inputs]
+    for var in variables:
+        if var.name_hint in defaults:
+            _check_default(var, defaults[var.name_hint])
+    return variables
+
+
+def _has_shape(graph: onnx.GraphProto, name: str) -> bool:
+    value = next(v for v in graph.input if v.name == name)
+    return value.type.tensor_type.HasField("shape")
+
+
+def _check_default(var: Var, value: np.ndarray) -> None:
+    """Refuse a default value whose dtype or shape does not fit the input's declared type."""
+    ty = var.type_annotation
+    fits = ty.dtype == value.dtype.name and len(ty.shape) == value.ndim and all(
+        not isinstance(d, (int, np.integer)) or d == n for d, n in zip(ty.shape, value.shape))
+    if not fits:
+        raise FrontendError(f"graph input {var.name_hint!r} is declared {ty}, but its default value (the initializer "
+                            f"of the same name) has shape {list(value.shape)} and dtype {value.dtype.name}")
 
 
 def from_onnx(model: onnx.ModelProto | str | os.PathLike | bytes, shape: Mapping[str, Sequence] | None = None,
@@ -466,6 +504,8 @@ def from_onnx(model: onnx.ModelProto | str | os.PathLike | bytes, shape: Mapping
     initializers feed shape computations, so those fold even unfrozen; one only read that way
     (e.g. a `Reshape` target) is left out of `main` and `params`. `main`
     returns the single graph output, or a tuple of them. Failures raise before anything is returned.
+    A graph input that an initializer also defines (IR version 4 or newer) stays an input of `main`,
+    named in its `ir.INPUT_DEFAULTS` attribute, with the initializer, its default value, in `params`.
 
     External tensor data is read from files inside `base_dir`, which defaults to the model file's
     folder; a model given as bytes or a `ModelProto` needs `base_dir` to use external data. A path
@@ -475,17 +515,19 @@ def from_onnx(model: onnx.ModelProto | str | os.PathLike | bytes, shape: Mapping
     proto = upgrade(load_model(model))
     if base_dir is None and isinstance(model, (str, os.PathLike)):
         base_dir = Path(model).parent
-    importer = GraphImporter(_default_opset(proto), TypeCache(), {}, TensorReader(base_dir), max_folded_bytes)
-    inputs = importer.inputs = _input_vars(proto.graph, shape)
+    reader = TensorReader(base_dir)
+    importer = GraphImporter(_default_opset(proto), TypeCache(), {}, reader, max_folded_bytes)
+    defaults = _defaults(proto, reader)
+    inputs = importer.inputs = _input_vars(proto.graph, shape, defaults)
     for var in inputs:
         importer.values[var.name_hint] = var
-    weights = importer.add_initializers(proto.graph, freeze_params)
+    weights = importer.add_initializers(proto.graph, freeze_params, defaults)
     outputs = importer.convert_nodes(proto.graph)
     body = outputs[0] if len(outputs) == 1 else Tuple(outputs)
     body = importer.materialize_symbolic_values(body)
     used = {id(v) for v in free_vars(body)}
     weight_params = [v for v in weights.values() if id(v) in used]
-    func = Function(inputs + weight_params, body)
+    func = Function(inputs + weight_params, body, attrs={INPUT_DEFAULTS: tuple(defaults)} if defaults else None)
     mod = infer_type(IRModule({"main": func}))
-    params = {v.name_hint: importer.param_values[v] for v in weight_params}
+    params = {**defaults, **{v.name_hint: importer.param_values[v] for v in weight_params}}
     return mod, params

@@ -100,3 +100,54 @@ def hostile_model(path, op: str, initializers: list) -> str:
 def test_hostile_sizes_exit_2_in_one_line(tmp_path, capsys, op, initializers, message):
     line = one_line_error(capsys, ["optimize", hostile_model(tmp_path, op, initializers), "--quiet"])
     assert line.startswith("eqsat: error: ") and message in line
+
+
+# --- an ONNX input with a default value stays an input through optimize and export ---------------------
+
+def test_an_input_with_a_default_survives_optimize_and_export():
+    import onnxruntime as ort
+    from onnx import helper, numpy_helper, TensorProto
+
+    import eqsat
+    from ir.frontend import from_onnx, to_onnx
+    nodes = [helper.make_node("Mul", ["x", "scale"], ["m"]), helper.make_node("Add", ["m", "b"], ["y"])]
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3]),
+                                           helper.make_tensor_value_info("scale", TensorProto.FLOAT, [3])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 3])],
+                              [numpy_helper.from_array(np.array([2, 3, 4], np.float32), "scale"),
+                               numpy_helper.from_array(np.ones(3, np.float32), "b")])
+    mod, params = from_onnx(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8))
+    res = eqsat.optimize(mod, params, target="cpu", rules="simplify+algebra")
+    exported = to_onnx(res.mod, res.params)
+    assert [v.name for v in exported.graph.input] == ["x", "scale"]
+    session = ort.InferenceSession(exported.SerializeToString(), providers=["CPUExecutionProvider"])
+    x = np.ones((2, 3), np.float32)
+    default, = session.run(None, {"x": x})
+    fed, = session.run(None, {"x": x, "scale": np.full(3, 10, np.float32)})
+    assert default.tolist() == [[3, 4, 5]] * 2 and fed.tolist() == [[11, 11, 11]] * 2
+
+
+# --- a splat weight over the import's fold cap stays lazy through optimize and export -------------------
+
+def test_a_constant_of_shape_weight_over_the_cap_optimizes_and_exports():
+    import onnxruntime as ort
+    from onnx import helper, numpy_helper, TensorProto
+
+    import eqsat
+    import ir
+    from ir.frontend import from_onnx, to_onnx
+    nodes = [helper.make_node("ConstantOfShape", ["shape"], ["w"],
+                              value=numpy_helper.from_array(np.array([0.5], np.float32))),
+             helper.make_node("MatMul", ["x", "w"], ["m"]), helper.make_node("Relu", ["m"], ["y"])]
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 1024])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 1040])],
+                              [numpy_helper.from_array(np.array([1024, 1040], np.int64), "shape")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    mod, params = from_onnx(model, max_folded_bytes=2**20)  # the 4 MiB weight is over this cap
+    res = eqsat.optimize(mod, params, target="cpu")
+    largest = max(n.data.size for n in ir.post_order(res.mod["main"].body) if isinstance(n, ir.Constant))
+    assert largest < 1024  # the weight is still one value and a shape (past LAZY_BROADCAST_ELEMENTS)
+    x = np.random.default_rng(0).standard_normal((2, 1024)).astype(np.float32)
+    outputs = [ort.InferenceSession(m.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
+               for m in (model, to_onnx(res.mod, res.params))]
+    np.testing.assert_allclose(outputs[1], outputs[0], rtol=1e-5, atol=1e-5)

@@ -4,6 +4,8 @@ internal error, a `MemoryError` or an `OverflowError`."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import onnx
 import pytest
@@ -94,3 +96,52 @@ def test_a_resize_scale_overflowing_float32_is_a_user_error(recwarn):
     with pytest.raises(FrontendError, match="too large for float32"):
         from_onnx(model)
     assert not [w for w in recwarn if issubclass(w.category, RuntimeWarning)]
+
+
+# -- an initializer that gives a graph input its default value -----------------------------------------
+
+def scaled(ir_version: int = 8, declared=(3,), default=(2.0, 3.0, 4.0)) -> onnx.ModelProto:
+    """`y = x * scale + 1` where graph input `scale` has an initializer: its default value."""
+    nodes = [helper.make_node("Mul", ["x", "scale"], ["m"]), helper.make_node("Add", ["m", "b"], ["y"])]
+    model = model_of(nodes, [("x", F, [2, 3]), ("scale", F, declared)], [("y", F, [2, 3])],
+                     [floats("scale", default), floats("b", [1, 1, 1])], opset=17)
+    model.ir_version = ir_version
+    return model
+
+
+def test_an_input_with_a_default_stays_an_input():
+    mod, params = from_onnx(scaled())
+    main = mod["main"]
+    assert [p.name_hint for p in main.params] == ["x", "scale"] and ir.input_defaults(main) == {"scale"}
+    assert list(params) == ["scale"] and params["scale"].tolist() == [2, 3, 4]
+    exported = ir.frontend.to_onnx(mod, params)
+    assert [v.name for v in exported.graph.input] == ["x", "scale"]
+    assert "scale" in {t.name for t in exported.graph.initializer}
+
+
+def test_before_ir_version_4_an_initializer_listed_as_an_input_is_a_weight():
+    mod, params = from_onnx(scaled(ir_version=3))
+    assert [p.name_hint for p in mod["main"].params] == ["x"] and not params
+
+
+def test_an_input_without_a_declared_shape_takes_its_defaults():
+    model = scaled()
+    model.graph.input[1].type.tensor_type.ClearField("shape")
+    mod, _ = from_onnx(model)
+    assert mod["main"].params[1].type_annotation.shape == (3,)
+
+
+def test_a_default_that_does_not_fit_its_input_is_refused():
+    with pytest.raises(FrontendError, match="graph input 'scale' is declared .* default value .* shape \\[4\\]"):
+        from_onnx(scaled(default=(1.0, 2.0, 3.0, 4.0)))
+
+
+# -- splats stay lazy: a value and a shape -------------------------------------------------------------
+
+def test_vgg19_with_constant_of_shape_weights_imports_under_the_default_cap():
+    path = Path(onnx.__file__).parent / "backend" / "test" / "data" / "light" / "light_vgg19.onnx"
+    mod, params = from_onnx(path)  # its 25088 x 4096 fully connected weight is 411 MB: over the 256 MiB cap
+    splats = [n for n in ir.post_order(mod["main"].body) if isinstance(n, ir.Call) and n.op.name == "broadcast_to"]
+    assert [sorted(n.attrs.shape) for n in splats] == [[4096, 25088]] and splats[0].args[0].data.size == 1
+    exported = ir.frontend.to_onnx(mod, params)
+    assert exported.ByteSize() < 2**20 and "Expand" in {n.op_type for n in exported.graph.node}
