@@ -18,7 +18,8 @@ force it; `--quiet` is `--no-progress`). `check-rules` exits 1 when some rule fa
 Options are checked before any work starts. A failure is one line on stderr: exit status 2 for
 input to fix, 1 for an internal error, 130 for Ctrl-C, 141 (quietly) when stdout's reader went
 away (`--debug` or EQSAT_DEBUG=1 shows the traceback instead). Output files are written only
-when the whole run succeeded, each atomically.
+when the whole run succeeded, each atomically. numpy's RuntimeWarnings (overflow, NaN) never
+reach stderr: a non-finite value is a value the program computes, not an error.
 """
 
 from __future__ import annotations
@@ -30,9 +31,12 @@ import math
 import os
 import runpy
 import sys
+import warnings
 from collections import Counter
 from pathlib import Path
 from typing import Callable, Iterator, NoReturn, Sequence
+
+import numpy as np
 
 import ir
 import strategies
@@ -617,7 +621,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except SystemExit as done:  # --help, or a command line the parser rejected (already reported)
         return done.code if isinstance(done.code, int) else 2
     try:
-        return args.run(args)
+        with warnings.catch_warnings(), np.errstate(all="ignore"):  # NaN and inf are values here, not news
+            warnings.simplefilter("ignore", RuntimeWarning)
+            return args.run(args)
     except BrokenPipeError:  # whoever read stdout stopped (`eqsat rules | head -1`): stop quietly
         with contextlib.suppress(OSError, ValueError):
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no second error at exit

@@ -120,7 +120,8 @@ def fold_call(op: str, values: Sequence[np.ndarray], attrs: Attrs, dtype: str) -
     if op in _DIVISIONS and values[1].dtype.kind in "iuO" and np.any(values[1] == 0):
         return None  # an integer division by zero is left to run time, which defines it
     try:
-        result = _fold(op, values, attrs)
+        with np.errstate(all="ignore"):  # NaN or inf is the folded value, as the kernel would compute it
+            result = _fold(op, values, attrs)
     except TypeError as err:  # undecided by dimension arithmetic (N > 3), or undefined (a float factor)
         if op in _RUN_TIME_WHEN_UNDECIDED:
             return None
