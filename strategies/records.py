@@ -7,7 +7,8 @@ One line per measurement (AutoTVM-like):
      "error": 0, "error_msg": "", "timestamp": 1718000000.0}
 
 Reading never crashes on a bad log: each line is checked on its own (UTF-8, JSON, nesting depth,
-finite numbers, the fields and their types, costs finite and non-negative), and a bad line, a
+finite numbers, the fields and their types, costs non-negative and at most `MAX_COST_US`, so that
+summing them over any program stays finite), and a bad line, a
 record of another format version, a record for another target or one naming an implementation the
 target does not offer is skipped with a warning naming `file:line` (logger "strategies"), and
 selection goes on with the rest.
@@ -29,13 +30,17 @@ from typing import Any, Iterable, Iterator, Mapping
 from .strategy import ConfigSpace
 
 __all__ = [
-    "FORMAT_VERSION", "ORT_IMPLEMENTATION", "ErrorCode", "TuningRecord", "TuningHistory", "SkippedLine", "TuningLog",
+    "FORMAT_VERSION", "MAX_COST_US", "ORT_IMPLEMENTATION", "ErrorCode", "TuningRecord", "TuningHistory", "SkippedLine", "TuningLog",
     "read_log", "load_records", "append_records", "apply_history_best", "current_history",
 ]
 
 logger = logging.getLogger("strategies")
 
 FORMAT_VERSION = 1
+
+#: the largest measured latency a record may hold (about 11.6 days): far above any real kernel, and far
+#: enough below float's range that the sum over any program (and the ILP's objective) stays finite
+MAX_COST_US = 1e12
 #: the implementation name of a record measured in ONNX Runtime: it prices the ort target's cost
 #: model (`strategies.cost`) and names no implementation of the executor
 ORT_IMPLEMENTATION = "onnxruntime"
@@ -95,6 +100,9 @@ class TuningRecord:
         if not isinstance(self.costs_us, (tuple, list)):
             raise ValueError(f"TuningRecord.costs_us must be a sequence of numbers, got {type(self.costs_us).__name__}")
         costs = tuple(_number(f"costs_us[{i}]", c, non_negative=True) for i, c in enumerate(self.costs_us))
+        if any(c > MAX_COST_US for c in costs):
+            raise ValueError(f"TuningRecord.costs_us holds {max(costs)!r} µs, over the {MAX_COST_US:g} µs that any "
+                             f"measured latency may be")
         object.__setattr__(self, "costs_us", costs)
         object.__setattr__(self, "timestamp", _number("timestamp", self.timestamp))
 

@@ -187,3 +187,29 @@ def test_the_command_prints_no_runtime_warning(tmp_path):
                            "--quiet", "--iterations", "2"], capture_output=True, text=True, timeout=600)
     assert "RuntimeWarning" not in done.stderr and "Warning" not in done.stderr, done.stderr
     assert done.returncode in (0, 3), done.stderr  # 3: verification could not finish (not this test's concern)
+
+
+# --- huge finite costs in a tuning log are refused, so summed costs stay finite -----------------------
+
+def test_huge_finite_costs_are_skipped_naming_file_and_line(tmp_path, capsys):
+    import json
+
+    from strategies.records import MAX_COST_US, read_log
+    log = tmp_path / "tuning.jsonl"
+    assert main(["tune", "nasrnn", "--small", "--quiet", "--trials", "1", "--repeat", "1", "--log", str(log)]) == 0
+    good = log.read_text().splitlines()
+    huge = []
+    for line in good:
+        record = json.loads(line)
+        record["costs_us"] = [1e308, 1e308]
+        huge.append(json.dumps(record))
+    log.write_text("\n".join([*huge, good[0]]) + "\n")
+    read = read_log(log)
+    assert len(read.records) == 1 and [s.where for s in read.skipped] == [f"{log}:{i + 1}" for i in range(len(huge))]
+    assert all(f"over the {MAX_COST_US:g}" in s.reason for s in read.skipped)
+    report = tmp_path / "report.json"
+    assert main([*RUN, "--log", str(log), "--json", str(report)]) == 0
+    err = capsys.readouterr().err
+    assert f"{log}:1: " in err and "Traceback" not in err
+    data = json.loads(report.read_text())
+    assert np.isfinite(data["cost_before"]) and np.isfinite(data["cost_after"])
