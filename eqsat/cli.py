@@ -16,7 +16,8 @@
 Saturation shows its progress on stderr when stderr is a terminal (`--progress` / `--no-progress`
 force it; `--quiet` is `--no-progress`). `check-rules` exits 1 when some rule fails its check.
 Options are checked before any work starts. A failure is one line on stderr: exit status 2 for
-input to fix, 1 for an internal error, 130 for Ctrl-C, 141 (quietly) when stdout's reader went
+input to fix, 3 for a result that failed or could not finish verification (nothing is written), 1
+for an internal error, 130 for Ctrl-C, 141 (quietly) when stdout's reader went
 away (`--debug` or EQSAT_DEBUG=1 shows the traceback instead). Output files are written only
 when the whole run succeeded, each atomically. numpy's RuntimeWarnings (overflow, NaN) never
 reach stderr: a non-finite value is a value the program computes, not an error.
@@ -34,7 +35,7 @@ import sys
 import warnings
 from collections import Counter
 from pathlib import Path
-from typing import Callable, Iterator, NoReturn, Sequence
+from typing import Any, Callable, Iterator, NoReturn, Sequence
 
 import numpy as np
 
@@ -49,7 +50,6 @@ from strategies.executor import prepare_program
 from strategies.tuning import program_weight_bytes, tune_workloads, workload_constants
 
 from .atomic import OutputFileError, output_target, write_files
-from .soundness.bisect import bisect_unsound
 from .candidates import candidate_workloads
 from .cli_errors import EXIT_BROKEN_PIPE, UsageError, failure
 from .compare import compare
@@ -59,8 +59,10 @@ from .extract import EXTRACTORS, IlpExtractor, get_extractor, node_costs
 from .limits import Limits
 from .optimize import DEFAULT_TRIALS, cost_model, optimize, saturate_program
 from .progress import ProgressLine
-from .soundness.audit import audit_random, audit_rules
 from .rules.library import FAMILIES, RULESETS, RuleSet, default_rules, resolve_rules
+from .soundness.audit import audit_random, audit_rules
+from .soundness.bisect import bisect_unsound
+from .soundness.verify import Verification
 from .visualize import DIRECTIONS, describe_eclass, eclasses_with_op, neighbourhood, render, to_dot
 from .why import find_rule, why_not
 
@@ -241,12 +243,22 @@ def _cmd_optimize(args: argparse.Namespace) -> int:
                 "extract_seconds": res.extract_seconds,
                 "extractor_info": {k: v if isinstance(v, (int, float, str, bool, type(None))) else str(v)
                                    for k, v in res.info.items()},
-                "report": res.report.to_dict(), "program": provenance_records(res.mod, res.provenance)}
+                "report": res.report.to_dict(), "verification": _verification_record(res.verification),
+                "program": provenance_records(res.mod, res.provenance)}
         outputs[args.json] = (json.dumps(data, indent=2, default=str) + "\n").encode()
     if args.onnx:
         outputs[args.onnx] = ir.frontend.to_onnx(res.mod, res.params, contrib=args.onnx_contrib).SerializeToString()
     write_files(outputs)
     return 0
+
+
+def _verification_record(v: Verification | None) -> dict[str, Any]:
+    """The verification of a result as the JSON report gives it; `verified: false` when it was skipped."""
+    if v is None:
+        return {"verified": False, "status": "not verified (--no-verify)"}
+    return {"verified": v.passed, "status": v.status, "input_sets": v.trials, "kinds": list(v.kinds),
+            "runner": v.runner, "boundaries": v.boundaries, "max_abs_diff": _finite(v.max_abs_diff),
+            "notes": list(v.notes), "seconds": v.seconds}
 
 
 def _cmd_compare(args: argparse.Namespace) -> int:
@@ -516,8 +528,8 @@ def build_parser() -> argparse.ArgumentParser:
     check = opt.add_mutually_exclusive_group()
     check.add_argument("--verify", type=_int_at_least(1), default=DEFAULT_TRIALS, metavar="N",
                        help="run the result against the input on N seeded input sets (typical, edge values, inf/NaN, small, large: in that order)")
-    check.add_argument("--no-verify", dest="verify", action="store_const", const=0, default=argparse.SUPPRESS,
-                       help="skip that check")
+    check.add_argument("--no-verify", dest="verify", action="store_const", const=False, default=argparse.SUPPRESS,
+                       help="skip that check: the one way to get a program that was not verified")
     opt.add_argument("--print", action="store_true",
                      help="print the optimized program, each rule-made node with the rules that made it")
     opt.set_defaults(run=_cmd_optimize)

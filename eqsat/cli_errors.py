@@ -1,7 +1,8 @@
 """How the `eqsat` command reports a failure: one line on stderr and an exit status.
 
 Status 2 is the user's to fix (an option, a model file, a tuning log, a program the engine
-rejects), 1 an internal error to report, 130 an interrupt (Ctrl-C), 141 a closed stdout (like SIGPIPE).
+rejects), 3 a result that failed verification or could not be verified (fails closed: nothing is
+written), 1 an internal error to report, 130 an interrupt (Ctrl-C), 141 a closed stdout (like SIGPIPE).
 """
 
 from __future__ import annotations
@@ -9,9 +10,9 @@ from __future__ import annotations
 import ir
 import strategies
 
-from .errors import EqsatError
+from .errors import EqsatError, VerificationError
 
-__all__ = ["UsageError", "USER_ERRORS", "EXIT_USER", "EXIT_INTERNAL", "EXIT_INTERRUPTED", "EXIT_BROKEN_PIPE",
+__all__ = ["UsageError", "USER_ERRORS", "EXIT_USER", "EXIT_UNVERIFIED", "EXIT_INTERNAL", "EXIT_INTERRUPTED", "EXIT_BROKEN_PIPE",
            "failure"]
 
 
@@ -21,6 +22,7 @@ class UsageError(Exception):
 
 EXIT_INTERNAL = 1
 EXIT_USER = 2
+EXIT_UNVERIFIED = 3
 EXIT_INTERRUPTED = 130
 EXIT_BROKEN_PIPE = 141
 
@@ -60,6 +62,8 @@ def failure(err: BaseException) -> tuple[int, str]:
     if isinstance(err, MemoryError):
         return EXIT_INTERNAL, ("out of memory; lower --nodes or --iterations (the e-graph grows with both) "
                                "or try a smaller model (--small)")
+    if isinstance(err, VerificationError):
+        return EXIT_UNVERIFIED, f"not verified: {_one_line(err)}"
     if isinstance(err, USER_ERRORS) or _missing_extra(err):
         return EXIT_USER, f"error: {_one_line(err)}"
     return EXIT_INTERNAL, (f"internal error: {type(err).__name__}: {_one_line(err)} "

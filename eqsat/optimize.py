@@ -28,7 +28,8 @@ from .rules.library import default_rules, resolve_rules
 from .rules.library.layout import with_concat_arities
 from .runner import saturate
 from .scheduler import Scheduler
-from .soundness.verify import Verification, verify as check_program
+from .rules.rule import RuleSet
+from .soundness.verify import Boundaries, Verification, verify as check_program
 
 if TYPE_CHECKING:
     from strategies.cost import Coverage
@@ -90,6 +91,8 @@ class Saturated:
     """the e-graph as lowered: the input program, one node per class."""
     view: EGraphView
     """the e-graph after saturation."""
+    rules: RuleSet | None = None
+    """the rules saturation ran."""
 
     @cached_property
     def provenance(self) -> Provenance:
@@ -103,10 +106,11 @@ class Saturated:
         """Per rule, the e-nodes of `view` it made: which rules grew the e-graph most."""
         return Counter(origin for origin in self.view.origins if origin is not None)
 
-    def input_module(self, fold_constants: bool = False) -> tuple[IRModule, dict[str, np.ndarray]]:
+    def input_module(self, fold_constants: bool = False,
+                     built: dict[int, object] | None = None) -> tuple[IRModule, dict[str, np.ndarray]]:
         """The input program as lowered (equal to the input), with its parameters; with `fold_constants`,
-        its calls on constants and parameters alone folded (`lift_params`)."""
-        return lift_params(self.lowered, self.before, self.input_choice().node_of, fold_constants=fold_constants)
+        its calls on constants and parameters alone folded (`lift_params`); `built` receives class -> node."""
+        return lift_params(self.lowered, self.before, self.input_choice().node_of, built, fold_constants=fold_constants)
 
 
 def saturate_program(mod: IRModule, params: Mapping[str, Any] | None = None, *, rules: Any = "default",
@@ -118,7 +122,7 @@ def saturate_program(mod: IRModule, params: Mapping[str, Any] | None = None, *, 
     before = lowered.view()
     ruleset = with_concat_arities(resolve_rules(rules), entry_function(mod))
     report = saturate(lowered.egraph, ruleset, limits, scheduler=scheduler, progress=progress)
-    return Saturated(lowered, report, before, lowered.view())
+    return Saturated(lowered, report, before, lowered.view(), ruleset)
 
 
 @dataclass(frozen=True)
@@ -134,6 +138,8 @@ class Extracted:
     changes: tuple[Change, ...]
     provenance: Mapping[ir.Expr, tuple[str, ...]] = field(default_factory=dict)
     """each node of `mod` that rules made -> its rule chain (see `eqsat.provenance`)."""
+    built: Mapping[int, object] = field(default_factory=dict)
+    """e-class -> the node of `mod` that computes it (empty when the input was kept)."""
 
 
 def extract_program(sat: Saturated, model: CostModel, extractor: str | Extractor) -> Extracted:
@@ -160,7 +166,7 @@ def extract_program(sat: Saturated, model: CostModel, extractor: str | Extractor
     chains = {node: chain for c, node in built.items()
               if isinstance(node, ir.Expr) and (chain := sat.provenance.chain(choice.node_of[c]))}
     return Extracted(mod, params, choice, before, after, seconds, tuple(find_changes(sat.view, choice, costs, model)),
-                     chains)
+                     chains, built)
 
 
 @dataclass(frozen=True)
@@ -258,29 +264,83 @@ def optimize(mod: IRModule, params: Mapping[str, Any] | None = None, *, target: 
     again in the result, with their values in `Optimized.params`. `target` is a `strategies`
     target name, `"ops"` (count ops), or any `CostModel`; `log` is a tuning log for a target name
     (e.g. ONNX Runtime's measurements for "ort", see `strategies.tune`), whose coverage of the
-    result is `Optimized.coverage`. `verify` (default True: `DEFAULT_TRIALS`
-    input sets, typical values, edge values, infinities and NaN; an int: that many) runs the
-    result and the input on seeded random inputs (see `eqsat.verify`) and raises
-    `VerificationError`, naming the applied rules and the first unsound rule application (when
-    `eqsat.bisect_unsound` finds it within `BISECT_SECONDS`), if they disagree; a wrong program is
-    never returned silently.
+    result is `Optimized.coverage`. `verify` (default True: `DEFAULT_TRIALS` input sets, typical
+    values, edge values, infinities and NaN; a positive int: that many) runs the result and the
+    input on seeded random inputs where the target runs them (ONNX Runtime for "ort", else the
+    CPU executor), comparing the outputs and the values at the boundaries of the rewritten regions
+    element by element (see `eqsat.soundness.verify`). It raises `VerificationError`, naming the
+    applied rules and the first unsound rule application (when `eqsat.bisect_unsound` finds it
+    within `BISECT_SECONDS`), if they disagree, and also when the check is inconclusive or skipped:
+    verification fails closed, and `verify=False` is the one way to take an unverified program.
     """
+    trials = _trials(verify)
     rules = default_rules(target_name(target)) if rules is None else rules
     sat = saturate_program(mod, params, rules=rules, limits=limits, scheduler=scheduler, progress=progress)
     model = cost_model(target, log)
     out = extract_program(sat, model, extractor)
     ir.infer_type(out.mod)
     coverage = _coverage(model, out) if getattr(model, "logged", False) else None
-    trials = DEFAULT_TRIALS if verify is True else int(verify)
-    try:
-        checked = check_program(mod, params, out.mod, out.params, trials, sat.report) if trials > 0 else None
-    except VerificationError as err:
-        raise VerificationError(f"{err}. {_bisection(mod, params, rules, limits, sat.report)}") from None
+    checked = None
+    if trials:
+        where = "ort" if target_name(target) == "ort" else "cpu"
+        try:
+            checked = check_program(mod, params, out.mod, out.params, trials, sat.report,
+                                    boundaries=rewritten_boundaries(sat, out), where=where, exact=_exact(sat, out))
+        except VerificationError as err:
+            raise VerificationError(f"{err}. {_bisection(mod, params, rules, limits, sat.report)}") from None
+        if not checked.passed:
+            raise VerificationError(f"the optimized program could not be verified, so it is not returned: "
+                                    f"{checked.summary()}. Pass verify=False (--no-verify) to take it unverified")
     return Optimized(out.mod, out.params, sat.report, out.cost_before, out.cost_after, target_name(target),
                      str(getattr(extractor, "name", extractor)), out.choice, out.seconds, dict(out.choice.info),
                      cost_unit(target), dict(sorted(op_counts(sat.input_module()[0]).items())),
                      dict(sorted(op_counts(out.mod).items())), out.changes, checked, coverage,
                      provenance=out.provenance, saturated=sat)
+
+
+def _trials(verify: Any) -> int:
+    """The input sets `optimize(verify=...)` asks for: True is `DEFAULT_TRIALS`, False none, an int that many."""
+    if verify is True:
+        return DEFAULT_TRIALS
+    if verify is False:
+        return 0
+    if isinstance(verify, (int, np.integer)) and verify >= 1:
+        return int(verify)
+    raise ValueError(f"verify must be True, False or a positive number of input sets, not {verify!r} "
+                     "(verify=False is the one way to skip verification)")
+
+
+MAX_BOUNDARIES = 64
+"""rewritten-region values `optimize` verifies besides the outputs, at most (the first by e-class)."""
+
+
+def rewritten_boundaries(sat: Saturated, out: Extracted) -> Boundaries | None:
+    """The values both the input and `out` compute for the same e-class where `out` computes it with
+    a rule-made node: the boundaries of the rewritten regions, verified besides the outputs."""
+    if not out.built:
+        return None
+    built_in: dict[int, object] = {}
+    sat.input_module(built=built_in)
+    roots = set(sat.view.roots)
+    pairs = []
+    for c in sorted(out.built):
+        a, b = built_in.get(c), out.built[c]
+        if c in roots or not isinstance(a, ir.Call) or not isinstance(b, ir.Expr) or isinstance(b, ir.Var):
+            continue
+        if not isinstance(sat.view.types.get(c), ir.TensorType):
+            continue
+        chain = sat.provenance.chain(out.choice.node_of[c])
+        if chain:
+            op = getattr(getattr(b, "op", None), "name", type(b).__name__)
+            pairs.append((a, b, f"the value of e-class {c} ({op}, made by {' > '.join(chain)})"))
+    pairs = pairs[:MAX_BOUNDARIES]
+    return Boundaries(tuple(p[0] for p in pairs), tuple(p[1] for p in pairs), tuple(p[2] for p in pairs))
+
+
+def _exact(sat: Saturated, out: Extracted) -> bool:
+    """True when every rule behind `out`'s nodes claims exactness (so zeros keep their sign)."""
+    by_name = {r.name: r for r in (sat.rules or ())}
+    return all(getattr(by_name.get(name), "exact", False) for chain in out.provenance.values() for name in chain)
 
 
 def _bisection(mod: IRModule, params: Mapping[str, Any] | None, rules: Any, limits: Limits, report: Report) -> str:

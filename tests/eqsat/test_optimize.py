@@ -98,7 +98,7 @@ def test_a_wrong_program_is_never_returned_and_the_error_names_the_rules():
     limits = eqsat.Limits(iterations=3)
     with pytest.raises(eqsat.VerificationError) as failure:
         eqsat.optimize(mod, params, target=SigmoidIsFree(), rules=rules, limits=limits)
-    assert "relu-is-sigmoid x" in str(failure.value) and "max |diff|" in str(failure.value)
+    assert "relu-is-sigmoid x" in str(failure.value) and "|diff|" in str(failure.value)
     res = eqsat.optimize(mod, params, target=SigmoidIsFree(), rules=rules, limits=limits, verify=False)
     assert res.verification is None and "not verified" in res.summary()
     assert res.op_counts_after.get("nn.relu", 0) == 0  # unchecked, the wrong program comes out
@@ -119,9 +119,9 @@ def test_verify_scales_its_tolerance_with_the_outputs_and_requires_nans_in_the_s
     def program(body):
         return ir.IRModule.from_expr(body)
     big = program(x * relay.const(1000.0))
-    close = program(x * relay.const(1000.0) + relay.const(0.01))      # far below 1e-3 of |output|
-    off = program(x * relay.const(1000.0) + relay.const(50.0))
-    assert eqsat.verify(big, None, close, None, trials=2).max_abs_diff == pytest.approx(0.01, rel=1e-2)
+    close = program(x * relay.const(1000.01))                         # 1e-5 of each element
+    off = program(x * relay.const(1000.0) + relay.const(0.5))          # small beside the largest, not locally
+    assert 0 < eqsat.verify(big, None, close, None, trials=2).max_abs_diff < 0.1
     with pytest.raises(eqsat.VerificationError, match="output 0"):
         eqsat.verify(big, None, off, None, trials=1)
     roots = program(relay.sqrt(x))                                    # NaN for negative inputs

@@ -1,0 +1,192 @@
+"""Random input sets for checking programs: typical, edge and non-finite values, per dtype, at several
+sizes of the symbolic dimensions.
+
+Input set `k` is of kind `INPUT_KINDS[k % len(INPUT_KINDS)]`:
+
+| kind       | floats                                                     | integers            |
+|------------|------------------------------------------------------------|---------------------|
+| `normal`   | standard normal                                            | [0, 10)             |
+| `edge`     | normal, with +-0, denormals and +-1 in a quarter of places | the dtype's range   |
+| `nonfinite`| normal, with +-inf and NaN in a few places                 | the dtype's range   |
+| `small`    | normal x 1e-3                                              | [-3, 3]             |
+| `large`    | normal x 1e3                                               | the dtype's range   |
+
+Every size variable of an input set takes one length (`symbolic_sizes` chooses them per set), so a
+rule that holds at one length only (a `mean` rewritten as a `sum` scaled by 4, say) is seen.
+"""
+
+from __future__ import annotations
+
+from typing import Callable, Mapping, Sequence
+
+import numpy as np
+
+import ir
+from ir import IRModule
+from ir.types import TensorType, dim_value
+from ir.visitor import rebuild
+
+from ..errors import VerificationError
+
+__all__ = ["INPUT_KINDS", "random_inputs", "scatter_specials", "symbolic_sizes", "has_symbolic_inputs",
+           "perturbed", "perturb_array", "perturbed_program", "float_dtype", "itemsize", "tensor_bytes"]
+
+INPUT_KINDS = ("normal", "edge", "nonfinite", "small", "large")
+SMALL_PRIME = 3
+"""the first length a size variable takes; then 1, then a prime above every static input dimension."""
+
+
+def float_dtype(dtype: str | np.dtype) -> bool:
+    return str(dtype) in ("float16", "bfloat16", "float32", "float64")
+
+
+def itemsize(dtype: str) -> int:
+    return 2 if dtype == "bfloat16" else np.dtype(dtype).itemsize
+
+
+def _numpy_dtype(dtype: str) -> np.dtype:
+    if dtype == "bfloat16":
+        import ml_dtypes  # installed with onnx; bfloat16 has no numpy dtype of its own
+        return np.dtype(ml_dtypes.bfloat16)
+    return np.dtype(dtype)
+
+
+def _input_types(mod: IRModule, skip: Sequence[str]) -> list[tuple[str, TensorType]]:
+    out = []
+    for p in mod["main"].params:
+        if p.name_hint in skip:
+            continue
+        ty = p.checked_type if p.type_inferred else p.type_annotation
+        if not isinstance(ty, TensorType):
+            raise VerificationError(f"cannot make a random value for input {p.name_hint!r} of type {ty}")
+        out.append((p.name_hint, ty))
+    return out
+
+
+def has_symbolic_inputs(mod: IRModule, skip: Sequence[str] = ()) -> bool:
+    return any(not isinstance(d, (int, np.integer)) for _, ty in _input_types(mod, skip) for d in ty.shape)
+
+
+def _next_prime(n: int) -> int:
+    n = max(n, 2)
+    while any(n % k == 0 for k in range(2, int(n ** 0.5) + 1)):
+        n += 1
+    return n
+
+
+def symbolic_sizes(mod: IRModule, skip: Sequence[str], fits: Callable[[int], bool]) -> tuple[int, ...]:
+    """The lengths size variables take, one per input set in turn: `SMALL_PRIME`, 1, and the smallest
+    prime above every static dimension of the inputs (a smaller prime above `SMALL_PRIME` when that
+    one's tensors would not `fit`)."""
+    static = [int(d) for _, ty in _input_types(mod, skip) for d in ty.shape if isinstance(d, (int, np.integer))]
+    above = _next_prime(max(static, default=SMALL_PRIME) + 1)
+    while above > SMALL_PRIME + 2 and not fits(above):
+        above = _next_prime(above // 2)
+    return (SMALL_PRIME, 1, max(above, SMALL_PRIME + 2))
+
+
+def random_inputs(mod: IRModule, skip: Sequence[str] = (), seed: int = 0, kind: str = "normal",
+                  size: int = SMALL_PRIME) -> dict[str, np.ndarray]:
+    """Seeded random values of `kind` (see `INPUT_KINDS`) for `main`'s parameters not in `skip`;
+    booleans are fair coins; every symbolic dimension has length `size`."""
+    if kind not in INPUT_KINDS:
+        raise ValueError(f"unknown input kind {kind!r}; choose from {INPUT_KINDS}")
+    rng = np.random.default_rng(seed)
+    out: dict[str, np.ndarray] = {}
+    for name, ty in _input_types(mod, skip):
+        shape = tuple(dim_value(d, size) for d in ty.shape)
+        if ty.dtype == "bool":
+            out[name] = rng.random(shape) < 0.5
+        elif ty.dtype.startswith(("int", "uint")):
+            out[name] = _integers(rng, shape, np.dtype(ty.dtype), kind)
+        else:
+            out[name] = _floats(rng, shape, ty.dtype, kind)
+    return out
+
+
+def _integers(rng: np.random.Generator, shape: tuple[int, ...], dtype: np.dtype, kind: str) -> np.ndarray:
+    if kind == "normal":
+        return rng.integers(0, 10, shape).astype(dtype)
+    if kind == "small":
+        low = -3 if dtype.kind == "i" else 0
+        return rng.integers(low, 4, shape).astype(dtype)
+    info = np.iinfo(dtype)
+    values = rng.integers(info.min, info.max, shape, dtype=dtype, endpoint=True)
+    specials = np.array([info.min, info.max, 0, 1, info.max - 1] + ([-1] if info.min < 0 else []), dtype)
+    return scatter_specials(rng, values, specials, 0.25)
+
+
+def _floats(rng: np.random.Generator, shape: tuple[int, ...], dtype: str, kind: str) -> np.ndarray:
+    np_dtype = _numpy_dtype(dtype)
+    values = rng.standard_normal(shape, dtype=np.float32)
+    if kind == "small":
+        return (values * np.float32(1e-3)).astype(np_dtype)
+    if kind == "large":
+        return (values * np.float32(1e3)).astype(np_dtype)
+    values = values.astype(np_dtype)
+    if kind == "normal":
+        return values
+    tiny = float(np.finfo(np_dtype).smallest_subnormal)
+    if kind == "edge":
+        specials, share = [0.0, -0.0, tiny, -tiny, 3 * tiny, 1.0, -1.0], 0.25
+    else:
+        specials, share = [np.inf, -np.inf, np.nan], 0.05
+    return scatter_specials(rng, values, np.array(specials, np.float64).astype(np_dtype), share)
+
+
+def scatter_specials(rng: np.random.Generator, values: np.ndarray, specials: np.ndarray, share: float) -> np.ndarray:
+    """`values` with `specials` written over a random `share` of its places, each special at
+    least once where there is room (so a small tensor holds every edge value too)."""
+    count = min(values.size, max(len(specials), int(share * values.size)))
+    places = rng.permutation(values.size)[:count]
+    values.reshape(-1)[places] = np.resize(specials, count)
+    return values
+
+
+def perturbed(values: Mapping[str, np.ndarray], relative: Callable[[np.dtype], float], seed: int) -> dict[str, np.ndarray]:
+    """`values` with every float element scaled by 1 + u * relative(dtype), u uniform in [-1, 1]
+    (finite values stay finite): how much an output moves then is the scale of its rounding noise
+    (see `verify`)."""
+    rng = np.random.default_rng(seed + 0x5EED)
+    return {name: perturb_array(value, relative, rng) for name, value in values.items()}
+
+
+def perturb_array(value: np.ndarray, relative: Callable[[np.dtype], float], rng: np.random.Generator) -> np.ndarray:
+    value = np.asarray(value)
+    if not float_dtype(value.dtype):
+        return value
+    wide = value.astype(np.float64)
+    moved = wide * (1.0 + relative(value.dtype) * rng.uniform(-1.0, 1.0, value.shape))
+    top = float(np.finfo(value.dtype).max)
+    moved = np.where(np.isfinite(wide), np.clip(moved, -top, top), wide)
+    return moved.astype(value.dtype)
+
+
+def perturbed_program(mod: IRModule, params: Mapping[str, np.ndarray], relative: Callable[[np.dtype], float],
+                      seed: int) -> tuple[IRModule, dict[str, np.ndarray]]:
+    """`mod` and `params` with every float constant and parameter value perturbed like `perturbed`."""
+    rng = np.random.default_rng(seed + 0xC0457)
+
+    def move(old: ir.Expr, new: ir.Expr) -> ir.Expr | None:
+        if isinstance(old, ir.Constant) and float_dtype(old.data.dtype) and old.data.size:
+            return ir.Constant(perturb_array(old.data, relative, rng))
+        return None
+
+    main = mod["main"]
+    body = rebuild(main.body, move)
+    out = IRModule({**{name: mod[name] for name in mod}, "main": ir.Function(main.params, body, main.ret_type,
+                                                                             main.attrs)})
+    ir.infer_type(out)
+    return out, perturbed(params, relative, seed)
+
+
+def tensor_bytes(mod: IRModule, size: int) -> int:
+    """Bytes of every tensor `mod` makes (inputs and intermediates), size variables at `size`."""
+    total = 0
+    for node in ir.post_order(mod["main"]):
+        ty = getattr(node, "_checked_type", None)
+        for t in (ty.fields if isinstance(ty, ir.TupleType) else (ty,)):
+            if isinstance(t, TensorType):
+                count = int(np.prod([dim_value(d, size) for d in t.shape], dtype=np.float64))
+                total += count * itemsize(t.dtype)
+    return total
