@@ -261,12 +261,22 @@ def _verification_record(v: Verification | None) -> dict[str, Any]:
             "notes": list(v.notes), "seconds": v.seconds}
 
 
+def verify_args(parser: argparse.ArgumentParser) -> None:
+    """--verify N / --no-verify: how a command checks each program it extracts."""
+    check = parser.add_mutually_exclusive_group()
+    check.add_argument("--verify", type=_int_at_least(1), default=DEFAULT_TRIALS, metavar="N",
+                       help="run each result against the input on N seeded input sets (typical, edge values, "
+                            "inf/NaN, small, large: in that order) where its target runs it")
+    check.add_argument("--no-verify", dest="verify", action="store_const", const=False, default=argparse.SUPPRESS,
+                       help="skip that check: the one way to get a program that was not verified")
+
+
 def _cmd_compare(args: argparse.Namespace) -> int:
     mod, params = _load(args.model, args.small)
     with _progress(args) as show:
         result = compare(mod, params, targets=args.targets,
                          extractors=[_extractor(e, args.ilp_seconds) for e in args.extractors],
-                         rules=_rules_for(args), limits=_limits(args), progress=show)
+                         rules=args.rules, limits=_limits(args), progress=show, verify=args.verify)
     print(result)
     if args.diff:
         print(result.diffs())
@@ -525,11 +535,7 @@ def build_parser() -> argparse.ArgumentParser:
     opt.add_argument("--log", type=_existing_file,
                      help="a tuning log (see `eqsat tune`) whose measurements the cost model uses")
     opt.add_argument("--explain", action="store_true", help="print what each rule and fused op changed and saved")
-    check = opt.add_mutually_exclusive_group()
-    check.add_argument("--verify", type=_int_at_least(1), default=DEFAULT_TRIALS, metavar="N",
-                       help="run the result against the input on N seeded input sets (typical, edge values, inf/NaN, small, large: in that order)")
-    check.add_argument("--no-verify", dest="verify", action="store_const", const=False, default=argparse.SUPPRESS,
-                       help="skip that check: the one way to get a program that was not verified")
+    verify_args(opt)
     opt.add_argument("--print", action="store_true",
                      help="print the optimized program, each rule-made node with the rules that made it")
     opt.set_defaults(run=_cmd_optimize)
@@ -540,6 +546,7 @@ def build_parser() -> argparse.ArgumentParser:
     cmp_.add_argument("--extractors", type=_comma_list(_extractor_name), default="greedy",
                       help=f"comma-separated extractors: {extractors}")
     cmp_.add_argument("--diff", action="store_true", help="print each program's diff against the input")
+    verify_args(cmp_)
     cmp_.set_defaults(run=_cmd_compare)
 
     tune = command("tune", "measure the implementations of every workload and log the results")

@@ -24,9 +24,12 @@ from ir import IRModule
 from .explain import Change
 from .extract import CostModel, Extractor
 from .limits import Limits
-from .optimize import cost_model, cost_unit, extract_program, op_counts, saturate_program, target_name
+from .optimize import (_trials, cost_model, cost_unit, extract_program, op_counts, saturate_program, target_name,
+                       verify_extracted)
 from .report import IterationRow, Report
+from .rules.library import targets_rules
 from .scheduler import Scheduler
+from .soundness.verify import Verification
 
 __all__ = ["Candidate", "Comparison", "compare", "program_diff"]
 
@@ -52,6 +55,8 @@ class Candidate:
     changes: tuple[Change, ...] = ()
     provenance: Mapping[ir.Expr, tuple[str, ...]] = field(default_factory=dict)
     """each rule-made node of `mod` -> its rule chain (see `Optimized.provenance`)."""
+    verification: Verification | None = None
+    """how the program was verified where its target runs it (None with `verify=False`)."""
 
     @property
     def key(self) -> str:
@@ -147,20 +152,34 @@ class Comparison:
         """Each candidate's diff against the input program."""
         return "\n".join(f"=== {c.key} (program {c.program})\n{c.diff or '(unchanged)'}" for c in self.candidates)
 
+    def verifications(self) -> str:
+        """How each candidate's program was verified, one line each."""
+        return "\n".join(f"{c.key} (program {c.program}): "
+                         f"{c.verification.summary() if c.verification else 'not verified (verify=False)'}"
+                         for c in self.candidates)
+
     def __str__(self) -> str:
-        return f"{self.report.summary()}\n{self.table()}\n{self.differences()}"
+        return f"{self.report.summary()}\n{self.table()}\n{self.differences()}\n{self.verifications()}"
 
 
 def compare(mod: IRModule, params: Mapping[str, Any] | None = None, *,
             targets: Sequence[str | CostModel] = ("cpu",), extractors: Sequence[str | Extractor] = ("greedy",),
-            rules: Any = "default", limits: Limits = Limits(), scheduler: Scheduler | None = None,
-            progress: Callable[[IterationRow], None] | None = None) -> Comparison:
-    """Saturate once, then extract for every target and extractor; compare cost, op counts and text."""
+            rules: Any = None, limits: Limits = Limits(), scheduler: Scheduler | None = None,
+            progress: Callable[[IterationRow], None] | None = None, verify: bool | int = True) -> Comparison:
+    """Saturate once, then extract for every target and extractor; compare cost, op counts and text.
+
+    Every program is verified as `optimize` verifies it (`verify_extracted`, once per program and
+    place it runs), so a candidate that fails raises `VerificationError`; `verify=False` skips it.
+    `rules` defaults to the union of the targets' own (`targets_rules`).
+    """
+    trials = _trials(verify)
+    rules = targets_rules(target_name(t) for t in targets) if rules is None else rules
     sat = saturate_program(mod, params, rules=rules, limits=limits, scheduler=scheduler, progress=progress)
     input_mod = sat.input_module()[0]
     before_text = _text(input_mod)
     candidates: list[Candidate] = []
     programs: list[tuple[IRModule, str]] = []
+    checked: dict[tuple[str, bool], Verification] = {}
     for target in targets:
         model = cost_model(target)
         for extractor in extractors:
@@ -171,8 +190,12 @@ def compare(mod: IRModule, params: Mapping[str, Any] | None = None, *,
                 letter = string.ascii_uppercase[k] if k < 26 else f"P{k}"
                 programs.append((out.mod, letter))
             diff = program_diff(before_text, _text(out.mod), ("input", "extracted"))
+            name = target_name(target)
+            where = (letter, name == "ort")
+            if trials and where not in checked:
+                checked[where] = verify_extracted(mod, params, sat, out, name, trials, limits)
             candidates.append(Candidate(target_name(target), str(getattr(extractor, "name", extractor)), out.mod,
                                         out.params, out.cost_before, out.cost_after, cost_unit(target), out.seconds,
                                         dict(sorted(op_counts(out.mod).items())), diff, dict(out.choice.info),
-                                        letter, out.changes, out.provenance))
+                                        letter, out.changes, out.provenance, checked.get(where)))
     return Comparison(sat.report, dict(sorted(op_counts(input_mod).items())), tuple(candidates))

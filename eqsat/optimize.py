@@ -40,7 +40,7 @@ BISECT_SECONDS = 20.0
 """how long a failed verification may replay saturation to name the unsound rule (`eqsat.bisect_unsound`)."""
 
 __all__ = ["Optimized", "optimize", "cost_model", "cost_unit", "op_counts", "Saturated", "saturate_program",
-           "Extracted", "extract_program"]
+           "Extracted", "extract_program", "verify_extracted", "rewritten_boundaries"]
 
 
 def cost_model(target: str | CostModel, log: Any = None) -> CostModel:
@@ -254,11 +254,12 @@ def _most_common(counts: Counter[str], count: int = 3) -> str:
 def optimize(mod: IRModule, params: Mapping[str, Any] | None = None, *, target: str | CostModel = "cpu",
              rules: Any = None, limits: Limits = Limits(), extractor: str | Extractor = "greedy",
              scheduler: Scheduler | None = None, progress: Callable[[IterationRow], None] | None = None,
-             verify: bool | int = True, log: Any = None) -> Optimized:
+             verify: bool | int = True, log: Any = None, standard_onnx: bool = False) -> Optimized:
     """Saturate `mod` under `rules` within `limits`; lift the cheapest equivalent for `target` back to IR.
 
     `rules` defaults to the target's (`eqsat.rules.library.default_rules`: `default`, plus the
-    blocked-layout rules for ort).
+    blocked-layout rules for ort unless `standard_onnx`: the program is for standard ONNX, written
+    by `to_onnx(..., contrib=False)` and verified so).
 
     `params` are bound as constants while saturating (rules may read weights) and are parameters
     again in the result, with their values in `Optimized.params`. `target` is a `strategies`
@@ -274,28 +275,38 @@ def optimize(mod: IRModule, params: Mapping[str, Any] | None = None, *, target: 
     verification fails closed, and `verify=False` is the one way to take an unverified program.
     """
     trials = _trials(verify)
-    rules = default_rules(target_name(target)) if rules is None else rules
+    rules = default_rules(target_name(target), standard_onnx) if rules is None else rules
     sat = saturate_program(mod, params, rules=rules, limits=limits, scheduler=scheduler, progress=progress)
     model = cost_model(target, log)
     out = extract_program(sat, model, extractor)
     ir.infer_type(out.mod)
     coverage = _coverage(model, out) if getattr(model, "logged", False) else None
-    checked = None
-    if trials:
-        where = "ort" if target_name(target) == "ort" else "cpu"
-        try:
-            checked = check_program(mod, params, out.mod, out.params, trials, sat.report,
-                                    boundaries=rewritten_boundaries(sat, out), where=where, exact=_exact(sat, out))
-        except VerificationError as err:
-            raise VerificationError(f"{err}. {_bisection(mod, params, rules, limits, sat.report)}") from None
-        if not checked.passed:
-            raise VerificationError(f"the optimized program could not be verified, so it is not returned: "
-                                    f"{checked.summary()}. Pass verify=False (--no-verify) to take it unverified")
+    checked = (verify_extracted(mod, params, sat, out, target_name(target), trials, limits, standard_onnx)
+               if trials else None)
     return Optimized(out.mod, out.params, sat.report, out.cost_before, out.cost_after, target_name(target),
                      str(getattr(extractor, "name", extractor)), out.choice, out.seconds, dict(out.choice.info),
                      cost_unit(target), dict(sorted(op_counts(sat.input_module()[0]).items())),
                      dict(sorted(op_counts(out.mod).items())), out.changes, checked, coverage,
                      provenance=out.provenance, saturated=sat)
+
+
+def verify_extracted(mod: IRModule, params: Mapping[str, Any] | None, sat: Saturated, out: Extracted, target: str,
+                     trials: int, limits: Limits, standard_onnx: bool = False) -> Verification:
+    """Verify `out` against the input `mod` where `target` runs it (ONNX Runtime for "ort", with
+    contrib ops unless `standard_onnx`; else the CPU executor), its rewritten regions' values
+    included; fails closed: raises `VerificationError` (with the first unsound rule application
+    when `eqsat.bisect_unsound` finds it) unless verified."""
+    where = "ort" if target == "ort" else "cpu"
+    try:
+        checked = check_program(mod, params, out.mod, out.params, trials, sat.report,
+                                boundaries=rewritten_boundaries(sat, out), where=where, contrib=not standard_onnx,
+                                exact=_exact(sat, out))
+    except VerificationError as err:
+        raise VerificationError(f"{err}. {_bisection(mod, params, sat.rules, limits, sat.report)}") from None
+    if not checked.passed:
+        raise VerificationError(f"the optimized program could not be verified, so it is not returned: "
+                                f"{checked.summary()}. Pass verify=False (--no-verify) to take it unverified")
+    return checked
 
 
 def _trials(verify: Any) -> int:

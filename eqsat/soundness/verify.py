@@ -150,14 +150,14 @@ def _ort_runner(mod: IRModule, params: Mapping[str, Any], contrib: bool) -> tupl
         "onnxruntime (optimizer off)"
 
 
-def _runner(mod: IRModule, params: Mapping[str, Any], where: str, optimized: bool, notes: list[str]) -> tuple[Runner, str]:
+def _runner(mod: IRModule, params: Mapping[str, Any], where: str, contrib: bool, notes: list[str]) -> tuple[Runner, str]:
     if where == "ort":
         try:
             import onnxruntime  # noqa: F401
         except ImportError:
             notes.append("onnxruntime is not installed: ran on the cpu executor instead")
         else:
-            return _ort_runner(mod, params, contrib=optimized)
+            return _ort_runner(mod, params, contrib=contrib)
     return _cpu_runner(mod, params)
 
 
@@ -226,10 +226,12 @@ def _perturbation(dtype: np.dtype) -> float:
 
 def verify(original: IRModule, params: Mapping[str, Any] | None, optimized: IRModule,
            optimized_params: Mapping[str, Any] | None, trials: int = 3, report: Report | None = None, *,
-           boundaries: Boundaries | None = None, where: str = "cpu", exact: bool = False) -> Verification:
+           boundaries: Boundaries | None = None, where: str = "cpu", contrib: bool = True,
+           exact: bool = False) -> Verification:
     """Run both programs on `trials` seeded input sets (kinds cycle through `INPUT_KINDS`, size
-    variables through `symbolic_sizes`) `where` they will run ("cpu" or "ort") and compare every
-    output, and every value of `boundaries`, element by element.
+    variables through `symbolic_sizes`) `where` they will run ("cpu" or "ort": the optimized program
+    exported with contrib ops when `contrib`) and compare every output, and every value of
+    `boundaries`, element by element.
 
     Raises `VerificationError` naming the rules that were applied (from `report`), the value, the
     input set, the element and both values when the programs disagree. Returns a `Verification`
@@ -259,7 +261,7 @@ def verify(original: IRModule, params: Mapping[str, Any] | None, optimized: IRMo
     notes: list[str] = []
     run_original, runner = _runner(original, params, where, False, notes)
     run_moved, _ = _runner(*perturbed_program(original, params, _perturbation, 0), where, False, [])
-    run_optimized, runner_optimized = _runner(optimized, optimized_params, where, True, notes)
+    run_optimized, runner_optimized = _runner(optimized, optimized_params, where, contrib, notes)
     worst = _Comparison(True)
     kinds: list[str] = []
     checked = [0] * len(labels)

@@ -44,7 +44,7 @@ from .simplify import SIMPLIFY
 from .taso import TASO
 
 __all__ = ["FAMILIES", "RULESETS", "resolve_rules", "AC", "ALGEBRA", "COMMUTE", "FOLDING", "FUSION", "IDIOMS",
-           "LAYOUT", "LAYOUT_COMMUTE", "MERGE", "SIMPLIFY", "TASO", "TARGET_RULES", "default_rules"]
+           "LAYOUT", "LAYOUT_COMMUTE", "MERGE", "SIMPLIFY", "TASO", "TARGET_RULES", "default_rules", "targets_rules"]
 
 _DEFAULT = ruleset("default", [*SIMPLIFY, *ALGEBRA, *LAYOUT_COMMUTE, *COMMUTE, *IDIOMS, *FOLDING, *FUSION, *MERGE])
 RULESETS: dict[str, RuleSet] = {
@@ -70,10 +70,18 @@ FAMILIES = ("layer norm (with or without affine; + residual: skip layer norm)", 
 TARGET_RULES = {"ort": "default+layout"}
 
 
-def default_rules(target: str) -> str:
+def default_rules(target: str, standard_onnx: bool = False) -> str:
     """The rules a run for the target named `target` saturates with when none are given: `default`,
-    plus `layout` for ort."""
-    return TARGET_RULES.get(target, "default")
+    plus `layout` for ort unless the program is for `standard_onnx` (blocked layouts are ONNX
+    Runtime's own kernels)."""
+    return "default" if standard_onnx else TARGET_RULES.get(target, "default")
+
+
+def targets_rules(targets: Iterable[str]) -> str:
+    """The rule sets a run that extracts for every target in `targets` saturates with: the union of
+    their `default_rules`, so each target's program is the one `optimize` would extract for it."""
+    names = dict.fromkeys(n for t in targets for n in default_rules(t).split("+"))
+    return "+".join(names) or "default"
 
 
 def resolve_rules(rules: str | RuleSet | Rule | DFPatternCallback | Iterable[Rule | DFPatternCallback]) -> RuleSet:
