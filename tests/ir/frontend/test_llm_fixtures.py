@@ -1,0 +1,74 @@
+"""The committed LLM fixtures (`tests/fixtures/llm`, made by `benchmarks/llm_models.py`: Llama,
+Qwen2, Phi-3, Gemma, GPT-2 and a BERT-like encoder, both torch exporters, sdpa and eager attention,
+decode steps with a KV cache): each imports, optimizes for the `ort` target, and its export with
+ONNX Runtime's contrib ops gives the fixture's outputs in ONNX Runtime, at the example sizes and at
+a second size from the same program (symbolic batch, sequence and past lengths). No torch needed.
+
+`optimize` runs with `verify=False` here: its own random inputs do not fit these models (token ids
+beyond the vocabulary fail the embedding Gather; every size variable takes one length, so the
+mask's length is not the past plus the new tokens), so it is inconclusive on them; the check below
+is the same comparison in ONNX Runtime on inputs the models accept, left padding included.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from functools import lru_cache
+
+import numpy as np
+import onnx
+import pytest
+
+import eqsat
+import ir
+from benchmarks.llm_models import feed, sizes_to_check
+from ir.frontend import from_onnx, to_onnx
+from tests.ir.frontend.ort_helpers import assert_outputs_close, run_ort
+
+FIXTURES = os.path.join(os.path.dirname(__file__), "..", "..", "fixtures", "llm")
+MANIFEST = json.load(open(os.path.join(FIXTURES, "manifest.json")))
+ENTRIES = {e["name"]: e for e in MANIFEST["fixtures"]}
+LIMITS = eqsat.Limits(iterations=8, nodes=20_000, seconds=5)
+_MASKED_ROWS = ("GPT-2's eager attention masks with finfo.min added to the scores; a left-padded query row "
+                "has every key masked and the original gives it the mean of V (uniform softmax), while the "
+                "nn.masked_attention our ort program forms runs as ONNX Attention (opset 23), which gives 0 "
+                "for a fully masked row: wrong outputs at the padded position")
+XFAIL: dict[str, str] = {"gpt2_torchscript_eager": _MASKED_ROWS, "gpt2_dynamo_eager": _MASKED_ROWS}
+"""fixture -> why it does not import or verify yet."""
+
+
+@lru_cache(maxsize=None)
+def optimized(name: str) -> tuple[onnx.ModelProto, onnx.ModelProto]:
+    """(the fixture, our ort program for it exported with contrib ops)."""
+    proto = onnx.load(os.path.join(FIXTURES, ENTRIES[name]["file"]))
+    mod, params = from_onnx(proto)
+    res = eqsat.optimize(mod, params, target="ort", limits=LIMITS, verify=False)
+    ir.infer_type(res.mod)
+    return proto, to_onnx(res.mod, res.params, contrib=True)
+
+
+def feeds(entry: dict) -> list[dict[str, np.ndarray]]:
+    return [feed(entry["family"], entry["cache"], **sizes) for sizes in sizes_to_check(entry["cache"]).values()]
+
+
+def test_manifest_covers_every_family_exporter_and_attention():
+    seen = {(e["family"], e["exporter"], e["attention"], e["cache"]) for e in ENTRIES.values()}
+    families = {e["family"] for e in ENTRIES.values()}
+    assert families == {"llama", "qwen2", "phi3", "gemma", "gpt2", "bert"}
+    for family in families:
+        for exporter in ("torchscript", "dynamo"):
+            for attention in ("sdpa", "eager"):
+                assert (family, exporter, attention, False) in seen
+    assert {e["family"] for e in ENTRIES.values() if e["cache"]} == families - {"bert"}
+    assert all(e["bytes"] < 1 << 20 for e in ENTRIES.values())
+    assert any(e["has"]["kv_heads"] < MANIFEST["sizes"]["heads"] for e in ENTRIES.values())
+
+
+@pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.xfail(reason=XFAIL[n], strict=True))
+                                  if n in XFAIL else n for n in sorted(ENTRIES)])
+def test_fixture_imports_optimizes_and_matches_in_ort(name):
+    proto, ours = optimized(name)
+    assert len(ours.graph.output) == len(ENTRIES[name]["outputs"])
+    for inputs in feeds(ENTRIES[name]):
+        assert_outputs_close(run_ort(proto, inputs), run_ort(ours, inputs), rel=1e-4)
