@@ -22,7 +22,6 @@ application made a program wrong), `progress` and the `cli`.
 
 from __future__ import annotations
 
-from .soundness.bisect import Bisection, UnsoundApplication, bisect_unsound
 from .compare import Candidate, Comparison, compare
 from .egraph.egraph import EGraph
 from .egraph.lower import Lowered, lift, lift_params, lower
@@ -32,21 +31,26 @@ from .explain import Change
 from .extract import (EXTRACTORS, Choice, CostModel, GreedyDagExtractor, IlpExtractor, OpCount, TreeExtractor,
                       get_extractor, node_costs)
 from .limits import Limits, StopReason
+from .onnx_io import optimize_onnx
 from .optimize import Optimized, optimize
 from .report import IterationRow, Report
 from .rules.callback import CallbackRule, find_matches
-from .soundness.check import RuleCheck, check_rule
 from .rules.library import RULESETS, resolve_rules
 from .rules.pattern import avar, call, const_pat, getitem, pvars, tuple_pat
 from .rules.rule import Rule, RuleSet, birewrite, rule, ruleset
 from .runner import prove, run_schedule, saturate
 from .scheduler import BackoffScheduler, SimpleScheduler
+from .soundness.bisect import Bisection, UnsoundApplication, bisect_unsound
+from .soundness.check import RuleCheck, check_rule
 from .soundness.verify import Verification, verify
 from .visualize import Neighbourhood, describe_eclass, eclasses_with_op, neighbourhood, render, to_dot, to_networkx
 from .why import WHY_CAUSES, WhyNot, why_not
 
+__version__ = "0.1.0"
+
 __all__ = [
-    "optimize", "Optimized", "compare", "Comparison", "Candidate", "Limits", "StopReason", "Report", "IterationRow",
+    "optimize", "optimize_onnx", "Optimized", "compare", "Comparison", "Candidate", "Limits", "StopReason", "Report",
+    "IterationRow",
     "saturate", "run_schedule", "prove", "BackoffScheduler", "SimpleScheduler",
     "EGraph", "EGraphView", "Lowered", "lower", "lift",
     "Rule", "RuleSet", "rule", "birewrite", "ruleset", "pvars", "avar", "call", "const_pat", "tuple_pat", "getitem",

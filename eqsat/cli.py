@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import importlib.util
 import json
 import math
 import os
@@ -49,6 +50,7 @@ from strategies.records import read_log
 from strategies.executor import prepare_program
 from strategies.tuning import program_weight_bytes, tune_workloads, workload_constants
 
+from . import __version__
 from .atomic import OutputFileError, output_target, write_files
 from .candidates import candidate_workloads
 from .cli_errors import EXIT_BROKEN_PIPE, UsageError, failure
@@ -57,6 +59,7 @@ from .errors import EqsatError, RuleError
 from .explain import provenance_records
 from .extract import EXTRACTORS, IlpExtractor, get_extractor, node_costs
 from .limits import Limits
+from .onnx_io import to_onnx
 from .optimize import DEFAULT_TRIALS, cost_model, optimize, saturate_program
 from .progress import ProgressLine
 from .rules.library import FAMILIES, RULESETS, RuleSet, default_rules, resolve_rules
@@ -225,11 +228,33 @@ def _finite(x: float) -> float | None:
     return x if math.isfinite(x) else None
 
 
+def _onnx_output(args: argparse.Namespace) -> str | None:
+    """Where the optimized ONNX goes (the positional OUT or --onnx), checked before any work starts;
+    sets `args.target` when none was given: ort for an .onnx model written back as ONNX, else cpu."""
+    if args.output and args.onnx:
+        raise UsageError(f"give the output file once: {args.output!r} or --onnx {args.onnx!r}")
+    out = args.output or args.onnx
+    if args.target is None:
+        args.target = "ort" if out and Path(args.model).is_file() else "cpu"
+    if not out and (args.onnx_contrib or args.standard_onnx):
+        raise UsageError(f"{'--onnx-contrib' if args.onnx_contrib else '--standard-onnx'} says how to write ONNX: "
+                         "give an output file (eqsat optimize IN.onnx OUT.onnx, or --onnx OUT.onnx)")
+    if args.onnx_contrib and args.standard_onnx:
+        raise UsageError("--onnx-contrib and --standard-onnx contradict each other: give one of them")
+    if out:
+        for package in ("onnx",) + (("onnxruntime",) if args.target == "ort" else ()):
+            if importlib.util.find_spec(package) is None:
+                raise UsageError(f"writing ONNX needs the {package} package: pip install 'relay-eqsat[onnx]'")
+    return out
+
+
 def _cmd_optimize(args: argparse.Namespace) -> int:
+    onnx_out = _onnx_output(args)
     target = strategies.CostModel(args.target, log=_history(args.log)) if args.log else args.target
     mod, params = _load(args.model, args.small)
+    rules = args.rules or resolve_rules(default_rules(args.target, args.standard_onnx))
     with _progress(args) as show:
-        res = optimize(mod, params, target=target, rules=_rules_for(args, args.target), limits=_limits(args),
+        res = optimize(mod, params, target=target, rules=rules, limits=_limits(args), standard_onnx=args.standard_onnx,
                        extractor=_extractor(args.extractor, args.ilp_seconds), progress=show, verify=args.verify)
     print(res.summary())
     if args.explain:
@@ -246,8 +271,8 @@ def _cmd_optimize(args: argparse.Namespace) -> int:
                 "report": res.report.to_dict(), "verification": _verification_record(res.verification),
                 "program": provenance_records(res.mod, res.provenance)}
         outputs[args.json] = (json.dumps(data, indent=2, default=str) + "\n").encode()
-    if args.onnx:
-        outputs[args.onnx] = ir.frontend.to_onnx(res.mod, res.params, contrib=args.onnx_contrib).SerializeToString()
+    if onnx_out:
+        outputs[onnx_out] = to_onnx(res, args.standard_onnx, args.onnx_contrib).SerializeToString()
     write_files(outputs)
     return 0
 
@@ -497,6 +522,7 @@ class _Parser(argparse.ArgumentParser):
 def build_parser() -> argparse.ArgumentParser:
     """The `eqsat` argument parser: every value is checked here, before any work starts."""
     parser = _Parser(prog="eqsat", description="Equality saturation for Relay-style tensor graphs.")
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
 
     def command(name: str, help: str) -> argparse.ArgumentParser:
@@ -526,12 +552,20 @@ def build_parser() -> argparse.ArgumentParser:
     extractors = ", ".join(sorted(EXTRACTORS))
     opt = command("optimize", "saturate a model and extract the best program for a target")
     program_args(opt)
-    opt.add_argument("--target", type=_target(), default="cpu", help="a strategies target (cpu, cuda, ...) or 'ops'")
+    opt.add_argument("output", nargs="?", type=_output_file,
+                     help="write the optimized program as ONNX to this file (the same as --onnx)")
+    opt.add_argument("--target", type=_target(), default=None,
+                     help="a strategies target (cpu, cuda, ort, ...) or 'ops' (default: ort for an .onnx model "
+                          "written back as ONNX, else cpu)")
     opt.add_argument("--extractor", default="greedy", choices=sorted(EXTRACTORS), help="how the program is extracted")
     opt.add_argument("--json", type=_output_file, help="write the report as JSON to this file")
     opt.add_argument("--onnx", type=_output_file, help="write the optimized program as ONNX to this file")
     opt.add_argument("--onnx-contrib", action="store_true",
-                     help="with --onnx: fused ops as ONNX Runtime com.microsoft contrib ops where possible")
+                     help="with an output file, for a target other than ort: fused ops as ONNX Runtime "
+                          "com.microsoft contrib ops where possible (the ort target always writes its own kernels)")
+    opt.add_argument("--standard-onnx", action="store_true",
+                     help="with an output file: standard ONNX ops only, no ONNX Runtime contrib ops or blocked "
+                          "layout (the ort target then leaves the layout rules out)")
     opt.add_argument("--log", type=_existing_file,
                      help="a tuning log (see `eqsat tune`) whose measurements the cost model uses")
     opt.add_argument("--explain", action="store_true", help="print what each rule and fused op changed and saved")
