@@ -3,7 +3,7 @@
     nn.conv2d_bias_act  -> FusedConv(X, W, B; activation, activation_params)
     nn.dense_bias_act   -> FusedGemm(A, B, C; transB=1, activation, activation_alpha)   (over the rows)
     nn.fused_matmul     -> FusedMatMul(A, B; alpha, transA, transB)
-    nn.bias_gelu        -> BiasGelu(A, B)
+    nn.bias_gelu        -> BiasGelu(A, B) exact, FastGelu(X, bias) tanh
     nn.gelu             -> Gelu(X) exact, FastGelu(X) tanh              (below opset 20, which has `Gelu`)
     nn.quick_gelu       -> QuickGelu(X; alpha)
     nn.silu             -> QuickGelu(X; alpha=1)
@@ -98,7 +98,7 @@ def emit_fused_matmul(ctx: EmitContext, call: Call, args: Sequence[Value]) -> Va
 def emit_bias_gelu(ctx: EmitContext, call: Call, args: Sequence[Value]) -> Value | None:
     if not _float32(ctx, call):
         return None
-    return ctx.node("BiasGelu", args, domain=CONTRIB_DOMAIN)
+    return ctx.node("FastGelu" if call.attrs.approximate == "tanh" else "BiasGelu", args, domain=CONTRIB_DOMAIN)
 
 
 @_emits_contrib("nn.gelu")

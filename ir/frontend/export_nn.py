@@ -187,7 +187,7 @@ def _bias_into_conv(ctx: EmitContext, conv: Expr, out: Value, bias: Value) -> bo
 
 @emits("nn.bias_gelu")
 def emit_bias_gelu(ctx: EmitContext, call: Call, args: Sequence[Value]) -> Value:
-    return gelu(ctx, ctx.node("Add", args), "none", ctx.type_of(call).dtype)
+    return gelu(ctx, ctx.node("Add", args), call.attrs.approximate, ctx.type_of(call).dtype)
 
 
 def _normalize_formula(ctx: EmitContext, data: str, mean: str, var: str, gamma: str | None, beta: str | None,

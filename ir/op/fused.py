@@ -96,7 +96,9 @@ register_op("nn.fused_matmul", ["tensor_a", "tensor_b"], matmul_rel, OUT_EW,
                    AttrField("transpose_b", "bool", False), AttrField("alpha", "float", 1.0)],
             doc="alpha * matmul(a, b) with optional transposes (ORT FusedMatMul).")
 register_op("nn.bias_gelu", ["data", "bias"], bias_gelu_rel, OpPattern.ELEMWISE,
-            doc="gelu(data + bias), bias over the last axis (ORT BiasGelu).")
+            attrs=[AttrField("approximate", "str", "none", choices=("none", "tanh"))],
+            doc="gelu(data + bias, approximate), bias over the last axis (ORT BiasGelu; FastGelu with its bias "
+                "for the tanh form).")
 register_op("nn.skip_layer_norm", ["data", "skip", "gamma", "beta"], skip_layer_norm_rel, OpPattern.OPAQUE,
             attrs=[AttrField("axis", "int", -1), AttrField("epsilon", "float", 1e-5),
                    AttrField("center", "bool", True), AttrField("scale", "bool", True)],

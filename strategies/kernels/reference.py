@@ -572,7 +572,7 @@ def _lrn(attrs: Attrs, x: np.ndarray) -> np.ndarray:
 
 @_ref("nn.bias_gelu")
 def _bias_gelu(attrs: Attrs, x: np.ndarray, bias: np.ndarray) -> np.ndarray:
-    return gelu(x + bias)
+    return gelu(x + bias, attrs.approximate)
 
 
 _PLAIN_DENSE = Attrs({"out_dtype": ""})

@@ -387,7 +387,7 @@ def _lrn(attrs, xs, out_type):
 
 @_kernel("nn.bias_gelu")
 def _bias_gelu(attrs, xs, out_type):
-    return _F().gelu(xs[0] + xs[1])
+    return _F().gelu(xs[0] + xs[1], approximate=attrs.approximate)
 
 
 @_kernel("nn.feed_forward")

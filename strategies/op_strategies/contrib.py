@@ -4,7 +4,8 @@
 (SkipLayerNormalization), `nn.attention` / `nn.masked_attention` (ONNX Attention, which ONNX
 Runtime runs from opset 23) and `nn.feed_forward` (Gemm, Gelu, Gemm in cache-sized column chunks)
 have no generic strategy: a target runs them only if its keys say it
-has such kernels, so the e-graph extracts them only for such a target.
+has such kernels, so the e-graph extracts them only for such a target. `nn.bias_gelu` is legal in
+float32 only: ONNX Runtime's CPU kernels of BiasGelu and FastGelu take no float16.
 """
 
 from __future__ import annotations
@@ -24,14 +25,16 @@ from .norm import add_layer_norm_implementations
 __all__ = ["reference_strategy_ort", "skip_layer_norm_strategy_ort"]
 
 
-def reference_strategy_ort(op_name: str):
-    """The strategy of a fused op that ONNX Runtime runs as one kernel and the host runs by its reference."""
+def reference_strategy_ort(op_name: str, dtypes: tuple[str, ...] | None = None):
+    """The strategy of a fused op that ONNX Runtime runs as one kernel and the host runs by its reference;
+    with `dtypes`, empty (the op illegal) for an output of another dtype."""
     compute = host_reference(op_name)
     short = op_name.split(".", 1)[1]
 
     def strategy(attrs: Attrs, in_types: Sequence[Type], out_type: Type, target: Target) -> OpStrategy:
         s = OpStrategy()
-        s.add_implementation(compute, no_knobs, name=f"{short}.ort", plevel=10)
+        if dtypes is None or getattr(out_type, "dtype", None) in dtypes:
+            s.add_implementation(compute, no_knobs, name=f"{short}.ort", plevel=10)
         return s
     return strategy
 
@@ -44,6 +47,7 @@ def skip_layer_norm_strategy_ort(attrs: Attrs, in_types: Sequence[Type], out_typ
 
 
 get_op("nn.fused_matmul").get_attr("FTVMStrategy").register("ort", matmul_strategy_cpu("nn.fused_matmul"))
-for _name in ("nn.bias_gelu", "nn.attention", "nn.masked_attention", "nn.feed_forward"):
+for _name in ("nn.attention", "nn.masked_attention", "nn.feed_forward"):
     get_op(_name).get_attr("FTVMStrategy").register("ort", reference_strategy_ort(_name))
+get_op("nn.bias_gelu").get_attr("FTVMStrategy").register("ort", reference_strategy_ort("nn.bias_gelu", ("float32",)))
 get_op("nn.skip_layer_norm").get_attr("FTVMStrategy").register("ort", skip_layer_norm_strategy_ort)

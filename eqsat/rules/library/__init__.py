@@ -7,19 +7,21 @@
 | `layout-commute` | element-wise ops commute with transpose and reshape, so layout pairs meet and cancel |
 | `commute`  | commutativity of add and multiply (one swapped twin per node: bounded)  |
 | `idioms`   | layer norm, RMS norm, exact GELU, SiLU, hard sigmoid/swish, softmax, matmul as dense, conv scale/shift, attention |
+| `activations` | tanh GELU (+ bias: FastGelu), QuickGelu, leaky relu into FusedConv / FusedGemm; pow(x, 3) as a product |
 | `folding`  | inference batch norm into an affine map, or into the preceding conv2d |
 | `fusion`   | conv/dense + bias + activation, bias + gelu, add + layer norm, scaled matmul; bias_add as add |
 | `merge`    | two conv2d / dense sharing an input become one wider op and a split   |
 | `ac`       | commute + associativity of add and multiply (grows without bound)     |
-| `default`  | simplify + algebra + layout-commute + commute + idioms + folding + fusion + merge |
-| `layout`   | convolutions in ONNX Runtime's NCHW{B}c blocks; layout transforms moved outward and cancelled |
+| `default`  | simplify + algebra + layout-commute + commute + idioms + activations + folding + fusion + merge |
+| `layout`   | convolutions in ONNX Runtime's NCHW{B}c blocks; layout transforms moved outward and cancelled; activations through a channel crop |
 | `taso`     | TASO's substitutions: merges through concat and split, relu / bias add across a concat, matmul re-association |
 | `all`      | default + associativity + layout + taso                               |
 
 Families recognised by `default` (each from any spelling the axioms relate): LayerNorm (with or
 without affine parts, + residual as SkipLayerNorm), RMSNorm, exact GELU (+ bias as BiasGelu),
-SiLU, HardSigmoid, HardSwish, ReLU6 (clip), stable softmax, linear layers (MatMul with a constant
-or transposed weight + bias, + activation), conv + batch norm (as an op or as Mul/Add) + activation,
+tanh GELU (+ bias as FastGelu), QuickGelu (x * sigmoid(a x)), SiLU, HardSigmoid, HardSwish, ReLU6
+(clip), stable softmax, linear layers (MatMul with a constant or transposed weight + bias, +
+activation), conv + batch norm (as an op or as Mul/Add) + activation,
 scaled dot-product attention.
 """
 
@@ -33,23 +35,26 @@ from ...errors import RuleError
 from ..callback import CallbackRule
 from ..rule import Rule, RuleSet, ruleset
 from .ac import AC, COMMUTE
+from .activations import ACTIVATION_LAYOUT, ACTIVATIONS
 from .algebra import ALGEBRA
 from .folding import FOLDING
 from .fusion import FUSION
 from .idioms import IDIOMS
-from .layout import LAYOUT
+from .layout import LAYOUT as _BLOCKED
 from .layout_commute import LAYOUT_COMMUTE
 from .merge import MERGE
 from .simplify import SIMPLIFY
 from .taso import TASO
 
-__all__ = ["FAMILIES", "RULESETS", "resolve_rules", "AC", "ALGEBRA", "COMMUTE", "FOLDING", "FUSION", "IDIOMS",
-           "LAYOUT", "LAYOUT_COMMUTE", "MERGE", "SIMPLIFY", "TASO", "TARGET_RULES", "default_rules", "targets_rules"]
+__all__ = ["FAMILIES", "RULESETS", "resolve_rules", "AC", "ACTIVATIONS", "ALGEBRA", "COMMUTE", "FOLDING", "FUSION",
+           "IDIOMS", "LAYOUT", "LAYOUT_COMMUTE", "MERGE", "SIMPLIFY", "TASO", "TARGET_RULES", "default_rules", "targets_rules"]
 
-_DEFAULT = ruleset("default", [*SIMPLIFY, *ALGEBRA, *LAYOUT_COMMUTE, *COMMUTE, *IDIOMS, *FOLDING, *FUSION, *MERGE])
+LAYOUT = ruleset("layout", [*_BLOCKED, *ACTIVATION_LAYOUT])
+_DEFAULT = ruleset("default", [*SIMPLIFY, *ALGEBRA, *LAYOUT_COMMUTE, *COMMUTE, *IDIOMS, *ACTIVATIONS, *FOLDING, *FUSION,
+                               *MERGE])
 RULESETS: dict[str, RuleSet] = {
     "simplify": SIMPLIFY, "algebra": ALGEBRA, "layout-commute": LAYOUT_COMMUTE, "commute": COMMUTE,
-    "idioms": IDIOMS, "folding": FOLDING, "fusion": FUSION, "merge": MERGE, "ac": AC,
+    "idioms": IDIOMS, "activations": ACTIVATIONS, "folding": FOLDING, "fusion": FUSION, "merge": MERGE, "ac": AC,
     "layout": LAYOUT, "taso": TASO,
     "default": _DEFAULT,
     "all": ruleset("all", [*_DEFAULT, *(r for r in AC if r.name not in COMMUTE.names), *LAYOUT, *TASO]),
@@ -57,7 +62,7 @@ RULESETS: dict[str, RuleSet] = {
 
 
 FAMILIES = ("layer norm (with or without affine; + residual: skip layer norm)", "RMS norm", "exact GELU (+ bias)",
-            "SiLU", "hard sigmoid", "hard swish", "ReLU6 (clip)", "stable softmax",
+            "tanh GELU (+ bias)", "QuickGelu", "SiLU", "hard sigmoid", "hard swish", "ReLU6 (clip)", "stable softmax",
             "linear (MatMul with a constant or transposed weight, + bias, + activation)",
             "conv + batch norm (as an op or as per-channel Mul/Add) + activation",
             "scaled dot-product attention (any scale placement, with or without an additive mask, "

@@ -1,0 +1,129 @@
+"""Activations ONNX Runtime runs as one kernel, from the spellings exporters write.
+
+    pow(x, 3)                            -> (x * x) * x                 an axiom: the two tanh GELU spellings meet
+    (x * (tanh((x + ((x * x) * x) * 0.044715) * sqrt(2/pi)) + 1)) * 0.5
+                                         -> nn.gelu(x, "tanh")           FastGelu
+    nn.gelu(x + b, "tanh"), b 1-D        -> nn.bias_gelu(x, b, "tanh")   FastGelu with its bias
+    x * sigmoid(x * a), a a scalar       -> nn.quick_gelu(x, alpha=a)    QuickGelu
+    leaky_relu(dense / conv2d + bias)    -> the fused op with leaky_relu FusedGemm / FusedConv with LeakyRelu
+    f(strided_slice(x)), f an activation -> strided_slice(f(x))          a padded NCHWc conv takes f in
+
+The tanh GELU is an approximation and never equal to the exact one (`nn.gelu(approximate="none")`);
+its idiom holds only where every constant is the formula's (to float32 precision). A scalar `a`
+of QuickGelu must be one float32 value (the kernel's `alpha`); `a == 1` is SiLU (`nn.silu`, exported
+as QuickGelu with alpha 1: bit for bit ONNX Runtime's `Sigmoid` and `Mul`, and 1.7x faster than them
+in float32 on one core, 1x128x768). The crop rules are layout rules (`layout`): only
+there does a convolution padded to whole channel blocks wait for the activation behind its crop.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ir import Expr, relay
+from ir.op.registry import make_call
+
+from ..match import Match
+from ..pattern import call, const_pat, pvars
+from ..rule import Rewrite, rule, ruleset
+from .fusion import _fused, _vector_bias
+
+__all__ = ["ACTIVATIONS", "ACTIVATION_LAYOUT"]
+
+x, w, b = pvars("x w b")
+_SQRT_2_OVER_PI = math.sqrt(2 / math.pi)
+_CUBE_COEFFICIENT = 0.044715
+
+
+def _v(*shape: int, name: str = "x") -> Expr:
+    return relay.var(name, shape=shape)
+
+
+def _c(value) -> Expr:
+    return relay.const(np.asarray(value, "float32"))
+
+
+def _close(value: float | None, want: float) -> bool:
+    """`value` is `want` to float32 precision."""
+    return value is not None and abs(value - want) <= 1e-6 * abs(want)
+
+
+def _is_gelu_tanh(m: Match) -> bool:
+    return (_close(m.scalar("k"), _CUBE_COEFFICIENT) and _close(m.scalar("s"), _SQRT_2_OVER_PI)
+            and m.scalar("one") == 1.0 and m.scalar("half") == 0.5 and m.type("x") == m.root_type())
+
+
+def _quick_gelu(m: Match) -> Expr | None:
+    """`x * sigmoid(x * a)` as QuickGelu when `a` is one finite float32 value (SiLU when it is 1)."""
+    alpha = m.scalar("a")
+    if alpha is None or not math.isfinite(alpha) or float(np.float32(alpha)) != alpha or m.type("x") != m.root_type():
+        return None
+    if alpha == 1.0:
+        return make_call("nn.silu", [m.expr("x")])
+    return make_call("nn.quick_gelu", [m.expr("x")], {"alpha": alpha})
+
+
+def gelu_tanh_formula(v: Expr, cube: str = "product", k: float = _CUBE_COEFFICIENT) -> Expr:
+    """GPT-2's `gelu_new`, as written: `0.5 * x * (1 + tanh(sqrt(2/pi) * (x + k * x^3)))`, the cube as
+    `pow(x, 3)` or `x * x * x`."""
+    cubed = relay.power(v, _c(3.0)) if cube == "pow" else relay.multiply(relay.multiply(v, v), v)
+    inner = relay.multiply(_c(_SQRT_2_OVER_PI), relay.add(v, relay.multiply(_c(k), cubed)))
+    return relay.multiply(relay.multiply(_c(0.5), v), relay.add(_c(1.0), relay.tanh(inner)))
+
+
+def _canonical_gelu_tanh(k: float = _CUBE_COEFFICIENT) -> Expr:
+    v = _v(2, 8)
+    cubed = relay.multiply(relay.multiply(relay.multiply(v, v), v), _c(k))
+    phi = relay.tanh(relay.multiply(relay.add(v, cubed), _c(_SQRT_2_OVER_PI)))
+    return relay.multiply(relay.multiply(v, relay.add(phi, _c(1.0))), _c(0.5))
+
+
+def _sigmoid_gated(alpha) -> Expr:
+    v = _v(2, 8)
+    return relay.multiply(v, relay.sigmoid(relay.multiply(v, _c(alpha))))
+
+
+def _through_crop(op: str, attrs: dict) -> Rewrite:
+    """An element-wise activation computes each element alone, so it commutes with a crop."""
+    return rule(f"{op.split('.')[-1]}-through-crop",
+                call(op, call("strided_slice", x, bind_attrs="sl"), bind_attrs="f"),
+                call("strided_slice", call(op, x, attrs_from="f"), attrs_from="sl"),
+                example=lambda: make_call(op, [relay.strided_slice(_v(1, 8, 3, 3), [0], [6], axes=[1])], attrs),
+                near_miss=lambda: make_call(op, [relay.transpose(_v(1, 8, 3, 3), (0, 2, 3, 1))], attrs))
+
+
+_CUBE = call("multiply", call("multiply", x, x), x)
+_FUSED = {"dense": "nn.dense_bias_act", "conv": "nn.conv2d_bias_act"}
+
+ACTIVATIONS = ruleset("activations", [
+    rule("cube-as-product", call("power", x, const_pat("c")), _CUBE,
+         when=lambda m: m.scalar("c") == 3 and m.type("x") == m.root_type(), dtypes="float", exact=False,
+         example=lambda: relay.power(_v(2, 3), _c(3.0)), near_miss=lambda: relay.power(_v(2, 3), _c(3.5))),
+    rule("gelu-tanh",
+         call("multiply", call("multiply", x, call("add", call("tanh", call(
+             "multiply", call("add", x, call("multiply", _CUBE, const_pat("k"))), const_pat("s"))),
+             const_pat("one"))), const_pat("half")),
+         call("nn.gelu", x, approximate="tanh"), when=_is_gelu_tanh, dtypes="float", exact=False,
+         example=_canonical_gelu_tanh, near_miss=lambda: _canonical_gelu_tanh(k=0.044)),
+    rule("bias-gelu-tanh", call("nn.gelu", call("add", x, b), approximate="tanh"),
+         call("nn.bias_gelu", x, b, approximate="tanh"), when=_vector_bias, dtypes="float", exact=False,
+         example=lambda: relay.nn.gelu(relay.add(_v(2, 5), _v(5, name="b")), approximate="tanh"),
+         near_miss=lambda: relay.nn.gelu(relay.add(_v(2, 5), _v(2, 5, name="b")), approximate="tanh")),
+    rule("quick-gelu", call("multiply", x, call("sigmoid", call("multiply", x, const_pat("a")))), _quick_gelu,
+         dtypes="float", exact=False,
+         example=lambda: _sigmoid_gated(1.702), near_miss=lambda: _sigmoid_gated([1.702] * 8)),
+    *(rule(f"{kind}-bias-leaky_relu", call("nn.leaky_relu", call(op, x, w, b, activation="none", bind_attrs="f"),
+                                           bind_attrs="act"),
+           lambda m, op=op: make_call(op, [m.expr("x"), m.expr("w"), m.expr("b")],
+                                      {**m["f"], "activation": "leaky_relu", "alpha": m["act"].alpha}),
+           example=lambda kind=kind: relay.nn.leaky_relu(_fused(kind), alpha=0.1),
+           near_miss=lambda kind=kind: relay.nn.leaky_relu(_fused(kind, activation="relu"), alpha=0.1))
+      for kind, op in _FUSED.items()),
+])
+
+#: activations a blocked convolution takes in (relu reaches a padded one inside the plain fused conv)
+_CROPPED = {"clip": {"a_min": 0.0, "a_max": 6.0}, "nn.leaky_relu": {"alpha": 0.1}, "nn.hard_sigmoid": {},
+            "nn.hard_swish": {}, "sigmoid": {}, "tanh": {}}
+ACTIVATION_LAYOUT = ruleset("activation-layout", [_through_crop(op, attrs) for op, attrs in _CROPPED.items()])
