@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import enum
+import numbers
 from dataclasses import dataclass
 
 __all__ = ["Limits", "StopReason"]
@@ -27,8 +28,11 @@ class Limits:
     """Budgets for one saturation run; each is checked by the runner, not by egglog.
 
     The node and time limits are also checked while an iteration's matches are searched, read and
-    applied, so a run overshoots them by at most the nodes one batch of matches adds and the time
-    of one rule's search inside egglog (which cannot be interrupted; about 0.35 µs per match).
+    applied (before each match is applied). A run that stops at the node limit ends with fewer than
+    `nodes` + N e-nodes, where N is the number of e-nodes one rule application adds (its result's
+    size: at most 2 for the algebraic rules, a handful for fusion rules); the initial program is not
+    counted against the margin. The time limit is overshot by at most the time of one rule's search
+    inside egglog (which cannot be interrupted; about 0.35 µs per match).
     """
 
     iterations: int = 30
@@ -39,8 +43,13 @@ class Limits:
     """wall clock for saturation; lowering and extraction are not counted."""
 
     def __post_init__(self) -> None:
-        for name in ("iterations", "nodes", "seconds"):
+        """`TypeError` for an iteration or node count that is not an integer, or seconds that are not a
+        number (a bool is neither); `ValueError` for one that is not positive (NaN included)."""
+        for name, kind, wanted in (("iterations", numbers.Integral, "an integer"),
+                                   ("nodes", numbers.Integral, "an integer"), ("seconds", numbers.Real, "a number")):
             value = getattr(self, name)
+            if not isinstance(value, kind) or isinstance(value, bool):
+                raise TypeError(f"Limits.{name} must be {wanted}, got {type(value).__name__} {value!r}")
             if not value > 0:
                 raise ValueError(f"Limits.{name} must be positive, got {value!r}")
 

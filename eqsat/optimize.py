@@ -51,6 +51,7 @@ def cost_model(target: str | CostModel, log: Any = None) -> CostModel:
     if log is not None and (not isinstance(target, str) or target == "ops"):
         raise ValueError(f"a tuning log applies to a strategies target name, not to {target!r}")
     if not isinstance(target, str):
+        target_name(target)  # a TypeError naming `target` when it is no cost model
         return target
     if target == "ops":
         return OpCount()
@@ -60,9 +61,13 @@ def cost_model(target: str | CostModel, log: Any = None) -> CostModel:
 
 def target_name(target: str | CostModel) -> str:
     """The target's name: the string itself, the kind of a cost model's `target` (e.g. "cuda" for
-    `strategies.CostModel("cuda")`), else the cost model's class name."""
+    `strategies.CostModel("cuda")`), else the cost model's class name. A `target` that is neither a
+    name nor a cost model (no `node_cost` method: None, a number) is a `TypeError` that names it."""
     if isinstance(target, str):
         return target
+    if not callable(getattr(target, "node_cost", None)):
+        raise TypeError(f"target must be a target name (e.g. 'cpu', 'ort', 'ops') or a cost model with a "
+                        f"node_cost method, got {type(target).__name__} {target!r}")
     kind = getattr(getattr(target, "target", None), "kind", None)
     return kind if isinstance(kind, str) else type(target).__name__
 

@@ -4,7 +4,7 @@ Each iteration: (1) every rule the scheduler lets in runs its queries once (eggl
 matches that are new since the rule last ran); (2) Python reads the matches, asks each rule for
 its results, type-checks and lowers them, and queues unions; (3) one egglog batch adds the new
 nodes and merges classes, which also restores congruence. Limits are checked between phases and
-every few matches while applying, so egglog's lack of node and time limits does not matter. The
+before every match applied, so egglog's lack of node and time limits does not matter. The
 time budget is kept from both sides: applying stops when flushing what is pending would overrun
 it, and the run stops (with `time_limit`) when the next search is predicted to overrun it. A
 search that finds far more matches than predicted (associativity on a long chain can find a
@@ -41,7 +41,6 @@ from .scheduler import BackoffScheduler, Scheduler
 
 __all__ = ["saturate", "run_schedule", "prove"]
 
-_CHECK_EVERY = 4  # matches applied between two limit checks
 _ROWS_PER_CHECK = 4096  # match rows queued between two limit checks
 _CLEAR_SECONDS_PER_ROW = 2.5e-7  # deleting stored match rows, measured; raised to the slowest rate seen
 _TIMED_CLEAR_ROWS = 10_000  # below this many rows the call's overhead dominates the rate
@@ -127,7 +126,7 @@ class _Run:
             decoded = [(mq, row, mq.decode(self.egraph, row)) for mq, row in queue]
             chosen = {id(m) for m in r.select([m for _, _, m in decoded if isinstance(m, Match)])}
             for i, (mq, row, m) in enumerate(decoded):
-                if i % _CHECK_EVERY == 0 and self._over(enodes_before):
+                if self._over(enodes_before):  # before every match: the node limit's margin is one application
                     stopped = True
                     self.deferred.setdefault(r.name, []).extend((q, w) for q, w, _ in decoded[i:])
                     break

@@ -15,7 +15,7 @@ import numpy as np
 
 __all__ = [
     "Type", "TensorType", "TupleType", "FuncType", "SizeVar", "DimExpr", "FloorDiv", "SymbolicDim", "AnyDim", "Any",
-    "Dim", "floor_divide", "dim_value", "normalize_dtype", "normalize_shape", "is_static", "dim_str",
+    "Dim", "floor_divide", "dim_value", "DTYPES", "normalize_dtype", "normalize_shape", "is_static", "dim_str",
 ]
 
 
@@ -264,11 +264,28 @@ def normalize_shape(shape) -> tuple[Dim, ...]:
     return tuple(normalize_dim(d) for d in shape)
 
 
+#: the element types the IR has: those of ONNX's standard ops (bfloat16 needs `ml_dtypes`, which onnx installs)
+DTYPES = ("bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
+          "float16", "bfloat16", "float32", "float64")
+
+
 def normalize_dtype(dtype) -> str:
-    """Canonical dtype name (`"float32"`, `"int64"`, `"bool"`, ...)."""
+    """Canonical dtype name (`"float32"`, `"int64"`, `"bool"`, ...; None is float32). One the IR has not
+    (complex, strings, objects) or that is no dtype at all is a `ValueError` naming it."""
     if dtype is None:
         return "float32"
-    name = np.dtype(dtype).name
+    if str(dtype) == "bfloat16":
+        try:
+            import ml_dtypes  # noqa: F401  (registers bfloat16 with numpy, for the arrays of such tensors)
+        except ImportError:
+            raise ValueError("dtype bfloat16 needs the ml_dtypes package (installed with onnx)") from None
+        return "bfloat16"
+    try:
+        name = np.dtype(dtype).name
+    except TypeError:
+        name = None
+    if name not in DTYPES:
+        raise ValueError(f"dtype {dtype!r} is not supported; the IR has {', '.join(DTYPES)}")
     return name
 
 

@@ -36,7 +36,11 @@ alone ran past 140 s on a 40k-e-node AC-grown chain whose relaxation (single-use
 follows in the time left.
 
 HiGHS runs in a worker process (`highs_worker`) that is killed when the time limit has passed by
-`highs_worker.KILL_GRACE_S`: HiGHS's own limit is soft (a 60 s solve once ran 260 s).
+`highs_worker.KILL_GRACE_S`: HiGHS's own limit is soft (a 60 s solve once ran 260 s). The limit
+covers the whole extraction: building the program checks it as it goes (`build_model(deadline=)`),
+no solve starts once it has passed, and every solve is killed by the limit plus that grace, so
+`extract` returns within `seconds + KILL_GRACE_S` (or just after greedy and the reduction, which
+are never cut short, when they alone take longer), with greedy's program when nothing better came.
 
 The greedy program (refined by its local search), its dropped nodes swapped for their dominators (never dearer), is the
 fallback: when HiGHS stops (time limit) with nothing better, or is killed, it is returned, so the
@@ -49,7 +53,8 @@ with presolve off a started solve took 5x as long as a cold one on a 20k-node e-
 deadline), `pair_cuts`, `requirement_rows`, `cycle_cuts` (added lazily), `rounds` (solves), `source`
 ("ilp", or "greedy" for the fallback), `fell_back`, `gap` (the returned program's relative
 distance from HiGHS's proven lower bound `dual_bound`: 0 when proven optimal, inf when no bound
-was proven), `greedy_cost`, `fallback_cost`, and the reduction's counts (`nodes_before`,
+was proven), `greedy_cost`, `fallback_cost`, `past_deadline` (only when the limit passed while the
+program was being built, so nothing was solved), and the reduction's counts (`nodes_before`,
 `unusable_nodes`, `dominated_nodes`, `nodes_after`, `mandatory_classes`, `fixed_nodes`).
 """
 
@@ -71,12 +76,26 @@ from .highs_worker import MilpProblem, MilpResult, solve_with_deadline
 from .prune import Reduced, reduce_problem
 from .requires import requirements, strongly_connected
 
-__all__ = ["IlpExtractor", "IlpModel", "build_model"]
+__all__ = ["IlpExtractor", "IlpModel", "build_model", "PastDeadline"]
 
 RELAXATION_SHARE = 0.5
 """share of a solve's time the linear relaxation may take before the mixed-integer solve starts."""
 _INTEGRAL = 1e-6
 """a relaxed solution whose every value is this close to 0 or 1 is taken as integral."""
+
+
+_OUT_OF_TIME = "Time limit reached"
+"""the status of a solve (or a model) that the time limit left unfinished or unstarted."""
+
+
+class PastDeadline(Exception):
+    """The extraction's time limit passed while its program was being built."""
+
+
+def _check(deadline: float) -> None:
+    """Raise `PastDeadline` once `time.perf_counter()` has reached `deadline`."""
+    if time.perf_counter() >= deadline:
+        raise PastDeadline
 
 @dataclass(frozen=True)
 class IlpModel:
@@ -124,9 +143,10 @@ def cut_rows(columns: Mapping[ClassId, list[tuple[int, frozenset[ClassId]]]],
             for a in sorted(inside)]
 
 
-def build_model(view: EGraphView, reduced: Reduced, costs: Sequence[float]) -> IlpModel:
+def build_model(view: EGraphView, reduced: Reduced, costs: Sequence[float], deadline: float = math.inf) -> IlpModel:
     """The program described in the module docstring over `reduced`'s candidates, with the cuts of
-    every two classes that use each other."""
+    every two classes that use each other; `PastDeadline` once `time.perf_counter()` reaches
+    `deadline` (checked before each step and every class or region)."""
     cand, mandatory = reduced.candidates, reduced.mandatory
     nodes = [n for c in sorted(cand) for n in cand[c]]
     col = {n: i for i, n in enumerate(nodes)}
@@ -146,6 +166,7 @@ def build_model(view: EGraphView, reduced: Reduced, costs: Sequence[float]) -> I
         hi.append(upper)
 
     for c in sorted(cand):
+        _check(deadline)
         constraint([(col[n], 1.0) for n in cand[c]], 1.0 if c in mandatory else 0.0, 1.0)
     users: dict[ClassId, dict[ClassId, list[NodeId]]] = {}  # child class -> user class -> its nodes
     for c in sorted(cand):
@@ -153,6 +174,7 @@ def build_model(view: EGraphView, reduced: Reduced, costs: Sequence[float]) -> I
             for k in dict.fromkeys(view.nodes[n].children):
                 users.setdefault(k, {}).setdefault(c, []).append(n)
     for k, by_class in sorted(users.items()):
+        _check(deadline)
         if k in reduced.single_use and len(by_class) > 1:
             groups = [[n for ns in by_class.values() for n in ns]]
         elif k not in mandatory:
@@ -165,7 +187,9 @@ def build_model(view: EGraphView, reduced: Reduced, costs: Sequence[float]) -> I
                 constraint(reads, -math.inf, 1.0)
             else:
                 constraint(reads + [(col[m], -1.0) for m in cand[k]], -math.inf, 0.0)
+    _check(deadline)
     required = requirements(view, cand)
+    _check(deadline)
     for a, exits in required:  # a program holding a holds one of `exits` (`requires`)
         constraint([(col[n], 1.0) for n in cand[a]] + [(col[n], -1.0) for n in exits], -math.inf, 0.0)
     columns = {c: [(col[n], frozenset(view.nodes[n].children)) for n in cand[c]] for c in sorted(cand)}
@@ -174,6 +198,7 @@ def build_model(view: EGraphView, reduced: Reduced, costs: Sequence[float]) -> I
         for row in cut_rows(columns, pair):
             constraint(row, -math.inf, 0.0)
     for x in view.closed_regions:
+        _check(deadline)
         if x.node in col:
             inside = x.interior | {view.nodes[x.node].eclass}
             for n in nodes:
@@ -196,8 +221,8 @@ def _problem(model: IlpModel, integral: bool = True) -> MilpProblem:
 
 def _solve(model: IlpModel, seconds: float) -> MilpResult:
     """The relaxation first, within `RELAXATION_SHARE` of `seconds`: an integral optimum of it is
-    the program's optimum, with no branching; otherwise the mixed-integer solve, in the time left,
-    whose proven bound is at least the relaxation's."""
+    the program's optimum, with no branching; otherwise the mixed-integer solve, in the time left
+    (none when that is spent), whose proven bound is at least the relaxation's."""
     begin = time.perf_counter()
     relaxed = solve_with_deadline(_problem(model, integral=False), seconds * RELAXATION_SHARE)
     bound = None
@@ -205,7 +230,10 @@ def _solve(model: IlpModel, seconds: float) -> MilpResult:
         bound = float(model.objective @ relaxed.x)
         if np.all(np.minimum(relaxed.x, 1.0 - relaxed.x) <= _INTEGRAL):
             return MilpResult("Optimal", np.round(relaxed.x), bound)
-    result = solve_with_deadline(_problem(model), max(seconds - (time.perf_counter() - begin), 0.0))
+    left = seconds - (time.perf_counter() - begin)
+    if left <= 0:
+        return MilpResult(_OUT_OF_TIME, None, bound, killed=relaxed.killed)
+    result = solve_with_deadline(_problem(model), left)
     if bound is not None and (result.dual_bound is None or not result.dual_bound >= bound):
         result = replace(result, dual_bound=bound)
     return result
@@ -237,32 +265,38 @@ class IlpExtractor:
     """Optimal for DAG cost within `seconds`; reports the solver status and optimality gap."""
 
     seconds: float = 60.0
-    """time limit for the whole extraction (greedy and reduction included); on the limit the best
-    program found is returned with its gap. HiGHS runs in a worker process that is killed
-    `highs_worker.KILL_GRACE_S` past the limit, so `extract` returns within `seconds` plus that
-    margin (or, when greedy and the reduction alone take longer, just after them)."""
+    """time limit for the whole extraction (greedy, reduction and building the program included); on
+    the limit the best program found is returned with its gap (greedy's when none). HiGHS runs in
+    a worker process that is killed `highs_worker.KILL_GRACE_S` past the limit, so `extract` returns
+    within `seconds` plus that margin (or, when greedy and the reduction alone take longer, just
+    after them)."""
     name: ClassVar[str] = "ilp"
     optimal_for: ClassVar[Literal["tree", "dag", "none"]] = "dag"
 
     def extract(self, view: EGraphView, roots: Sequence[ClassId], cost: CostModel | Sequence[float]) -> Choice:
         costs = resolve_costs(view, cost)
         begin = time.perf_counter()
+        deadline = begin + self.seconds
         greedy = GreedyDagExtractor().extract(view, roots, costs)
         greedy_cost = greedy.dag_cost(view, costs)
         reduced = reduce_problem(view, roots, costs, greedy_cost * (1 + 1e-9) + 1e-9)
         fallback = Choice(tuple(roots), reduced.repair(view, greedy.node_of, roots))
         fallback_cost = fallback.dag_cost(view, costs)
-        model = build_model(view, reduced, costs)
         info = {"greedy_cost": greedy_cost, "fallback_cost": fallback_cost,
                 "nodes_before": reduced.nodes_before, "unusable_nodes": reduced.unusable,
                 "dominated_nodes": reduced.dominated, "nodes_after": reduced.nodes_after,
-                "mandatory_classes": len(reduced.mandatory), "fixed_nodes": len(reduced.fixed),
-                "variables": model.n_cols, "pair_cuts": model.pair_cuts,
-                "requirement_rows": model.requirement_rows}
+                "mandatory_classes": len(reduced.mandatory), "fixed_nodes": len(reduced.fixed)}
         dual, cuts, rounds, found = None, 0, 0, None
-        while True:
+        result = MilpResult(_OUT_OF_TIME, None, None)
+        model: IlpModel | None = None
+        try:
+            model = build_model(view, reduced, costs, deadline)
+            info.update({"variables": model.n_cols, "pair_cuts": model.pair_cuts,
+                         "requirement_rows": model.requirement_rows})
+        except PastDeadline:
+            info["past_deadline"] = "building the model"
+        while model is not None and (remaining := deadline - time.perf_counter()) > 0:  # none starts past it
             rounds += 1
-            remaining = max(self.seconds - (time.perf_counter() - begin), 0.0)
             result = _solve(model, remaining)
             if result.dual_bound is not None and math.isfinite(result.dual_bound):
                 dual = result.dual_bound if dual is None else max(dual, result.dual_bound)  # each a valid bound
@@ -279,7 +313,7 @@ class IlpExtractor:
             model = model.with_cuts(cycles)
             cuts += len(cycles)
         info.update({"status": result.status, "killed": result.killed, "dual_bound": dual, "cycle_cuts": cuts,
-                     "rounds": rounds, "constraints": len(model.row_lower)})
+                     "rounds": rounds, "constraints": 0 if model is None else len(model.row_lower)})
         if found is not None and (cost_found := found.dag_cost(view, costs)) <= fallback_cost:
             return Choice(found.roots, found.node_of, {**info, "source": "ilp", "fell_back": False,
                                                        "gap": _gap(cost_found, dual),

@@ -417,7 +417,7 @@ class DataTypePattern(DFPattern):
     def __post_init__(self) -> None:
         try:
             dtype = normalize_dtype(self.dtype) if self.dtype is not None else None
-        except TypeError:
+        except (TypeError, ValueError):
             dtype = None
         if dtype is None:
             raise InvalidPatternError(f"has_dtype expects a dtype name such as 'float32', got "

@@ -112,7 +112,7 @@ class AttrField:
         elif kind == "dtype":
             try:
                 value = normalize_dtype(value)
-            except TypeError:
+            except (TypeError, ValueError):
                 ok = False
         elif kind in ("ints", "ints?"):
             ok = _is_int_list(value)

@@ -213,3 +213,121 @@ def test_huge_finite_costs_are_skipped_naming_file_and_line(tmp_path, capsys):
     assert f"{log}:1: " in err and "Traceback" not in err
     data = json.loads(report.read_text())
     assert np.isfinite(data["cost_before"]) and np.isfinite(data["cost_after"])
+
+
+# --- limits honoured within their stated margins (no wall-clock assertions) ---------------------------
+
+def ac_view():
+    """An AC-saturated add chain's e-graph view and its cpu costs."""
+    import ir
+    import strategies
+    from eqsat.egraph.lower import lower
+    from eqsat.extract import node_costs
+    from eqsat.limits import Limits
+    from eqsat.rules.library import RULESETS
+    from eqsat.runner import saturate
+    from tests.eqsat.graphs import add_chain
+    low = lower(ir.IRModule.from_expr(add_chain(6)[0]))
+    saturate(low.egraph, RULESETS["ac"], Limits(nodes=800, seconds=20))
+    view = low.view()
+    return view, node_costs(view, strategies.CostModel("cpu"))
+
+
+def test_the_node_limit_is_overshot_by_less_than_one_rule_application():
+    import ir
+    from eqsat.egraph.lower import lower
+    from eqsat.limits import Limits, StopReason
+    from eqsat.rules.library import RULESETS
+    from eqsat.runner import saturate
+    from tests.eqsat.graphs import add_chain
+    largest_result = 2  # e-nodes one AC application adds: associativity's add(x, add(y, z))
+    for limit in range(60, 400, 23):
+        low = lower(ir.IRModule.from_expr(add_chain(9)[0]))
+        report = saturate(low.egraph, RULESETS["ac"], Limits(iterations=10**4, nodes=limit, seconds=600))
+        assert report.stop_reason is StopReason.NODE_LIMIT
+        assert limit <= report.enodes < limit + largest_result, (limit, report.enodes)
+
+
+def test_building_the_ilp_checks_its_deadline():
+    from eqsat.extract.ilp import PastDeadline, build_model
+    from eqsat.extract.prune import reduce_problem
+    view, costs = ac_view()
+    reduced = reduce_problem(view, view.roots, costs, float("inf"))
+    with pytest.raises(PastDeadline):
+        build_model(view, reduced, costs, deadline=0.0)
+    assert build_model(view, reduced, costs).n_cols > 0
+
+
+def test_an_ilp_out_of_time_starts_no_solve_and_returns_greedy(monkeypatch):
+    from eqsat.extract import GreedyDagExtractor, IlpExtractor
+    from eqsat.extract import ilp
+
+    def no_solve(*args, **kwargs):
+        pytest.fail("a solve started after the time limit")
+    monkeypatch.setattr(ilp, "solve_with_deadline", no_solve)
+    view, costs = ac_view()
+    choice = IlpExtractor(seconds=0.0).extract(view, view.roots, costs)
+    choice.check(view)
+    greedy = GreedyDagExtractor().extract(view, view.roots, costs)
+    assert choice.info["source"] == "greedy" and choice.info["past_deadline"] == "building the model"
+    assert choice.dag_cost(view, costs) <= greedy.dag_cost(view, costs) + 1e-9
+
+
+def test_no_mixed_integer_solve_starts_when_the_relaxation_used_the_time(monkeypatch):
+    import types
+
+    from eqsat.extract import ilp
+    from eqsat.extract.highs_worker import MilpResult
+    view, costs = ac_view()
+    from eqsat.extract.prune import reduce_problem
+    model = ilp.build_model(view, reduced := reduce_problem(view, view.roots, costs, float("inf")), costs)
+    calls = []
+
+    def relaxation(problem, seconds, kill_after=None):
+        calls.append(seconds)
+        return MilpResult("Optimal", np.full(model.n_cols, 0.5), None)
+    clock = iter([0.0, 5.0])  # the relaxation "took" 5 s of the 1 s given
+    monkeypatch.setattr(ilp, "solve_with_deadline", relaxation)
+    monkeypatch.setattr(ilp, "time", types.SimpleNamespace(perf_counter=lambda: next(clock)))
+    result = ilp._solve(model, 1.0)
+    assert len(calls) == 1 and result.x is None and reduced.nodes_after > 0
+    assert result.dual_bound == pytest.approx(0.5 * model.objective.sum())  # the relaxation's bound is kept
+
+
+# --- API misuse: a TypeError or ValueError that names the argument -------------------------------------
+
+@pytest.mark.parametrize("kwargs, error, named", [
+    ({"iterations": "3"}, TypeError, "Limits.iterations must be an integer, got str '3'"),
+    ({"nodes": 2.5}, TypeError, "Limits.nodes must be an integer"),
+    ({"seconds": True}, TypeError, "Limits.seconds must be a number"),
+    ({"iterations": -1}, ValueError, "Limits.iterations must be positive"),
+    ({"nodes": 0}, ValueError, "Limits.nodes must be positive"),
+    ({"seconds": float("nan")}, ValueError, "Limits.seconds must be positive, got nan"),
+])
+def test_bad_limits_name_the_limit(kwargs, error, named):
+    from eqsat import Limits
+    with pytest.raises(error, match=named.replace("(", r"\(")):
+        Limits(**kwargs)
+
+
+@pytest.mark.parametrize("target", [None, 3, object()])
+def test_a_target_that_is_no_target_is_a_type_error(target, monkeypatch):
+    import eqsat
+    import ir
+    import sys
+    optimize_module = sys.modules["eqsat.optimize"]  # `eqsat.optimize` is the function
+    monkeypatch.setattr(optimize_module, "saturate_program",
+                        lambda *a, **k: pytest.fail("optimize started saturating before checking target"))
+    mod, params = ir.models.get("nasrnn", small=True)
+    with pytest.raises(TypeError, match="target must be a target name .* got"):
+        eqsat.optimize(mod, params, target=target, verify=False)
+
+
+def test_bfloat16_vars_are_supported_and_unknown_dtypes_named():
+    import ir
+    from ir import relay
+    x = relay.var("x", shape=(2,), dtype="bfloat16")
+    assert ir.infer_type(relay.nn.relu(x + x)).checked_type == ir.TensorType((2,), "bfloat16")
+    for dtype in ("complex64", "int4", "string"):
+        with pytest.raises(ValueError, match=f"dtype '{dtype}' is not supported"):
+            relay.var("x", shape=(2,), dtype=dtype)
