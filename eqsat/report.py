@@ -45,6 +45,8 @@ class Report:
     """wall clock of the whole run."""
     rejected_per_rule: Mapping[str, int] = field(default_factory=dict)
     """results dropped because they were ill-typed or their type differed from the matched class."""
+    rule_errors: Mapping[str, str] = field(default_factory=dict)
+    """rule -> the first error its callback raised (a bug in the rule); those matches were skipped."""
 
     @property
     def iterations(self) -> int:
@@ -76,7 +78,7 @@ class Report:
             "initial": {"enodes": self.initial_enodes, "eclasses": self.initial_eclasses},
             "final": {"enodes": self.enodes, "eclasses": self.eclasses},
             "matches_per_rule": self.matches_per_rule, "applied_per_rule": self.applied_per_rule,
-            "rejected_per_rule": dict(self.rejected_per_rule),
+            "rejected_per_rule": dict(self.rejected_per_rule), "rule_errors": dict(self.rule_errors),
             "rows": [{"iteration": r.iteration, "enodes": r.enodes, "eclasses": r.eclasses,
                       "matches_per_rule": dict(r.matches_per_rule), "applied_per_rule": dict(r.applied_per_rule),
                       "seconds": dict(r.seconds), "banned": list(r.banned)} for r in self.rows],
@@ -86,8 +88,11 @@ class Report:
         limit = {StopReason.NODE_LIMIT: f" ({self.limits.nodes} e-nodes)",
                  StopReason.TIME_LIMIT: f" ({self.limits.seconds:g} s)",
                  StopReason.ITERATION_LIMIT: f" ({self.limits.iterations} iterations)"}.get(self.stop_reason, "")
+        errors = "".join(f"\nrule {name} failed on a match, which was skipped (please report it): {error}"
+                         for name, error in self.rule_errors.items())
         return (f"stopped: {self.stop_reason}{limit} after {self.iterations} iterations in {self.seconds:.3f} s; "
-                f"{self.initial_enodes} -> {self.enodes} e-nodes, {self.initial_eclasses} -> {self.eclasses} e-classes")
+                f"{self.initial_enodes} -> {self.enodes} e-nodes, {self.initial_eclasses} -> {self.eclasses} e-classes"
+                f"{errors}")
 
     def table(self) -> str:
         head = (f"{'iter':>4} {'e-nodes':>9} {'e-classes':>9} {'search s':>9} {'apply s':>8} {'rebuild s':>9}"

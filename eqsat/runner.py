@@ -10,6 +10,9 @@ it, and the run stops (with `time_limit`) when the next search is predicted to o
 search that finds far more matches than predicted (associativity on a long chain can find a
 million) is cut short while its rows are read, which is where its time goes, and the rules are
 searched one egglog call each, so the budget is overrun by at most egglog's search of one rule.
+A rule whose callback raises on a match (a bug in the rule, e.g. a guard that assumes a static
+dimension where the program has a symbolic one) is skipped for that match, which is always sound;
+its first error is kept in `Report.rule_errors`.
 Ctrl-C (SIGINT, when saturating on the main thread) is noted and honoured at the same points as
 the limits: the run stops with `interrupted`, and the e-graph stays consistent for extraction.
 A row that a rule cannot decide yet (`RETRY_LATER`: a dominator region whose path has no
@@ -66,6 +69,7 @@ class _Run:
         self.waiting: dict[str, list[tuple[object, tuple]]] = {}
         self.seen: dict[str, set[tuple]] = {r.name: set() for r in rules}
         self.rejected: Counter[str] = Counter()
+        self.errors: dict[str, str] = {}  # rule -> the first error its callback raised
         self.flush_seconds_per_change = 0.0
         self.search_seconds_per_node = 0.0
         self.clear_seconds_per_row = _CLEAR_SECONDS_PER_ROW
@@ -167,6 +171,12 @@ class _Run:
         except ir.IRError:  # the rule built an invalid call (e.g. a bad attribute value)
             self.rejected[r.name] += 1
             return False
+        except MemoryError:
+            raise
+        except Exception as err:  # noqa: BLE001  (a rule's callback failed on this match: a bug in the rule)
+            self.rejected[r.name] += 1  # not rewriting is always sound: the match is skipped, the run goes on
+            self.errors.setdefault(r.name, f"{type(err).__name__}: {err}")
+            return False
         merged = False
         for res in results:
             handle = _lower_result(self.egraph, res, m, r.name)
@@ -267,7 +277,7 @@ def _saturate(run: _Run, goal: tuple[Handle, Handle] | None,
             if reason is None and not changed:
                 run.scheduler.release()
     return Report(reason, limits, tuple(rows), initial_enodes, initial_eclasses, run.elapsed(),
-                  dict(sorted(run.rejected.items())))
+                  dict(sorted(run.rejected.items())), dict(sorted(run.errors.items())))
 
 
 def run_schedule(egraph: EGraph, phases: Sequence[tuple[Iterable[Rule], Limits]], *,

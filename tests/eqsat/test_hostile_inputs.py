@@ -331,3 +331,52 @@ def test_bfloat16_vars_are_supported_and_unknown_dtypes_named():
     for dtype in ("complex64", "int4", "string"):
         with pytest.raises(ValueError, match=f"dtype '{dtype}' is not supported"):
             relay.var("x", shape=(2,), dtype=dtype)
+
+
+# --- layer / RMS norm over a symbolic last dimension ---------------------------------------------------
+
+def decomposed_norm(path, kind: str) -> str:
+    """An ONNX file of a decomposed layer norm or RMS norm over the symbolic last axis `D`."""
+    from onnx import TensorProto, helper, numpy_helper
+    centred = [helper.make_node("ReduceMean", ["x"], ["m"], axes=[-1]), helper.make_node("Sub", ["x", "m"], ["d"])]
+    nodes = (centred if kind == "layer" else []) + [
+        helper.make_node("Mul", ["d", "d"] if kind == "layer" else ["x", "x"], ["d2"]),
+        helper.make_node("ReduceMean", ["d2"], ["v"], axes=[-1]), helper.make_node("Add", ["v", "eps"], ["ve"]),
+        helper.make_node("Sqrt", ["ve"], ["s"]), helper.make_node("Div", ["d" if kind == "layer" else "x", "s"], ["n"]),
+        helper.make_node("Mul", ["n", "g"], ["y"])]
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", "D"]),
+                                           helper.make_tensor_value_info("g", TensorProto.FLOAT, ["D"])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+                              [numpy_helper.from_array(np.array(1e-5, np.float32), "eps")])
+    file = path / f"{kind}_norm.onnx"
+    file.write_bytes(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]).SerializeToString())
+    return str(file)
+
+
+@pytest.mark.parametrize("kind", ["layer", "rms"])
+def test_a_norm_over_a_symbolic_last_dimension_optimizes(tmp_path, capsys, kind):
+    assert main(["optimize", decomposed_norm(tmp_path, kind), "--quiet", "--iterations", "3"]) == 0
+    out, err = capsys.readouterr()
+    assert out.startswith("stopped: ") and "verified" in out and err == ""
+
+
+def test_a_rule_that_raises_on_a_match_is_skipped_and_reported():
+    import ir
+    from eqsat.egraph.lower import lower
+    from eqsat.limits import Limits
+    from eqsat.rules.pattern import call, pvars
+    from eqsat.rules.rule import rule, ruleset
+    from eqsat.runner import saturate
+    from ir import relay
+    x, = pvars("x")
+
+    def boom(m):
+        raise TypeError("a guard that assumed a static dimension")
+    planted = ruleset("planted", [rule("boom", call("nn.relu", x), boom),
+                                  rule("add-comm", call("add", x, pvars("y")[0]), call("add", pvars("y")[0], x))])
+    a, b = relay.var("a", shape=(2,)), relay.var("b", shape=(2,))
+    low = lower(ir.IRModule.from_expr(relay.nn.relu(a + b)))
+    report = saturate(low.egraph, planted, Limits(iterations=3))
+    assert report.rule_errors == {"boom": "TypeError: a guard that assumed a static dimension"}
+    assert report.rejected_per_rule["boom"] >= 1 and report.applied_per_rule.get("add-comm") == 1
+    assert "rule boom failed on a match, which was skipped" in report.summary()
