@@ -1,7 +1,8 @@
 """Emitters of the fused forms as ONNX Runtime contrib ops (domain `com.microsoft`), for `to_onnx(contrib=True)`.
 
     nn.conv2d_bias_act  -> FusedConv(X, W, B; activation, activation_params)
-    nn.dense_bias_act   -> FusedGemm(A, B, C; transB=1, activation, activation_alpha)   (over the rows)
+    nn.dense_bias_act   -> FusedGemm(A, B, C; transB=1, activation, activation_alpha, activation_beta)
+                           (over the rows; a clip stays Gemm + Clip: FusedGemm has no Clip)
     nn.fused_matmul     -> FusedMatMul(A, B; alpha, transA, transB)
     nn.bias_gelu        -> BiasGelu(A, B) exact, FastGelu(X, bias) tanh
     nn.gelu             -> Gelu(X) exact, FastGelu(X) tanh              (below opset 20, which has `Gelu`)
@@ -29,7 +30,7 @@ from typing import Callable, Sequence
 from ..expr import Call
 from .export_context import CONTRIB_DOMAIN, EmitContext, Value
 from .export_elemwise import GELU_OPSET
-from .export_nn import ONNX_ACTIVATIONS, cast_to, conv_nchw, from_nchw, gemm_over_rows
+from .export_nn import ACTIVATION_PARAMS, ONNX_ACTIVATIONS, cast_to, conv_nchw, from_nchw, gemm_over_rows
 
 __all__ = ["ContribEmitter", "CONTRIB_EMITTERS", "CONTRIB_OPSET"]
 
@@ -54,12 +55,12 @@ def _float32(ctx: EmitContext, call: Call) -> bool:
     return ctx.type_of(call).dtype == _CONTRIB_DTYPE
 
 
-def _activation(call: Call) -> tuple[str, float | None] | None:
-    """The ONNX name of the call's activation and its LeakyRelu slope (else None); None for "none"."""
+def _activation(call: Call) -> tuple[str, list[float]] | None:
+    """The ONNX name of the call's activation and its parameters (`ACTIVATION_PARAMS`); None for "none"."""
     act = call.attrs.activation
     if act == "none":
         return None
-    return ONNX_ACTIVATIONS[act], call.attrs.alpha if act == "leaky_relu" else None
+    return ONNX_ACTIVATIONS[act], [float(getattr(call.attrs, k)) for k in ACTIVATION_PARAMS.get(act, ())]
 
 
 @_emits_contrib("nn.conv2d_bias_act")
@@ -67,21 +68,25 @@ def emit_fused_conv(ctx: EmitContext, call: Call, args: Sequence[Value]) -> Valu
     activation = _activation(call)
     if activation is None or not _float32(ctx, call):
         return None
-    name, alpha = activation
+    name, params = activation
     out = conv_nchw(ctx, call, args, "FusedConv", domain=CONTRIB_DOMAIN, activation=name,
-                    activation_params=None if alpha is None else [alpha])
+                    activation_params=params or None)
     return from_nchw(ctx, out, call.attrs.data_layout)
 
 
 @_emits_contrib("nn.dense_bias_act")
 def emit_fused_gemm(ctx: EmitContext, call: Call, args: Sequence[Value]) -> Value | None:
+    """FusedGemm, whose kernel takes every fused activation but Clip (ONNX Runtime 1.32: "unknown kernel type")."""
     activation = _activation(call)
-    if activation is None or not _float32(ctx, call) or ctx.type_of(call.args[0]).ndim < 2:
+    if (activation is None or call.attrs.activation == "clip" or not _float32(ctx, call)
+            or ctx.type_of(call.args[0]).ndim < 2):
         return None
-    name, alpha = activation
+    name, params = activation
+    alpha, beta = (params + [None, None])[:2]
     data, *rest = cast_to(ctx, args, call)
     return gemm_over_rows(ctx, call, data, lambda rows: ctx.node(
-        "FusedGemm", [rows, *rest], domain=CONTRIB_DOMAIN, transB=1, activation=name, activation_alpha=alpha))
+        "FusedGemm", [rows, *rest], domain=CONTRIB_DOMAIN, transB=1, activation=name, activation_alpha=alpha,
+        activation_beta=beta))
 
 
 @_emits_contrib("nn.fused_matmul")

@@ -40,8 +40,8 @@ from ..types import Any, Dim
 from .errors import FrontendError
 from .export_context import EMITTERS, EmitContext, Value, emits
 from .export_contrib import CONTRIB_EMITTERS
-from .export_elemwise import hard_sigmoid, hard_swish
-from .export_nn import ONNX_ACTIVATIONS, activation_node
+from .export_elemwise import hard_swish
+from .export_nn import ACTIVATION_PARAMS, ONNX_ACTIVATIONS, activation_node
 
 __all__ = ["NCHWC_DOMAIN", "ort_nchwc_block_size", "blocked_pool2d", "relayout"]
 
@@ -104,19 +104,15 @@ def _activation(call: Call) -> str:
 
 def _standard_activation(ctx: EmitContext, call: Call, out: str) -> str:
     """`out` through the blocked convolution's activation, as standard ONNX nodes."""
-    activation, attrs, dtype = _activation(call), call.attrs, ctx.type_of(call).dtype
-    if activation == "clip":
-        return ctx.node("Clip", [out, ctx.const(attrs.a_min, dtype), ctx.const(attrs.a_max, dtype)])
-    if activation == "hard_sigmoid":
-        return hard_sigmoid(ctx, out, attrs.alpha, attrs.beta, dtype)
+    activation, dtype = _activation(call), ctx.type_of(call).dtype
     if activation == "hard_swish":
         return hard_swish(ctx, out, dtype)
-    return out if activation == "none" else activation_node(ctx, out, attrs)
+    return out if activation == "none" else activation_node(ctx, out, call.attrs, dtype)
 
 
-#: ONNX Runtime's NCHWc Conv activations (beyond `ONNX_ACTIVATIONS`) with their parameters
-_NCHWC_ACTIVATIONS = {"clip": ("Clip", ("a_min", "a_max")), "hard_sigmoid": ("HardSigmoid", ("alpha", "beta")),
-                      "hard_swish": ("HardSwish", ()), "leaky_relu": ("LeakyRelu", ("alpha",))}
+#: ONNX Runtime's NCHWc Conv activations with their parameters
+_NCHWC_ACTIVATIONS = {**{act: (name, ACTIVATION_PARAMS.get(act, ())) for act, name in ONNX_ACTIVATIONS.items()},
+                      "hard_swish": ("HardSwish", ())}
 
 
 @emits(*BLOCKED_CONVS)
@@ -304,7 +300,7 @@ def emit_nchwc_conv(ctx: EmitContext, call: Call, args: Sequence[Value]) -> Valu
         inputs.append(_flat_view(ctx, args[3], out_channels))
     activation, extra = _activation(call), {}
     if activation != "none":
-        name, params = _NCHWC_ACTIVATIONS.get(activation, (ONNX_ACTIVATIONS.get(activation), ()))
+        name, params = _NCHWC_ACTIVATIONS[activation]
         extra["activation"] = name
         if params:
             extra["activation_params"] = [float(getattr(attrs, k)) for k in params]

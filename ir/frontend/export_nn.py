@@ -16,7 +16,7 @@ from ..op.nn import SPATIAL
 from ..op.shapes import known, normalize_axis
 from .errors import FrontendError
 from .export_context import ONE_NODE_OPSETS, EmitContext, Value, emits
-from .export_elemwise import gelu
+from .export_elemwise import gelu, hard_sigmoid
 from .export_tensor import reduce, unsqueeze
 
 
@@ -42,14 +42,22 @@ def _channel_vector(ctx: EmitContext, vector: str, axis: int, ndim: int) -> str:
 
 
 #: the fused forms' `activation` attribute -> the ONNX op type ("none" has none)
-ONNX_ACTIVATIONS = {"relu": "Relu", "sigmoid": "Sigmoid", "tanh": "Tanh", "leaky_relu": "LeakyRelu"}
+ONNX_ACTIVATIONS = {"relu": "Relu", "sigmoid": "Sigmoid", "tanh": "Tanh", "leaky_relu": "LeakyRelu", "clip": "Clip",
+                    "hard_sigmoid": "HardSigmoid"}
+#: the attributes of a fused form that parameterize its activation, in the order ONNX Runtime's fused kernels
+#: take them (`activation_params` of FusedConv and NCHWc Conv; `activation_alpha`, `activation_beta` of FusedGemm)
+ACTIVATION_PARAMS = {"leaky_relu": ("alpha",), "clip": ("a_min", "a_max"), "hard_sigmoid": ("alpha", "beta")}
 
 
-def activation_node(ctx: EmitContext, data: str, attrs: Attrs) -> str:
-    """`data` through a fused form's `activation` (`ONNX_ACTIVATIONS`; "none" is `data` itself)."""
+def activation_node(ctx: EmitContext, data: str, attrs: Attrs, dtype: str) -> str:
+    """`data` (of `dtype`) through a fused form's `activation` (`ONNX_ACTIVATIONS`; "none" is `data` itself)."""
     act = attrs.activation
     if act == "none":
         return data
+    if act == "clip":
+        return ctx.node("Clip", [data, ctx.const(attrs.a_min, dtype), ctx.const(attrs.a_max, dtype)])
+    if act == "hard_sigmoid":
+        return hard_sigmoid(ctx, data, attrs.alpha, attrs.beta, dtype)
     alpha = attrs.alpha if act == "leaky_relu" else None
     return ctx.node(ONNX_ACTIVATIONS[act], [data], alpha=alpha)
 
@@ -82,7 +90,7 @@ def emit_conv(ctx: EmitContext, call: Call, args: Sequence[Value]) -> Value:
     attrs = call.attrs
     out = conv_nchw(ctx, call, args)
     if call.op.name == "nn.conv2d_bias_act":
-        out = activation_node(ctx, out, attrs)
+        out = activation_node(ctx, out, attrs, ctx.type_of(call).dtype)
     return from_nchw(ctx, out, attrs.data_layout)
 
 
@@ -147,7 +155,9 @@ def emit_dense(ctx: EmitContext, call: Call, args: Sequence[Value]) -> Value:
     Runtime's Gemm kernel is faster than MatMul on a transposed weight, and needs no transpose."""
     data, weight, *bias = cast_to(ctx, args, call)
     out = gemm_over_rows(ctx, call, data, lambda rows: ctx.node("Gemm", [rows, weight, *bias], transB=1))
-    return activation_node(ctx, out, call.attrs) if call.op.name == "nn.dense_bias_act" else out
+    if call.op.name != "nn.dense_bias_act":
+        return out
+    return activation_node(ctx, out, call.attrs, ctx.type_of(call).dtype)
 
 
 @emits("nn.matmul", "nn.batch_matmul", "nn.fused_matmul")

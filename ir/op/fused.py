@@ -19,7 +19,9 @@ from .registry import AttrField, OpPattern, register_op
 from .shapes import broadcast_shapes, dims_match, same_dtype, tensor
 from .tensor import broadcast_rel
 
-ACTIVATIONS = ("none", "relu", "sigmoid", "tanh", "leaky_relu")
+#: the fused forms' activations: leaky relu's slope is `alpha`, hard sigmoid's `alpha` and `beta`, clip's bounds
+#: `a_min` and `a_max` (ONNX Runtime's FusedConv takes each, its FusedGemm all but clip)
+ACTIVATIONS = ("none", "relu", "sigmoid", "tanh", "leaky_relu", "clip", "hard_sigmoid")
 
 
 def _check_bias(out: Type, bias: Type, axis: int) -> Type:
@@ -84,7 +86,11 @@ def attention_rel(args: Sequence[Type], attrs: Attrs) -> Type:
     return TensorType((*lead, q.shape[-2], v.shape[-1]), dtype)
 
 
-ACT = [AttrField("activation", "str", "none", choices=ACTIVATIONS), AttrField("alpha", "float", 0.01)]
+ACT = [AttrField("activation", "str", "none", choices=ACTIVATIONS),
+       AttrField("alpha", "float", 0.01, doc="leaky relu's slope, hard sigmoid's scale"),
+       AttrField("beta", "float", 0.5, doc="hard sigmoid's offset"),
+       AttrField("a_min", "float", 0.0, doc="clip's lower bound"),
+       AttrField("a_max", "float", 6.0, doc="clip's upper bound")]
 OUT_EW = OpPattern.OUT_ELEMWISE_FUSABLE
 register_op("nn.conv2d_bias_act", ["data", "weight", "bias"], conv2d_bias_act_rel, OUT_EW,
             attrs=CONV_ATTRS + ACT, doc="activation(conv2d(data, weight) + bias[channel]) (ORT FusedConv).")

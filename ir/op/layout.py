@@ -195,7 +195,7 @@ OP_ACTIVATIONS = {"clip": ("clip", ("a_min", "a_max")), "hard_sigmoid": ("nn.har
                   "hard_swish": ("nn.hard_swish", ())}
 #: the activations of the blocked convolutions: the fused forms' and ONNX Runtime's NCHWc `Clip`,
 #: `HardSigmoid` and `HardSwish`
-BLOCKED_ACTIVATIONS = (*ACTIVATIONS, *OP_ACTIVATIONS)
+BLOCKED_ACTIVATIONS = tuple(dict.fromkeys((*ACTIVATIONS, *OP_ACTIVATIONS)))
 _ACT = [AttrField("activation", "str", "none", choices=BLOCKED_ACTIVATIONS),
         AttrField("alpha", "float", 0.01, doc="leaky relu's slope, hard sigmoid's scale"),
         AttrField("beta", "float", 0.5, doc="hard sigmoid's offset"),

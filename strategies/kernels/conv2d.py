@@ -258,7 +258,7 @@ def conv2d_compute(algorithm: str, fused: bool = False) -> PreparedCompute:
             out = algo.run(attrs, x, packed if packed is not None else pack(attrs, inputs[1]), config)
             if fused:
                 out += bias if bias is not None else inputs[2].reshape(1, -1, 1, 1)
-                epilogue(out, attrs.activation, attrs.alpha)
+                epilogue(out, attrs)
             return from_nchw(out, attrs.data_layout)
         return kernel
 

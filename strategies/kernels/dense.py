@@ -32,14 +32,15 @@ def _cast(attrs: Attrs, *arrays: np.ndarray) -> tuple[np.ndarray, ...]:
 
 
 def _dense(algorithm: str, data: np.ndarray, weight_t: np.ndarray, config: Mapping[str, Any],
-           bias: np.ndarray | None = None, activation: str = "none", alpha: float = 0.0) -> np.ndarray:
-    """activation(data @ weight_t + bias) over the last axis of `data`; `weight_t` is [K, units]."""
+           bias: np.ndarray | None = None, attrs: Attrs | None = None) -> np.ndarray:
+    """activation(data @ weight_t + bias) over the last axis of `data` (the activation of the fused
+    form's `attrs`); `weight_t` is [K, units]."""
     out_shape = data.shape[:-1] + (weight_t.shape[1],)
     if algorithm == "einsum":
         out = np.einsum("...k,ku->...u", data, weight_t)
         if bias is not None:
             out += bias
-            epilogue(out, activation, alpha)
+            epilogue(out, attrs)
         return out
     rows = data.reshape(-1, data.shape[-1])
     out = np.empty((rows.shape[0], weight_t.shape[1]), dtype=np.result_type(data, weight_t))
@@ -48,7 +49,7 @@ def _dense(algorithm: str, data: np.ndarray, weight_t: np.ndarray, config: Mappi
         block = np.matmul(rows[start:start + tile], weight_t, out=out[start:start + tile])
         if bias is not None:
             block += bias
-            epilogue(block, activation, alpha)
+            epilogue(block, attrs)
     return out.reshape(out_shape)
 
 
@@ -69,7 +70,7 @@ def dense_compute(algorithm: str, fused: bool = False) -> PreparedCompute:
             w_t = weight_t if weight_t is not None else _cast(attrs, inputs[1])[0].T
             if not fused:
                 return _dense(algorithm, data, w_t, config)
-            return _dense(algorithm, data, w_t, config, inputs[2], attrs.activation, attrs.alpha)
+            return _dense(algorithm, data, w_t, config, inputs[2], attrs)
         return kernel
 
     return PreparedCompute(prepare, f"dense{'_bias_act' if fused else ''}_{algorithm}")

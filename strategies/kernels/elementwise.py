@@ -100,12 +100,16 @@ _ATTR_FORMS: dict[str, Callable[[Attrs, int], InPlace]] = {
 _ACTIVATIONS: dict[str, InPlace] = {"relu": _relu, "sigmoid": _sigmoid, "tanh": np.tanh}
 
 
-def epilogue(out: np.ndarray, activation: str, alpha: float) -> np.ndarray:
-    """Apply a fused form's activation to `out` in place (a fresh, writable float array)."""
+def epilogue(out: np.ndarray, attrs: Attrs) -> np.ndarray:
+    """Apply a fused form's activation (`attrs.activation`, with its parameters) to `out` in place (a
+    fresh, writable float array)."""
+    activation = attrs.activation
     if activation == "none":
         return out
     if activation == "leaky_relu":
-        return _leaky_relu(alpha)(out, out=out)
+        return _leaky_relu(attrs.alpha)(out, out=out)
+    if activation in ("clip", "hard_sigmoid"):  # the op's form reads the same attribute names
+        return _ATTR_FORMS["clip" if activation == "clip" else "nn.hard_sigmoid"](attrs, out.ndim)(out, out=out)
     if activation not in _ACTIVATIONS:
         raise ValueError(f"unknown activation {activation!r}")
     return _ACTIVATIONS[activation](out, out=out)

@@ -12,10 +12,10 @@ import numpy as np
 
 from ir.attrs import Attrs
 from ir.types import TensorType, Type
-from ir.op.layout import OP_ACTIVATIONS, parse_layout, primal_axes
+from ir.op.layout import parse_layout, primal_axes
 
 from .prepared import NO_DONATION, Kernel, PreparedCompute
-from .reference import _ref, apply_activation, run_reference
+from .reference import _ref, fused_activation, run_reference
 
 __all__ = ["transform_layout", "plain_conv_attrs", "blocked_activation", "blocked_conv_compute"]
 
@@ -79,13 +79,8 @@ def _plain_conv(attrs: Attrs, data: np.ndarray, weight: np.ndarray, bias: np.nda
     return run_reference("nn.conv2d_bias_act", plain_conv_attrs(attrs, fused=True), [*inputs, bias])
 
 
-def blocked_activation(attrs: Attrs, x: np.ndarray) -> np.ndarray:
-    """The activation of a blocked convolution (`ir.op.layout.BLOCKED_ACTIVATIONS`): an element-wise op's
-    by that op's reference kernel, so a fused convolution gives the bits of the op after it."""
-    if attrs.activation in OP_ACTIVATIONS:
-        op, kept = OP_ACTIVATIONS[attrs.activation]
-        return run_reference(op, Attrs({k: getattr(attrs, k) for k in kept}), [x])
-    return apply_activation(x, attrs.activation, attrs.alpha)
+#: the activation of a blocked convolution (`ir.op.layout.BLOCKED_ACTIVATIONS`), as the plain fused forms'
+blocked_activation = fused_activation
 
 
 def _out(attrs: Attrs, nchw: np.ndarray) -> np.ndarray:

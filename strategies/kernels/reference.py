@@ -20,6 +20,7 @@ from scipy import special
 from ir.attrs import Attrs
 from ir.errors import ShapeError
 from ir.op.activation import HARD_SWISH_ALPHA, HARD_SWISH_BETA
+from ir.op.layout import OP_ACTIVATIONS
 from ir.op.nn import LAYOUTS
 from ir.op.registry import get_op
 from ir.op.shapes import normalize_axes, normalize_axis
@@ -31,7 +32,7 @@ from .layout import from_nchw, pad_spatial, pool_padding, to_nchw, weight_to_oih
 
 __all__ = [
     "Kernel", "reference_kernel", "ops_with_reference", "run_reference", "value_type", "cast_to_type",
-    "apply_activation", "gelu", "reduce_axes", "along_axis", "scale_shift", "UNARY_FUNCTIONS", "BINARY_FUNCTIONS",
+    "apply_activation", "fused_activation", "gelu", "reduce_axes", "along_axis", "scale_shift", "UNARY_FUNCTIONS", "BINARY_FUNCTIONS",
 ]
 
 Kernel = Callable[..., Any]
@@ -100,6 +101,16 @@ def gelu(x: np.ndarray, approximate: str = "none") -> np.ndarray:
         inner = x.dtype.type(math.sqrt(2.0 / math.pi)) * (x + x.dtype.type(0.044715) * x ** 3)
         return 0.5 * x * (1.0 + np.tanh(inner))
     return 0.5 * x * (1.0 + special.erf(x / x.dtype.type(math.sqrt(2.0))))
+
+
+def fused_activation(attrs: Attrs, x: np.ndarray) -> np.ndarray:
+    """The activation of a fused form (`ir.op.fused.ACTIVATIONS`, `ir.op.layout.BLOCKED_ACTIVATIONS`): an
+    element-wise op's (clip, hard sigmoid, hard swish) by that op's reference kernel, so a fused form gives
+    the bits of the op after it."""
+    if attrs.activation in OP_ACTIVATIONS:
+        op, kept = OP_ACTIVATIONS[attrs.activation]
+        return run_reference(op, Attrs({k: getattr(attrs, k) for k in kept}), [x])
+    return apply_activation(x, attrs.activation, attrs.alpha)
 
 
 def apply_activation(x: np.ndarray, activation: str, alpha: float) -> np.ndarray:
@@ -355,7 +366,7 @@ def _conv(attrs: Attrs, data: np.ndarray, weight: np.ndarray) -> np.ndarray:
 @_ref("nn.conv2d_bias_act")
 def _conv2d_bias_act(attrs: Attrs, data: np.ndarray, weight: np.ndarray, bias: np.ndarray) -> np.ndarray:
     out = _conv_channels_first(attrs, data, weight) + bias.reshape(1, -1, 1, 1)
-    return from_nchw(apply_activation(out, attrs.activation, attrs.alpha), attrs.data_layout)
+    return from_nchw(fused_activation(attrs, out), attrs.data_layout)
 
 
 @_ref("nn.conv1d_transpose", "nn.conv2d_transpose", "nn.conv3d_transpose")
@@ -396,7 +407,7 @@ _ref("nn.dense")(_dense)
 
 @_ref("nn.dense_bias_act")
 def _dense_bias_act(attrs: Attrs, data: np.ndarray, weight: np.ndarray, bias: np.ndarray) -> np.ndarray:
-    return apply_activation(_dense(attrs, data, weight) + bias, attrs.activation, attrs.alpha)
+    return fused_activation(attrs, _dense(attrs, data, weight) + bias)
 
 
 def _matmul(attrs: Attrs, a: np.ndarray, b: np.ndarray) -> np.ndarray:

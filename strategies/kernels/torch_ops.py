@@ -243,10 +243,13 @@ def _conv_nchw(attrs, data, weight):
     return _F().conv2d(x, w, stride=attrs.strides, padding=padding, dilation=attrs.dilation, groups=attrs.groups)
 
 
-def _activation(x, activation: str, alpha: float):
-    F = _F()
-    return {"none": lambda v: v, "relu": F.relu, "sigmoid": _torch().sigmoid, "tanh": _torch().tanh,
-            "leaky_relu": lambda v: F.leaky_relu(v, alpha)}[activation](x)
+def _activation(x, attrs):
+    """The fused form's activation (`attrs.activation`, with its parameters)."""
+    F, torch = _F(), _torch()
+    return {"none": lambda v: v, "relu": F.relu, "sigmoid": torch.sigmoid, "tanh": torch.tanh,
+            "leaky_relu": lambda v: F.leaky_relu(v, attrs.alpha),
+            "clip": lambda v: torch.clamp(v, attrs.a_min, attrs.a_max),
+            "hard_sigmoid": lambda v: torch.clamp(v * attrs.alpha + attrs.beta, 0, 1)}[attrs.activation](x)
 
 
 @_kernel("nn.conv2d")
@@ -257,7 +260,7 @@ def _conv2d(attrs, xs, out_type):
 @_kernel("nn.conv2d_bias_act")
 def _conv2d_bias_act(attrs, xs, out_type):
     out = _conv_nchw(attrs, xs[0], xs[1]) + xs[2].reshape(1, -1, 1, 1)
-    return _from_nchw(_activation(out, attrs.activation, attrs.alpha), attrs.data_layout)
+    return _from_nchw(_activation(out, attrs), attrs.data_layout)
 
 
 @_kernel("nn.dense")
@@ -267,7 +270,7 @@ def _dense(attrs, xs, out_type):
 
 @_kernel("nn.dense_bias_act")
 def _dense_bias_act(attrs, xs, out_type):
-    return _activation(_F().linear(*xs), attrs.activation, attrs.alpha)
+    return _activation(_F().linear(*xs), attrs)
 
 
 @_kernel("nn.matmul", "nn.batch_matmul", "nn.fused_matmul")

@@ -7,7 +7,7 @@
 | `layout-commute` | element-wise ops commute with transpose and reshape, so layout pairs meet and cancel |
 | `commute`  | commutativity of add and multiply (one swapped twin per node: bounded)  |
 | `idioms`   | layer norm, RMS norm, exact GELU, SiLU, hard sigmoid/swish, softmax, matmul as dense, conv scale/shift, attention |
-| `activations` | tanh GELU (+ bias: FastGelu), QuickGelu, leaky relu into FusedConv / FusedGemm; pow(x, 3) as a product |
+| `activations` | tanh GELU (+ bias: FastGelu), QuickGelu, leaky relu / clip / hard sigmoid into FusedConv / FusedGemm; pow(x, 3) as a product |
 | `folding`  | inference batch norm into an affine map, or into the preceding conv2d |
 | `fusion`   | conv/dense + bias + activation, bias + gelu, add + layer norm, scaled matmul; bias_add as add |
 | `merge`    | two conv2d / dense sharing an input become one wider op and a split   |

@@ -5,7 +5,8 @@
                                          -> nn.gelu(x, "tanh")           FastGelu
     nn.gelu(x + b, "tanh"), b 1-D        -> nn.bias_gelu(x, b, "tanh")   FastGelu with its bias
     x * sigmoid(x * a), a a scalar       -> nn.quick_gelu(x, alpha=a)    QuickGelu
-    leaky_relu(dense / conv2d + bias)    -> the fused op with leaky_relu FusedGemm / FusedConv with LeakyRelu
+    act(dense / conv2d + bias), act leaky relu, clip (conv only) or hard sigmoid
+                                         -> the fused op with act         FusedGemm / FusedConv
     f(strided_slice(x)), f an activation -> strided_slice(f(x))          a padded NCHWc conv takes f in
 
 The tanh GELU is an approximation and never equal to the exact one (`nn.gelu(approximate="none")`);
@@ -96,6 +97,24 @@ def _through_crop(op: str, attrs: dict) -> Rewrite:
 
 _CUBE = call("multiply", call("multiply", x, x), x)
 _FUSED = {"dense": "nn.dense_bias_act", "conv": "nn.conv2d_bias_act"}
+#: activations with parameters that the fused conv / dense take in: op -> (activation, its attributes, example's)
+_PARAMETERIZED = {"nn.leaky_relu": ("leaky_relu", ("alpha",), {"alpha": 0.1}),
+                  "clip": ("clip", ("a_min", "a_max"), {"a_min": 0.0, "a_max": 6.0}),
+                  "nn.hard_sigmoid": ("hard_sigmoid", ("alpha", "beta"), {"alpha": 0.2, "beta": 0.5})}
+
+
+def _takes_in(kind: str, op: str) -> Rewrite:
+    """The fused conv or dense of `kind` without activation, followed by `op`, takes it in with its parameters
+    (FusedGemm has no Clip: no dense rule for it)."""
+    fused, (activation, kept, attrs) = _FUSED[kind], _PARAMETERIZED[op]
+
+    def build(m: Match) -> Expr:
+        return make_call(fused, [m.expr("x"), m.expr("w"), m.expr("b")],
+                         {**m["f"], "activation": activation, **{k: getattr(m["act"], k) for k in kept}})
+    return rule(f"{kind}-bias-{activation}", call(op, call(fused, x, w, b, activation="none", bind_attrs="f"),
+                                                  bind_attrs="act"), build,
+                example=lambda: make_call(op, [_fused(kind)], attrs),
+                near_miss=lambda: make_call(op, [_fused(kind, activation="relu")], attrs))
 
 ACTIVATIONS = ruleset("activations", [
     rule("cube-as-product", call("power", x, const_pat("c")), _CUBE,
@@ -114,13 +133,7 @@ ACTIVATIONS = ruleset("activations", [
     rule("quick-gelu", call("multiply", x, call("sigmoid", call("multiply", x, const_pat("a")))), _quick_gelu,
          dtypes="float", exact=False,
          example=lambda: _sigmoid_gated(1.702), near_miss=lambda: _sigmoid_gated([1.702] * 8)),
-    *(rule(f"{kind}-bias-leaky_relu", call("nn.leaky_relu", call(op, x, w, b, activation="none", bind_attrs="f"),
-                                           bind_attrs="act"),
-           lambda m, op=op: make_call(op, [m.expr("x"), m.expr("w"), m.expr("b")],
-                                      {**m["f"], "activation": "leaky_relu", "alpha": m["act"].alpha}),
-           example=lambda kind=kind: relay.nn.leaky_relu(_fused(kind), alpha=0.1),
-           near_miss=lambda kind=kind: relay.nn.leaky_relu(_fused(kind, activation="relu"), alpha=0.1))
-      for kind, op in _FUSED.items()),
+    *(_takes_in(kind, op) for kind in _FUSED for op in _PARAMETERIZED if (kind, op) != ("dense", "clip")),
 ])
 
 #: activations a blocked convolution takes in (relu reaches a padded one inside the plain fused conv)

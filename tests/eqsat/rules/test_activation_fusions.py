@@ -199,12 +199,38 @@ def test_conv_takes_its_activation_in(op, attrs, channels):
     assert _ops(out)["com.microsoft.nchwc:Conv"] + _ops(out)[f"{MS}:FusedConv"] == 1
 
 
-@pytest.mark.parametrize("op,attrs", [("LeakyRelu", {"alpha": 0.1}), ("Relu", {}), ("Tanh", {}), ("Sigmoid", {})])
-def test_gemm_takes_its_activation_in(op, attrs):
+@pytest.mark.parametrize("op,attrs", [("Clip", {}), ("LeakyRelu", {"alpha": 0.1}), ("HardSigmoid", {"alpha": 0.25})])
+def test_conv_of_a_weight_input_is_fused_conv_with_its_activation(op, attrs):
+    """A weight the program reads as an input has no blocked form: the plain FusedConv takes the activation."""
+    model = _conv_act(op, 4, **attrs)
+    weight = next(t for t in model.graph.initializer if t.name == "w")
+    model.graph.initializer.remove(weight)
+    model.graph.input.append(helper.make_tensor_value_info("w", TensorProto.FLOAT, list(weight.dims)))
+    out = _optimized(model)
+    assert _ops(out) == Counter({f"{MS}:FusedConv": 1})
+    params = {"Clip": [0.0, 6.0], "LeakyRelu": [0.1], "HardSigmoid": [0.25, 0.5]}[op]
+    assert _attr(out, "FusedConv", "activation") == op.encode()
+    assert _attr(out, "FusedConv", "activation_params") == pytest.approx(params)
+
+
+def _gemm_act(op: str, **attrs) -> onnx.ModelProto:
     rng = np.random.default_rng(4)
-    nodes = [_node("Gemm", ["x", "w", "b"], "g", transB=1), _node(op, ["g"], "y", **attrs)]
-    out = _optimized(_model(nodes, {"x": (4, 8)}, {"w": rng.standard_normal((16, 8)), "b": rng.standard_normal(16)}))
+    extra = {"lo": -1.0, "hi": 1.0} if op == "Clip" else {}
+    nodes = [_node("Gemm", ["x", "w", "b"], "g", transB=1), _node(op, ["g", *extra], "y", **attrs)]
+    return _model(nodes, {"x": (4, 8)}, {"w": rng.standard_normal((16, 8)), "b": rng.standard_normal(16), **extra})
+
+
+@pytest.mark.parametrize("op,attrs", [("LeakyRelu", {"alpha": 0.1}), ("HardSigmoid", {"alpha": 0.25, "beta": 0.4}),
+                                      ("Relu", {}), ("Tanh", {}), ("Sigmoid", {})])
+def test_gemm_takes_its_activation_in(op, attrs):
+    out = _optimized(_gemm_act(op, **attrs))
     assert _ops(out) == Counter({f"{MS}:FusedGemm": 1})
+    assert _attr(out, "FusedGemm", "activation") == op.encode()
+
+
+def test_near_miss_gemm_and_clip_stay_two_nodes():
+    """ONNX Runtime's FusedGemm has no Clip ("unknown kernel type"): the Gemm keeps its Clip."""
+    assert _ops(_optimized(_gemm_act("Clip"))) == Counter({"Gemm": 1, "Clip": 1})
 
 
 # -- what PyTorch's exporters write ------------------------------------------------------------------
