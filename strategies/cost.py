@@ -33,6 +33,7 @@ from ir.types import TensorType, TupleType, Type, dim_value
 from ir.visitor import post_order
 
 from .constants import constant_subgraph
+from .dtype_legality import dtype_problem
 from .errors import NoImplementationError
 from ir.module import entry_function
 from .ort_timing import ORT_IMPLEMENTATION
@@ -136,6 +137,9 @@ class CostModel:
 
     def _selected(self, workload: Workload) -> tuple[OpImplementation, float | None]:
         """The implementation selection would pick, and its tuned latency when the log has one."""
+        problem = dtype_problem(workload.op, workload.in_types, workload.out_type, self.target)
+        if problem is not None:  # legality per dtype: the target's kernels do not run this element type
+            raise NoImplementationError(problem)
         if not workload.static:
             return highest_plevel(candidate_implementations(workload, self.target)[1]), None
         selection = select_implementation(workload, self.target, self.history)

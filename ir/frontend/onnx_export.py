@@ -40,6 +40,7 @@ from .errors import FrontendError
 from .export_context import CONTRIB_DOMAIN, EMITTERS, ONE_NODE_OPSETS, EmitContext, Names, Relayout, Value
 from .export_contrib import CONTRIB_EMITTERS, CONTRIB_OPSET
 from .inline import inline_bindings
+from .onnx_type_constraints import legalize_types
 from .onnx_types import elem_of_dtype, value_info
 
 __all__ = ["to_onnx", "DEFAULT_OPSET", "OLDEST_EXPORT_OPSET"]
@@ -341,6 +342,7 @@ def to_onnx(mod: IRModule | Expr, params: Mapping[str, np.ndarray] | None = None
     model = onnx.helper.make_model(graph, opset_imports=opset_ids, producer_name="relay-eqsat",
                                    ir_version=ir_version)
     exporter.write_initializers(model.graph)
+    legalize_types(model)  # ONNX's type constraints: a legal (widened) form, or a FrontendError naming the node
     try:
         onnx.checker.check_model(model)
     except onnx.checker.ValidationError as err:

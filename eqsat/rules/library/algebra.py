@@ -21,13 +21,15 @@ from __future__ import annotations
 
 import numpy as np
 
-from ir import Expr, const, relay
+from ir import Expr, relay
+from ir.dtype_info import FLOAT_DTYPES, exact_value, float32_exact, float_info
 from ir.op.registry import make_call
 
 from ...egraph.terms import Kind
 from ..match import Match
 from ..pattern import call, const_pat, pvars
 from ..rule import rule, ruleset
+from .exact import constant, fold, rounded
 
 __all__ = ["ALGEBRA", "nonnegative"]
 
@@ -42,6 +44,9 @@ def _c(value, dtype: str = "float32") -> Expr:
     return relay.const(np.asarray(value, dtype))
 
 
+_FLOAT64_EXACT = 2 ** 53
+RELU_DTYPES = frozenset(FLOAT_DTYPES) | {"int8", "int16", "int32", "int64"}
+"""the dtypes ONNX's Relu (opset 14) accepts."""
 _NONNEGATIVE_OPS = frozenset({"exp", "sqrt", "abs", "sigmoid"})
 _NONNEGATIVE_REDUCE = frozenset({"mean", "sum"})
 
@@ -85,16 +90,34 @@ def nonnegative(m: Match, name: str, depth: int = 6) -> bool:
 
 
 def _inverse(m: Match) -> Expr | None:
-    """`x / c` as `x * (1 / c)` for a finite, nonzero constant c (1 / c is rounded once)."""
+    """`x / c` as `x * (1 / c)` for a finite, nonzero constant c whose reciprocal is a finite normal
+    number of the op's dtype (1 / c is rounded once; a subnormal c has no finite reciprocal in float16)."""
     c = m.const("c")
-    if not (np.all(np.isfinite(c)) and np.all(c != 0)):
+    with np.errstate(all="ignore"):
+        wide = c.astype(np.float64)
+        if not (np.all(np.isfinite(wide)) and np.all(wide != 0)):
+            return None
+        inverse = rounded(1 / wide, m.dtype("x"))
+    return None if inverse is None else make_call("multiply", [m.expr("x"), constant(inverse)])
+
+
+def _bound(m: Match, name: str) -> int | float | None:
+    """A one-element clip bound read in its own kind (an int stays an int, so an int64 above 2^53
+    is seen as itself); None when the float32 `a_min` / `a_max` attribute cannot hold it exactly,
+    or an integer bound lies beyond 2^53 (clip kernels compare integers as float64: values between
+    bounds of at most 2^53 stay exact)."""
+    c = m.const(name)
+    if c.size != 1:
         return None
-    return make_call("multiply", [m.expr("x"), const((1 / c.astype(np.float64)).astype(c.dtype))])
+    value = exact_value(c)
+    if not float32_exact(value) or isinstance(value, int) and abs(value) > _FLOAT64_EXACT:
+        return None
+    return value
 
 
 def _clip(lo: str, hi: str):
     def build(m: Match) -> Expr | None:
-        low, high = m.scalar(lo), m.scalar(hi)
+        low, high = _bound(m, lo), _bound(m, hi)
         if low is None or high is None or not low <= high:
             return None
         return make_call("clip", [m.expr("x")], {"a_min": low, "a_max": high})
@@ -102,51 +125,101 @@ def _clip(lo: str, hi: str):
 
 
 def _relu_clip(m: Match) -> Expr | None:
-    high = m.scalar("hi")
-    return None if high is None or high < 0 else make_call("clip", [m.expr("x")], {"a_min": 0.0, "a_max": high})
+    high = _bound(m, "hi")
+    return None if high is None or high < 0 else make_call("clip", [m.expr("x")], {"a_min": 0, "a_max": high})
 
 
-def _scalar_operand(m: Match) -> bool:
-    return m.scalar("k") is not None
+def _zero_floor(m: Match) -> bool:
+    """`max(x, +0)` of a float or signed integer `x` (ONNX's Relu takes no unsigned or bool tensors;
+    for those `max(x, 0)` is `x` anyway)."""
+    c = m.const("c")
+    return (c.size == 1 and exact_value(c) == 0 and not np.signbit(c.astype(np.float64)).any()
+            and m.dtype("x") in RELU_DTYPES and _keeps_shape(m))
+
+
+def _moderate(values: np.ndarray, dtype: str) -> bool:
+    """Every value is zero-free and within the square root of `dtype`'s range (float16: 2^-7 to
+    2^8): moving such a factor past another operand of moderate size changes rounding only, never
+    where a product overflows or underflows (65504 * 2 * 1e-4 is inf or 13.1 by the order)."""
+    info = float_info(dtype)
+    low, high = 2.0 ** (info.minexp / 2), 2.0 ** (info.maxexp / 2)
+    wide = np.abs(np.asarray(values).astype(np.float64))
+    return bool(np.all((wide >= low) & (wide <= high)))
+
+
+def _class_constant(m: Match, name: str) -> np.ndarray | None:
+    """The value of a constant in the class bound to `name`, if it holds one."""
+    eg = m.egraph
+    for t in eg.class_nodes().get(eg.canonical(m.classes[name]), ()):
+        if t.kind is Kind.CONST:
+            return eg.constants[t.payload[0]].data
+    return None
+
+
+def _moderate_factors(k: str, others: tuple[str, ...] = ("a", "b"), scalar: bool = True):
+    """Guard: the constant `k` (one value, with `scalar`) is moderate (see `_moderate`), and so is
+    each of `others` whose class holds a constant."""
+    def guard(m: Match) -> bool:
+        if scalar and m.scalar(k) is None or not _moderate(m.const(k), m.dtype(k)):
+            return False
+        values = (_class_constant(m, name) for name in others)
+        return all(v is None or _moderate(v, m.dtype(k)) for v in values)
+    return guard
+
+
+_scalar_operand = _moderate_factors("k")
 
 
 def _keeps_shape(m: Match) -> bool:
     return m.type("x") == m.root_type()
 
 
-def _scalar_factor_of(operand: str):
-    """Guard: `k` is a one-element constant that scales `operand` without adding axes to it."""
-    return lambda m: m.scalar("k") is not None and m.const("k").ndim <= m.ndim(operand)
+def _scalar_factor_of(operand: str, moderate: bool = False):
+    """Guard: `k` is a one-element constant that scales `operand` without adding axes to it (and,
+    with `moderate`, within the square root of the dtype's range: see `_moderate`)."""
+    def guard(m: Match) -> bool:
+        if m.scalar("k") is None or m.const("k").ndim > m.ndim(operand):
+            return False
+        return not moderate or _moderate(m.const("k"), m.dtype("k"))
+    return guard
 
 
 def _scalar_product(m: Match) -> Expr | None:
-    """`(x * c1) * c2` as `x * (c1 * c2)` when neither factor nor their product leaves [tiny, 1] in
-    magnitude: then no partial product overflows and the folded one is a normal float."""
-    c1, c2 = m.scalar("k1"), m.scalar("k2")
-    if c1 is None or c2 is None or m.type("x") != m.root_type():
+    """`(x * c1) * c2` as `x * (c1 * c2)` when neither factor nor their product (computed in the
+    op's dtype) leaves [tiny, 1] in magnitude: then no partial product overflows and the folded one
+    is a normal float of that dtype (in float16, 1e-4 * 1e-4 is 0: refused)."""
+    c1, c2, dtype = m.const("k1"), m.const("k2"), m.dtype("x")
+    if c1.size != 1 or c2.size != 1 or m.type("x") != m.root_type():
         return None
-    product = np.float32(c1) * np.float32(c2)
-    if not all(np.finfo(np.float32).tiny <= abs(c) <= 1 for c in (c1, c2, product)):
+    product = fold(np.multiply, c1.reshape(()), c2.reshape(()), dtype=dtype)
+    if product is None:
         return None
-    return make_call("multiply", [m.expr("x"), const(np.asarray(product, m.dtype("x")))])
+    tiny = float(float_info(dtype).tiny)
+    if not all(tiny <= abs(float(c)) <= 1 for c in (c1.reshape(-1)[0], c2.reshape(-1)[0], product)):
+        return None
+    return make_call("multiply", [m.expr("x"), constant(product)])
 
 
-def _constant_sum(m: Match) -> Expr:
-    """`(a + c1) + c2` as `a + (c1 + c2)`, the constant sum computed at build time."""
-    c1, c2 = m.const("c1"), m.const("c2")
-    return make_call("add", [m.expr("a"), const((c1 + c2).astype(np.result_type(c1, c2)))])
+def _constant_sum(m: Match) -> Expr | None:
+    """`(a + c1) + c2` as `a + (c1 + c2)`, the constant sum computed at build time in the op's
+    dtype (refused where it overflows or cancels to a subnormal)."""
+    total = fold(np.add, m.const("c1"), m.const("c2"), dtype=m.dtype("a"))
+    return None if total is None else make_call("add", [m.expr("a"), constant(total)])
 
 
 def _expanded_constant(m: Match) -> Expr:
     """`expand_dims` of a constant, done at build time."""
-    return const(m.const("c").reshape(m.root_type().concrete_shape))
+    return constant(m.const("c").reshape(m.root_type().concrete_shape))
 
 
-def _distributed(m: Match) -> Expr:
-    """`(a + c1) * c2` as `a * c2 + (c1 * c2)`, the constant product computed at build time."""
-    c1, c2 = m.const("c1"), m.const("c2")
+def _distributed(m: Match) -> Expr | None:
+    """`(a + c1) * c2` as `a * c2 + (c1 * c2)`, the constant product computed at build time in the
+    op's dtype (refused where it overflows or underflows)."""
+    product = fold(np.multiply, m.const("c1"), m.const("c2"), dtype=m.dtype("a"))
+    if product is None:
+        return None
     scaled = make_call("multiply", [m.expr("a"), m.expr("c2")])
-    return make_call("add", [scaled, const((c1 * c2).astype(np.result_type(c1, c2)))])
+    return make_call("add", [scaled, constant(product)])
 
 
 def _same_means(m: Match) -> bool:
@@ -218,7 +291,8 @@ ALGEBRA = ruleset("algebra", [
          example=lambda: _difference_of_products(_v(3)),
          near_miss=lambda: _difference_of_products(_v(3), _v(3, name="y"))),
     rule("group-constant-factor", call("multiply", a, call("multiply", b, const_pat("w"))),
-         call("multiply", call("multiply", a, b), const_pat("w")), dtypes="float", exact=False,
+         call("multiply", call("multiply", a, b), const_pat("w")), when=_moderate_factors("w", scalar=False),
+         dtypes="float", exact=False,
          example=lambda: relay.multiply(_v(2, 3, name="a"), relay.multiply(_v(2, 3, name="b"), _c([0.5, 1.0, 2.0]))),
          near_miss=lambda: relay.multiply(_v(2, 3, name="a"), relay.add(_v(2, 3, name="b"), _c([0.5, 1.0, 2.0])))),
     rule("expand-constant",      call("expand_dims", const_pat("c")), _expanded_constant,
@@ -246,9 +320,10 @@ ALGEBRA = ruleset("algebra", [
          near_miss=lambda: relay.add(_v(2, 3, name="a"), relay.abs(_v(3, name="b")))),
     # -- max, min and clip ---------------------------------------------------------------------
     rule("max-zero-as-relu",     call("maximum", x, const_pat("c")),               call("nn.relu", x),
-         when=lambda m: m.scalar("c") == 0 and not np.signbit(m.scalar("c")) and _keeps_shape(m),
+         when=_zero_floor,
          example=lambda: relay.maximum(_v(2, 3), _c(0.0)),
-         near_miss=lambda: relay.maximum(_v(2, 3), _c(0.5))),
+         near_miss=[lambda: relay.maximum(_v(2, 3), _c(0.5)),
+                    lambda: relay.maximum(_v(2, 3, dtype="uint8"), _c(0, "uint8"))]),  # ONNX has no unsigned Relu
     rule("min-of-max-as-clip",   call("minimum", call("maximum", x, const_pat("lo")), const_pat("hi")),
          _clip("lo", "hi"), when=_keeps_shape,
          example=lambda: relay.minimum(relay.maximum(_v(2, 3), _c(0.0)), _c(6.0)),
@@ -284,14 +359,14 @@ ALGEBRA = ruleset("algebra", [
          example=lambda: relay.transpose(relay.multiply(_v(2, 3, 4), _c(0.5)), (0, 2, 1)),
          near_miss=lambda: relay.transpose(relay.multiply(_v(3, 4), _c(np.full((1, 1, 1), 0.5))), (0, 2, 1))),
     rule("scalar-out-of-matmul-a", call("nn.matmul", call("multiply", a, const_pat("k")), b, bind_attrs="mm"),
-         call("multiply", call("nn.matmul", a, b, attrs_from="mm"), const_pat("k")), when=_scalar_factor_of("a"),
-         dtypes="float", exact=False,
+         call("multiply", call("nn.matmul", a, b, attrs_from="mm"), const_pat("k")),
+         when=_scalar_factor_of("a", moderate=True), dtypes="float", exact=False,
          example=lambda: relay.nn.matmul(relay.multiply(_v(2, 3, 4, name="a"), _c(0.25)), _v(2, 4, 5, name="b")),
          near_miss=lambda: relay.nn.matmul(relay.multiply(_v(3, 4, name="a"), _c(np.full((1, 1, 1), 0.25))),
                                            _v(2, 4, 5, name="b"))),
     rule("scalar-out-of-matmul-b", call("nn.matmul", a, call("multiply", b, const_pat("k")), bind_attrs="mm"),
-         call("multiply", call("nn.matmul", a, b, attrs_from="mm"), const_pat("k")), when=_scalar_factor_of("b"),
-         dtypes="float", exact=False,
+         call("multiply", call("nn.matmul", a, b, attrs_from="mm"), const_pat("k")),
+         when=_scalar_factor_of("b", moderate=True), dtypes="float", exact=False,
          example=lambda: relay.nn.matmul(_v(2, 3, 4, name="a"), relay.multiply(_v(2, 4, 5, name="b"), _c(0.25))),
          near_miss=lambda: relay.nn.matmul(_v(2, 3, 4, name="a"),
                                            relay.multiply(_v(4, 5, name="b"), _c(np.full((1, 1, 1), 0.25))))),

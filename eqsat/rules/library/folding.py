@@ -4,25 +4,28 @@ from __future__ import annotations
 
 import numpy as np
 
-from ir import Expr, const, relay
+from ir import Expr, relay
 from ir.op.registry import make_call
 
 from ..match import Match
 from ..pattern import call, const_pat, getitem, pvars
 from ..rule import rule, ruleset
+from .exact import constant, rounded, subnormal
 
 __all__ = ["FOLDING"]
 
 x, = pvars("x")
 _BN = ("g", "be", "mean", "var")
+_ANY = np.True_  # a shift that underflows moves an output by less than the dtype's smallest normal: allowed
 
 
 def _scale_shift(m: Match) -> tuple[np.ndarray, np.ndarray]:
-    """Per-channel y = x * scale + shift of a batch norm with constant statistics."""
+    """Per-channel y = x * scale + shift of a batch norm with constant statistics (in float64)."""
     bn = m["bn"]
     gamma, beta, mean, var = (m.const(n).astype(np.float64) for n in _BN)
-    scale = (gamma if bn.scale else 1.0) / np.sqrt(var + bn.epsilon)
-    shift = (beta if bn.center else 0.0) - mean * scale
+    with np.errstate(all="ignore"):
+        scale = (gamma if bn.scale else 1.0) / np.sqrt(var + bn.epsilon)
+        shift = (beta if bn.center else 0.0) - mean * scale
     return scale, shift
 
 
@@ -30,21 +33,33 @@ def _bn_call(data):
     return getitem(call("nn.batch_norm", data, *(const_pat(n) for n in _BN), bind_attrs="bn"), 0)
 
 
-def _affine(m: Match) -> Expr:
+def _affine(m: Match) -> Expr | None:
+    """x * scale + shift, both rounded once to x's dtype; refused where either is not finite (a
+    negative variance, an overflow) or the scale underflows in that dtype."""
     scale, shift = _scale_shift(m)
     ndim, axis = m.ndim("x"), m["bn"].axis % m.ndim("x")
     shape = (-1,) + (1,) * (ndim - 1 - axis)
     dtype = m.dtype("x")
-    scaled = make_call("multiply", [m.expr("x"), const(scale.reshape(shape).astype(dtype))])
-    return make_call("add", [scaled, const(shift.reshape(shape).astype(dtype))])
+    scale, shift = rounded(scale.reshape(shape), dtype), rounded(shift.reshape(shape), dtype, exempt=_ANY)
+    if scale is None or shift is None or not (np.isfinite(scale).all() and np.isfinite(shift).all()):
+        return None
+    scaled = make_call("multiply", [m.expr("x"), constant(scale)])
+    return make_call("add", [scaled, constant(shift)])
 
 
-def _into_conv(m: Match) -> Expr:
+def _into_conv(m: Match) -> Expr | None:
+    """conv(x, w * scale) + shift; refused where the scaled weight or the shift overflows or
+    underflows in the weight's dtype (a float16 weight of 1e3 times a scale of 1e3 is inf)."""
     scale, shift = _scale_shift(m)
     weight = m.const("w")
-    folded = (weight * scale.reshape(-1, 1, 1, 1)).astype(weight.dtype)
-    conv = make_call("nn.conv2d", [m.expr("x"), const(folded)], dict(m["c"]))
-    return make_call("nn.bias_add", [conv, const(shift.astype(weight.dtype))], {"axis": 1})
+    with np.errstate(all="ignore"):
+        product = weight.astype(np.float64) * scale.reshape(-1, 1, 1, 1)
+    folded = rounded(product, weight.dtype.name, exempt=subnormal(weight))
+    shift = rounded(shift, weight.dtype.name, exempt=_ANY)
+    if folded is None or shift is None or not (np.isfinite(folded).all() and np.isfinite(shift).all()):
+        return None
+    conv = make_call("nn.conv2d", [m.expr("x"), constant(folded)], dict(m["c"]))
+    return make_call("nn.bias_add", [conv, constant(shift)], {"axis": 1})
 
 
 def _conv_foldable(m: Match) -> bool:

@@ -27,12 +27,14 @@ import math
 
 import numpy as np
 
-from ir import Expr, const, relay
+from ir import Expr, relay
+from ir.dtype_info import numpy_dtype
 from ir.op.registry import make_call
 
 from ..match import Match
 from ..pattern import call, const_pat, pvars
 from ..rule import rule, ruleset
+from .exact import constant, rounded, subnormal
 
 __all__ = ["IDIOMS"]
 
@@ -70,7 +72,7 @@ def _centered():
 
 def _ones_zeros(m: Match) -> tuple[Expr, Expr]:
     n, dtype = m.shape("x")[-1], m.dtype("x")
-    return const(np.ones(n, dtype)), const(np.zeros(n, dtype))
+    return constant(np.ones(n, numpy_dtype(dtype))), constant(np.zeros(n, numpy_dtype(dtype)))
 
 
 def _layer_norm(m: Match) -> Expr | None:
@@ -144,16 +146,23 @@ def _softmax(m: Match) -> Expr | None:
     return make_call("nn.softmax", [m.expr("x")], {"axis": -1})
 
 
+_DENSE_DTYPES = frozenset({"float16", "float32", "float64", "int8", "int16", "int32", "int64", "uint8", "uint16",
+                           "uint32", "uint64"})
+"""the dtypes `nn.dense` has kernels for (numpy's einsum has no bfloat16; ONNX Runtime neither)."""
+
+
 def _constant_weight_dense(m: Match) -> Expr | None:
     weight = m.const("w")
-    if weight.ndim != 2 or m.ndim("x") < 2:
+    if weight.ndim != 2 or m.ndim("x") < 2 or m.dtype("x") not in _DENSE_DTYPES:
         return None
-    return make_call("nn.dense", [m.expr("x"), const(np.ascontiguousarray(weight.T))])
+    return make_call("nn.dense", [m.expr("x"), constant(np.ascontiguousarray(weight.T))])
 
 
 def _transposed_weight_dense(m: Match) -> Expr | None:
     axes = m["t"].axes
-    if m.ndim("w") != 2 or m.ndim("x") < 2 or (axes is not None and tuple(a % 2 for a in axes) != (1, 0)):
+    if m.ndim("w") != 2 or m.ndim("x") < 2 or m.dtype("x") not in _DENSE_DTYPES:
+        return None
+    if axes is not None and tuple(a % 2 for a in axes) != (1, 0):
         return None
     return make_call("nn.dense", [m.expr("x"), m.expr("w")])
 
@@ -227,8 +236,12 @@ def _fold_scale_into_conv(m: Match) -> Expr | None:
     if scale is None:
         return None
     weight = m.const("w")
-    folded = (weight.astype(np.float64) * scale.reshape(-1, 1, 1, 1)).astype(weight.dtype)
-    return make_call("nn.conv2d", [m.expr("x"), const(folded)], dict(m["c"]))
+    with np.errstate(all="ignore"):
+        product = weight.astype(np.float64) * scale.astype(np.float64).reshape(-1, 1, 1, 1)
+    folded = rounded(product, weight.dtype.name, exempt=subnormal(weight))
+    if folded is None:  # the scaled weight overflows or underflows in its dtype
+        return None
+    return make_call("nn.conv2d", [m.expr("x"), constant(folded)], dict(m["c"]))
 
 
 def _shift_as_bias(m: Match) -> Expr | None:
@@ -236,7 +249,7 @@ def _shift_as_bias(m: Match) -> Expr | None:
     if shift is None:
         return None
     conv = make_call("nn.conv2d", [m.expr("x"), m.expr("w")], dict(m["c"]))
-    return make_call("nn.bias_add", [conv, const(shift.astype(m.dtype("x")))], {"axis": 1})
+    return make_call("nn.bias_add", [conv, constant(shift.astype(numpy_dtype(m.dtype("x"))))], {"axis": 1})
 
 
 def _layer_norm_example() -> Expr:

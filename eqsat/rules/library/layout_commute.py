@@ -23,13 +23,14 @@ from typing import Callable
 
 import numpy as np
 
-from ir import Expr, const, relay
+from ir import Expr, relay
 from ir.op.registry import make_call
 from ir.op.shapes import transpose_axes
 
 from ..match import Match
 from ..pattern import call, const_pat, pvars
 from ..rule import Rewrite, rule, ruleset
+from .exact import constant
 
 __all__ = ["LAYOUT_COMMUTE", "UNARY_ELEMENTWISE", "BINARY_ELEMENTWISE"]
 
@@ -98,7 +99,7 @@ def _constant_through(op: str, constant_first: bool) -> Rewrite:
     def build(m: Match) -> Expr:
         axes = _axes(m)
         k = m.const("k")
-        laid_out = const(k.reshape((1,) * (len(axes) - k.ndim) + k.shape).transpose(np.argsort(axes)))
+        laid_out = constant(k.reshape((1,) * (len(axes) - k.ndim) + k.shape).transpose(np.argsort(axes)))
         args = [laid_out, m.expr("a")] if constant_first else [m.expr("a"), laid_out]
         return make_call("transpose", [make_call(op, args, {})], {"axes": list(axes)})
 
