@@ -639,7 +639,8 @@ def build_parser() -> argparse.ArgumentParser:
                              help=f"rule sets joined by '+' ({', '.join(sorted(RULESETS))})")
     check_rules.add_argument("--random", type=_int_at_least(0), default=0,
                              help="also check the whole set on this many seeded random programs (element-wise ops "
-                                  "over broadcasting shapes, edge constants, float32 and int32)")
+                                  "over broadcasting shapes, each dtype's edge constants, in float32, int32, float16, "
+                                  "bfloat16, float64, int64 and uint8)")
     check_rules.add_argument("--seed", type=int, default=0, help="the random programs' seed")
     check_rules.set_defaults(run=_cmd_check_rules)
 
