@@ -184,6 +184,7 @@ def compare(mod: IRModule, params: Mapping[str, Any] | None = None, *,
         model = cost_model(target)
         for extractor in extractors:
             out = extract_program(sat, model, extractor)
+            ir.infer_type(out.mod)
             letter = next((name for prog, name in programs if ir.structural_equal(prog, out.mod)), None)
             if letter is None:
                 k = len(programs)

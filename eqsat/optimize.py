@@ -304,8 +304,7 @@ def verify_extracted(mod: IRModule, params: Mapping[str, Any] | None, sat: Satur
     where = "ort" if target == "ort" else "cpu"
     try:
         checked = check_program(mod, params, out.mod, out.params, trials, sat.report,
-                                boundaries=rewritten_boundaries(sat, out), where=where, contrib=not standard_onnx,
-                                exact=_exact(sat, out))
+                                boundaries=rewritten_boundaries(sat, out), where=where, contrib=not standard_onnx)
     except VerificationError as err:
         raise VerificationError(f"{err}. {_bisection(mod, params, sat.rules, limits, sat.report)}") from None
     if not checked.passed:
@@ -351,12 +350,6 @@ def rewritten_boundaries(sat: Saturated, out: Extracted) -> Boundaries | None:
             pairs.append((a, b, f"the value of e-class {c} ({op}, made by {' > '.join(chain)})"))
     pairs = pairs[:MAX_BOUNDARIES]
     return Boundaries(tuple(p[0] for p in pairs), tuple(p[1] for p in pairs), tuple(p[2] for p in pairs))
-
-
-def _exact(sat: Saturated, out: Extracted) -> bool:
-    """True when every rule behind `out`'s nodes claims exactness (so zeros keep their sign)."""
-    by_name = {r.name: r for r in (sat.rules or ())}
-    return all(getattr(by_name.get(name), "exact", False) for chain in out.provenance.values() for name in chain)
 
 
 def _bisection(mod: IRModule, params: Mapping[str, Any] | None, rules: Any, limits: Limits, report: Report) -> str:

@@ -91,12 +91,12 @@ def test_verification_of_huge_declared_shapes_is_skipped_with_the_reason():
     assert v.status == "skipped" and "GiB" in v.summary()
 
 
-def test_an_input_set_the_original_cannot_run_is_left_out():
+def test_integers_the_original_cannot_take_become_small_ones():
     data = relay.var("data", shape=(5,))
     idx = relay.var("idx", shape=(3,), dtype="int64")
     mod = _mod(relay.take(data, idx, axis=0, mode="fast"))  # full-range indices are out of bounds
     v = eqsat.verify(mod, None, mod, None, trials=3)
-    assert v.kinds == ("normal",) and "left out" in v.summary()
+    assert v.kinds == ("normal", "edge", "nonfinite") and v.passed
 
 
 X, = pvars("x")
