@@ -160,9 +160,8 @@ def export(family: str, exporter: str, attention: str, cache: bool) -> onnx.Mode
     model, config = build(family, attention)
     decoder = FAMILIES[family][3]["decoder"]
     step = _wrapper(torch, model, config, decoder, LAYERS)
-    sizes = EXAMPLE
-    args = tuple(torch.from_numpy(v) for v in feed(family, cache, sizes["batch"], sizes["step"] if cache else sizes["seq"],
-                                                    sizes["past"]).values())
+    sizes = sizes_to_check(cache)["example"]
+    args = tuple(torch.from_numpy(v) for v in feed(family, cache, **sizes).values())
     inputs, outputs = _names(cache, decoder)
     buffer = io.BytesIO()
     with torch.no_grad(), warnings.catch_warnings(), contextlib.redirect_stdout(io.StringIO()):
@@ -208,7 +207,7 @@ def _check(proto: onnx.ModelProto, family: str, attention: str, cache: bool) -> 
             want = step(*(torch.from_numpy(v) for v in inputs.values()))
         want = [t.numpy() for t in (want if isinstance(want, tuple) else (want,))]
         got = session.run(None, inputs)
-        errors[label] = max(float(np.max(np.abs(w - g)) / max(1.0, float(np.max(np.abs(w))))) for w, g in zip(want, got))
+        errors[label] = max(float(np.max(np.abs(w - g)) / max(1.0, np.max(np.abs(w)))) for w, g in zip(want, got))
     return errors
 
 

@@ -21,7 +21,8 @@ from typing import Sequence
 import numpy as np
 
 from ..errors import ShapeError
-from ..expr import Expr
+from ..expr import Call, Expr
+from ..op.registry import Op
 from ..op.shapes import broadcast_shapes, known, normalize_axes, normalize_axis, product, symbolic
 from ..types import Dim, SizeVar, SymbolicDim
 from .errors import FrontendError
@@ -470,6 +471,17 @@ def convert_nonzero(ctx: NodeContext) -> Expr:
     return ctx.call("transpose", ctx.call("argwhere", data, dtype="int64"), axes=[1, 0])
 
 
+def _static_dims_read(ctx: NodeContext, data: Expr, indices: np.ndarray) -> Expr | None:
+    """Entries of a run-time `shape_of(t)` whose dimensions of `t` are static, as a constant (a
+    TorchScript export reads `cos.shape[-1]` of a tensor whose other axes are not known)."""
+    if not (isinstance(data, Call) and isinstance(data.op, Op) and data.op.name == "shape_of"):
+        return None
+    dims = np.asarray(np.take(np.array(ctx.type_of(data.args[0]).shape, dtype=object), indices), dtype=object)
+    if not all(known(d) for d in dims.reshape(-1)):
+        return None
+    return ctx.const(dims.astype(np.int64), ctx.type_of(data).dtype)
+
+
 @converter("Gather")
 def convert_gather(ctx: NodeContext) -> Expr:
     data, indices = ctx.input(0), ctx.input(1)
@@ -489,6 +501,8 @@ def convert_gather(ctx: NodeContext) -> Expr:
         index_values = np.where(index_values < 0, index_values + size, index_values).astype(index_values.dtype)
     if (value := ctx.constant_value(data)) is not None:
         return ctx.const(np.take(value, index_values, axis=axis))
+    if (dims := _static_dims_read(ctx, data, index_values)) is not None:
+        return dims
     mode = "fast" if known(size) else "wrap"
     return ctx.call("take", data, ctx.const(index_values), axis=axis, mode=mode)
 

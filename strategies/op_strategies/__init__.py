@@ -8,5 +8,6 @@ cpu when torch is installed).
 
 from . import generic  # noqa: F401  (registration order matters: generic first, torch_backed last)
 from . import conv2d, contrib, dense, elementwise, norm, pool  # noqa: F401
+from . import rotary  # noqa: F401  (nn.rotary_embedding on ort)
 from . import torch_backed  # noqa: F401
 from . import nchwc  # noqa: F401  (after torch_backed: the blocked convolutions run on the ort target only)

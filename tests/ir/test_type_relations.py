@@ -120,6 +120,8 @@ GOOD = {
                                                             v((3,), name="b")), "Tensor[(2, 3), float32]"),
     **{name: (lambda name=name: getattr(relay, name)(v((2, 3))), "Tensor[(2, 3), bool]")
        for name in ("isnan", "isinf", "isfinite")},
+    "nn.rotary_embedding": (lambda: relay.nn.rotary_embedding(v((2, 3, 5, 8)), v((1, 5, 2), name="c"),
+                                                              v((1, 5, 2), name="s")), "Tensor[(2, 3, 5, 8), float32]"),
     "nn.attention": (lambda: relay.nn.attention(v((2, 3, 5, 4)), v((2, 3, 6, 4), name="k"), v((2, 3, 6, 2), name="w")),
                      "Tensor[(2, 3, 5, 2), float32]"),
     "nn.masked_attention": (lambda: relay.nn.masked_attention(v((2, 3, 5, 4)), v((2, 3, 6, 4), name="k"),

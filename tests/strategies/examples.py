@@ -121,6 +121,7 @@ EXAMPLES: list[Example] = [
     *(ex(name, np.array([0.0, np.nan, np.inf, -np.inf, 2.0], "float32")) for name in ("isnan", "isinf", "isfinite")),
     ex("nn.attention", normal(2, 3, 5, 4), normal(2, 3, 6, 4), normal(2, 3, 6, 2), scale=0.5),
     ex("nn.masked_attention", normal(2, 3, 5, 4), normal(2, 3, 6, 4), normal(2, 3, 6, 2), normal(2, 1, 1, 6)),
+    ex("nn.rotary_embedding", normal(2, 3, 5, 8), normal(1, 5, 4), normal(1, 5, 4)),
     ex("nn.softmax", normal(3, 5)), ex("nn.softmax", normal(3, 5, 2), axis=1),
     ex("nn.log_softmax", normal(3, 5)),
     ex("nn.max_pool2d", normal(1, 2, 7, 6), pool_size=3, strides=2, padding=1, ceil_mode=True),

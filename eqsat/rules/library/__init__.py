@@ -8,11 +8,12 @@
 | `commute`  | commutativity of add and multiply (one swapped twin per node: bounded)  |
 | `idioms`   | layer norm, RMS norm, exact GELU, SiLU, hard sigmoid/swish, softmax, matmul as dense, conv scale/shift, attention |
 | `activations` | tanh GELU (+ bias: FastGelu), QuickGelu, leaky relu / clip / hard sigmoid into FusedConv / FusedGemm; pow(x, 3) as a product |
+| `rotary`   | rotary position embedding (half rotation, split or sliced halves, partial rotary) |
 | `folding`  | inference batch norm into an affine map, or into the preceding conv2d |
 | `fusion`   | conv/dense + bias + activation, bias + gelu, add + layer norm, scaled matmul; bias_add as add |
 | `merge`    | two conv2d / dense sharing an input become one wider op and a split   |
 | `ac`       | commute + associativity of add and multiply (grows without bound)     |
-| `default`  | simplify + algebra + layout-commute + commute + idioms + activations + folding + fusion + merge |
+| `default`  | simplify + algebra + layout-commute + commute + idioms + activations + rotary + folding + fusion + merge |
 | `layout`   | convolutions in ONNX Runtime's NCHW{B}c blocks; layout transforms moved outward and cancelled; activations through a channel crop |
 | `taso`     | TASO's substitutions: merges through concat and split, relu / bias add across a concat, matmul re-association |
 | `all`      | default + associativity + layout + taso                               |
@@ -22,7 +23,7 @@ without affine parts, + residual as SkipLayerNorm), RMSNorm, exact GELU (+ bias 
 tanh GELU (+ bias as FastGelu), QuickGelu (x * sigmoid(a x)), SiLU, HardSigmoid, HardSwish, ReLU6
 (clip), stable softmax, linear layers (MatMul with a constant or transposed weight + bias, +
 activation), conv + batch norm (as an op or as Mul/Add) + activation,
-scaled dot-product attention.
+scaled dot-product attention, rotary position embedding.
 """
 
 from __future__ import annotations
@@ -43,18 +44,21 @@ from .idioms import IDIOMS
 from .layout import LAYOUT as _BLOCKED
 from .layout_commute import LAYOUT_COMMUTE
 from .merge import MERGE
+from .rotary import ROTARY
 from .simplify import SIMPLIFY
 from .taso import TASO
 
 __all__ = ["FAMILIES", "RULESETS", "resolve_rules", "AC", "ACTIVATIONS", "ALGEBRA", "COMMUTE", "FOLDING", "FUSION",
-           "IDIOMS", "LAYOUT", "LAYOUT_COMMUTE", "MERGE", "SIMPLIFY", "TASO", "TARGET_RULES", "default_rules", "targets_rules"]
+           "IDIOMS", "LAYOUT", "LAYOUT_COMMUTE", "MERGE", "ROTARY", "SIMPLIFY", "TASO", "TARGET_RULES", "default_rules",
+           "targets_rules"]
 
 LAYOUT = ruleset("layout", [*_BLOCKED, *ACTIVATION_LAYOUT])
-_DEFAULT = ruleset("default", [*SIMPLIFY, *ALGEBRA, *LAYOUT_COMMUTE, *COMMUTE, *IDIOMS, *ACTIVATIONS, *FOLDING, *FUSION,
-                               *MERGE])
+_DEFAULT = ruleset("default", [*SIMPLIFY, *ALGEBRA, *LAYOUT_COMMUTE, *COMMUTE, *IDIOMS, *ACTIVATIONS, *ROTARY, *FOLDING,
+                               *FUSION, *MERGE])
 RULESETS: dict[str, RuleSet] = {
     "simplify": SIMPLIFY, "algebra": ALGEBRA, "layout-commute": LAYOUT_COMMUTE, "commute": COMMUTE,
-    "idioms": IDIOMS, "activations": ACTIVATIONS, "folding": FOLDING, "fusion": FUSION, "merge": MERGE, "ac": AC,
+    "idioms": IDIOMS, "activations": ACTIVATIONS, "rotary": ROTARY, "folding": FOLDING, "fusion": FUSION,
+    "merge": MERGE, "ac": AC,
     "layout": LAYOUT, "taso": TASO,
     "default": _DEFAULT,
     "all": ruleset("all", [*_DEFAULT, *(r for r in AC if r.name not in COMMUTE.names), *LAYOUT, *TASO]),
@@ -66,7 +70,7 @@ FAMILIES = ("layer norm (with or without affine; + residual: skip layer norm)", 
             "linear (MatMul with a constant or transposed weight, + bias, + activation)",
             "conv + batch norm (as an op or as per-channel Mul/Add) + activation",
             "scaled dot-product attention (any scale placement, with or without an additive mask, "
-            "K transposed anywhere, Einsum products)")
+            "K transposed anywhere, Einsum products)", "rotary position embedding (x * cos + rotate_half(x) * sin)")
 """the op families `default` recognises from any spelling the axioms relate."""
 
 

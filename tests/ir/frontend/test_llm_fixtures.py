@@ -72,3 +72,13 @@ def test_fixture_imports_optimizes_and_matches_in_ort(name):
     assert len(ours.graph.output) == len(ENTRIES[name]["outputs"])
     for inputs in feeds(ENTRIES[name]):
         assert_outputs_close(run_ort(proto, inputs), run_ort(ours, inputs), rel=1e-4)
+
+
+@pytest.mark.parametrize("name", sorted(n for n, e in ENTRIES.items() if e["has"]["rope"] and n not in XFAIL))
+def test_rotary_embedding_is_fused(name):
+    """Q's and K's rotations become ONNX Runtime's RotaryEmbedding, sharing one cos and one sin
+    table computed from the positions (outputs: the test above)."""
+    _, ours = optimized(name)
+    ops = [n.op_type for n in ours.graph.node]
+    assert ops.count("RotaryEmbedding") == 2 * MANIFEST["sizes"]["layers"], ops
+    assert ops.count("Cos") == ops.count("Sin") == 1 and "Neg" not in ops

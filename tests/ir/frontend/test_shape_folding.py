@@ -236,3 +236,25 @@ def test_range_of_run_time_bounds_is_an_arange():
     assert mod["main"].checked_type.ret_type == ir.TensorType((ir.Any,), "float32")
     x = np.array([2, 5, 3], np.int64)  # the executor plans static output shapes: run the reference interpreter
     assert_outputs_close(run_ort(proto, {"x": x}), flat_outputs(strategies.evaluate(mod, {"x": x}, params)))
+
+
+def test_static_entries_of_a_run_time_shape_fold():
+    """TorchScript's Phi-3 slices q to `cos.shape[-1]` where cos has a length known only at run
+    time: the Gather of that static entry is a constant, so the slice is a static one."""
+    nodes = [node("Range", ["zero", "n", "one"], "r"), node("Unsqueeze", ["r", "axis1"], "col"),
+             node("Cast", ["col"], "colf", to=F), node("Mul", ["colf", "w"], "t"), node("Shape", ["t"], "s"),
+             node("Gather", ["s", "last"], "d", axis=0), node("Unsqueeze", ["d", "axis0"], "end"),
+             node("Slice", ["x", "start", "end", "axes"], "y")]
+    consts = {"zero": np.array(0, np.int64), "one": np.array(1, np.int64), "axis0": ints(0), "axis1": ints(1),
+              "w": np.ones((1, 4), np.float32), "last": np.array(-1, np.int64), "start": ints(0), "axes": ints(-1)}
+    graph = helper.make_graph(nodes, "static_entry", [helper.make_tensor_value_info("x", F, [2, 6]),
+                                                      helper.make_tensor_value_info("n", I64, [])],
+                              [helper.make_tensor_value_info("y", F, None)],
+                              [onnx.numpy_helper.from_array(v, k) for k, v in consts.items()])
+    proto = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    mod, params = from_onnx(proto)
+    assert mod["main"].checked_type.ret_type == ir.TensorType((2, 4), "float32")
+    ops = {c.op.name for c in ir.post_order(mod["main"]) if isinstance(c, ir.Call)}
+    assert "shape_of" not in ops and "dyn.strided_slice" not in ops, ops
+    inputs = {"x": np.arange(12, dtype=np.float32).reshape(2, 6), "n": np.array(3, np.int64)}
+    assert_outputs_close(run_ort(proto, inputs), flat_outputs(strategies.evaluate(mod, inputs, params)))

@@ -1,0 +1,213 @@
+"""Rotary position embedding (`nn.rotary_embedding`, ONNX Runtime's `RotaryEmbedding`) from the way
+PyTorch models write it (`transformers`' `apply_rotary_pos_emb`), after import:
+
+    t = cat(f, f)                                          f: (B or 1, S, h) angles, one per token and pair
+    x * expand_dims(cos(t), 1) + cat(-x[..., h:], x[..., :h]) * expand_dims(sin(t), 1)
+                                  -> nn.rotary_embedding(x, cos(f), sin(f))         x: (B, N, S, 2h)
+    the halves as split(x, 2, -1)[1], [0] instead of slices: the same
+    cos, sin as rows of constant caches: expand_dims(take(K, ids, axis=0), 1), K (M, 2h) with equal halves
+                                  -> nn.rotary_embedding(x, take(K[:, :h], ids), take(L[:, :h], ids))
+    cat(nn.rotary_embedding(q[..., :r], c, s), q[..., r:])
+                                  -> nn.rotary_embedding(q, c, s)                   partial rotary (Phi-3)
+
+`cos(cat(f, f))` is `cat(cos(f), cos(f))` element by element, so the op's per-token tables are
+`cos(f)` and `sin(f)`, computed once for Q and K (and every layer) that share them; the angles `f`
+stay the graph's (positions times the inverse frequencies, at any position). The rotation's
+products and sum are the op's in the same order (the kernel may fuse a multiply-add: float
+rounding). Not rewritten: tables whose halves are not one tensor (`cat(f, g)`: the kernel reads
+one half-width row per pair), a scaled table (`cos(t) * a`, as long-context variants write), halves
+split elsewhere than the middle, or a rotation of the other sign (`cat(x2, -x1)`).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ir import Expr, relay
+from ir.op.registry import make_call
+
+from ..match import Match
+from ..pattern import call, const_pat, getitem, pvars, tuple_pat
+from ..rule import rule, ruleset
+from .exact import constant
+
+__all__ = ["ROTARY"]
+
+x, f, q, c, s, ids = pvars("x f q c s ids")
+_TABLE = call("concatenate", tuple_pat(f, f), bind_attrs="tc")
+_COS = call("expand_dims", call("cos", _TABLE), bind_attrs="ec")
+_SIN = call("expand_dims", call("sin", _TABLE), bind_attrs="es")
+
+
+def _last_axis(axis: int, ndim: int) -> bool:
+    return axis % ndim == ndim - 1
+
+
+def _slice_of_last_axis(attrs, ndim: int, size: int) -> tuple[int, int] | None:
+    """(start, stop) of a unit-stride strided_slice of the last axis only (of length `size`), else None."""
+    axes = list(range(len(attrs.begin))) if attrs.axes is None else list(attrs.axes)
+    strides = list(attrs.strides or [1] * len(axes))
+    if attrs.slice_mode != "end" or len(axes) != 1 or not _last_axis(axes[0], ndim) or strides != [1]:
+        return None
+    picked = range(size)[attrs.begin[0]:attrs.end[0]]
+    return (picked.start, picked.stop) if len(picked) else None
+
+
+def _fits(table: tuple, x_shape: tuple, half: int) -> bool:
+    """A per-token table of shape (B or 1, S, half) for data (B, N, S, 2 half)."""
+    batch, seq = x_shape[0], x_shape[2]
+    return (len(table) == 3 and table[-1] == half
+            and (table[0] == 1 or table[0] == batch or not isinstance(batch, int))
+            and (table[1] == seq or not (isinstance(seq, int) and isinstance(table[1], int))))
+
+
+def _head_axis(m: Match) -> bool:
+    return all(m[e].axis == 1 and m[e].num_newaxis == 1 for e in ("ec", "es"))
+
+
+def _angle_tables(m: Match, x_shape: tuple, half: int) -> tuple[Expr, Expr] | None:
+    """cos/sin read `cat(f, f)` on the last axis of f (B or 1, S, half), a head axis added at 1:
+    the tables cos(f), sin(f)."""
+    if not (_fits(m.shape("f"), x_shape, half) and _last_axis(m["tc"].axis, 3) and _head_axis(m)):
+        return None
+    angles = m.expr("f")
+    return relay.cos(angles), relay.sin(angles)
+
+
+def _cache_tables(m: Match, x_shape: tuple, half: int) -> tuple[Expr, Expr] | None:
+    """cos/sin gathered by `ids` from constant caches (M, 2 half) whose halves are equal: the tables
+    gather the first halves."""
+    if not _head_axis(m) or m["g1"] != m["g2"] or m["g1"].axis not in (0, -2) or m.ndim("ids") != 2:
+        return None
+    if not _fits((*m.shape("ids"), half), x_shape, half):
+        return None
+    tables = []
+    for name in ("kc", "ks"):
+        cache = m.const(name)
+        if cache.ndim != 2 or cache.shape[1] != 2 * half or not np.array_equal(cache[:, :half], cache[:, half:]):
+            return None
+        tables.append(make_call("take", [constant(np.ascontiguousarray(cache[:, :half])), m.expr("ids")],
+                                dict(m["g1"])))
+    return tables[0], tables[1]
+
+
+def _rotary(halves_ok, tables_of):
+    """Builder of `nn.rotary_embedding` from a match of x's halves (`halves_ok`) and its tables."""
+    def build(m: Match) -> Expr | None:
+        shape = m.shape("x")
+        head = shape[-1] if len(shape) == 4 else None
+        if not isinstance(head, int) or head % 2 or not _last_axis(m["rc"].axis, 4):
+            return None
+        half = head // 2
+        tables = tables_of(m, shape, half) if halves_ok(m, half, head) else None
+        if tables is None:
+            return None
+        return make_call("nn.rotary_embedding", [m.expr("x"), *tables], {"interleaved": False})
+    return build
+
+
+def _sliced_halves(m: Match, half: int, head: int) -> bool:
+    return (_slice_of_last_axis(m["s1"], 4, head) == (0, half)
+            and _slice_of_last_axis(m["s2"], 4, head) == (half, head))
+
+
+def _split_halves(m: Match, half: int, head: int) -> bool:
+    sections, axis = m["sp"].indices_or_sections, m["sp"].axis
+    return _last_axis(axis, 4) and (sections == 2 or list(np.atleast_1d(sections)) == [half])
+
+
+def _partial(m: Match) -> Expr | None:
+    shape = m.shape("q")
+    head = shape[-1] if len(shape) == 4 else None
+    half = m.shape("c")[-1]
+    r = 2 * half if isinstance(half, int) else None
+    if not isinstance(head, int) or r is None or not _last_axis(m["cc"].axis, 4):
+        return None
+    if _slice_of_last_axis(m["sr"], 4, head) != (0, r) or _slice_of_last_axis(m["sp"], 4, head) != (r, head):
+        return None
+    return make_call("nn.rotary_embedding", [m.expr("q"), m.expr("c"), m.expr("s")], dict(m["re"]))
+
+
+def _rope_example(split_at: int | None = None, second=None, sign: int = -1, scale: float | None = None,
+                  partial: bool = False, split: bool = False) -> Expr:
+    """transformers' `q * cos + rotate_half(q) * sin` on q (2, 3, 5, 8), angles (1, 5, 4); the
+    keyword arguments make near misses: halves split elsewhere, other angles for the second half,
+    the other sign, a scaled table; `partial`: only the first 4 of 8 features rotate."""
+    head = 4 if partial else 8
+    half = head // 2
+    data = relay.var("x", shape=(2, 3, 5, 8))
+    xr = relay.strided_slice(data, [0], [head], axes=[3]) if partial else data
+    angles = relay.var("f", shape=(1, 5, half))
+    table = relay.concatenate([angles, angles if second is None else second], axis=-1)
+    cos, sin = relay.cos(table), relay.sin(table)
+    if scale is not None:
+        factor = relay.const(np.float32(scale))
+        cos, sin = relay.multiply(cos, factor), relay.multiply(sin, factor)
+    cut = half if split_at is None else split_at
+    if split:
+        parts = relay.split(xr, 2, axis=-1)
+        first, last = relay.TupleGetItem(parts, 0), relay.TupleGetItem(parts, 1)
+    else:
+        first = relay.strided_slice(xr, [0], [cut], axes=[3])
+        last = relay.strided_slice(xr, [cut], [2**63 - 1], axes=[3])
+    rotated = (relay.concatenate([relay.negative(last), first], axis=-1) if sign < 0
+               else relay.concatenate([last, relay.negative(first)], axis=-1))
+    out = relay.add(relay.multiply(xr, relay.expand_dims(cos, 1)), relay.multiply(rotated, relay.expand_dims(sin, 1)))
+    if partial:
+        return relay.concatenate([out, relay.strided_slice(data, [head], [2**63 - 1], axes=[3])], axis=-1)
+    return out
+
+
+def _fused_partial(rest_from: int) -> Expr:
+    """The first 4 of 8 features rotated, concatenated with the features from `rest_from` on."""
+    data = relay.var("x", shape=(2, 3, 5, 8))
+    tables = [relay.var(n, shape=(1, 5, 2)) for n in ("c", "s")]
+    rotated = make_call("nn.rotary_embedding", [relay.strided_slice(data, [0], [4], axes=[3]), *tables],
+                        {"interleaved": False})
+    return relay.concatenate([rotated, relay.strided_slice(data, [rest_from], [8], axes=[3])], axis=-1)
+
+
+def _rotate(cos, sin, split: bool = False):
+    """x * cos + cat(-second half, first half) * sin, the halves sliced or split."""
+    if split:
+        halves = call("split", x, bind_attrs="sp")
+        first, second = getitem(halves, 0), getitem(halves, 1)
+    else:
+        first, second = call("strided_slice", x, bind_attrs="s1"), call("strided_slice", x, bind_attrs="s2")
+    rotated = call("concatenate", tuple_pat(call("negative", second), first), bind_attrs="rc")
+    return call("add", call("multiply", x, cos), call("multiply", rotated, sin))
+
+
+_CACHE_COS = call("expand_dims", call("take", const_pat("kc"), ids, bind_attrs="g1"), bind_attrs="ec")
+_CACHE_SIN = call("expand_dims", call("take", const_pat("ks"), ids, bind_attrs="g2"), bind_attrs="es")
+
+
+def _cache_example(equal_halves: bool = True) -> Expr:
+    """The rotation of x (2, 3, 5, 8) by rows `ids` (1, 5) of constant caches (16, 8) (transformers'
+    older `cos_cached[position_ids]`); `equal_halves=False`: caches whose halves differ."""
+    angles = np.arange(16, dtype=np.float32)[:, None] * np.float32(0.3) ** np.arange(4, dtype=np.float32)
+    table = np.concatenate([angles, angles if equal_halves else angles + 1], axis=-1)
+    ids = relay.var("ids", shape=(1, 5), dtype="int64")
+    data = relay.var("x", shape=(2, 3, 5, 8))
+    cos, sin = (relay.expand_dims(relay.take(relay.const(fn(table)), ids, axis=0), 1) for fn in (np.cos, np.sin))
+    rotated = relay.concatenate([relay.negative(relay.strided_slice(data, [4], [8], axes=[3])),
+                                 relay.strided_slice(data, [0], [4], axes=[3])], axis=-1)
+    return relay.add(relay.multiply(data, cos), relay.multiply(rotated, sin))
+
+ROTARY = ruleset("rotary", [
+    rule("rotary-embedding", _rotate(_COS, _SIN), _rotary(_sliced_halves, _angle_tables), dtypes="float", exact=False,
+         example=_rope_example,
+         near_miss=[lambda: _rope_example(second=relay.var("g", shape=(1, 5, 4))), lambda: _rope_example(sign=1),
+                    lambda: _rope_example(split_at=3), lambda: _rope_example(scale=0.5)]),
+    rule("rotary-embedding-split", _rotate(_COS, _SIN, split=True), _rotary(_split_halves, _angle_tables),
+         dtypes="float", exact=False, example=lambda: _rope_example(split=True),
+         near_miss=lambda: _rope_example(split=True, second=relay.var("g", shape=(1, 5, 4)))),
+    rule("rotary-embedding-cache", _rotate(_CACHE_COS, _CACHE_SIN), _rotary(_sliced_halves, _cache_tables),
+         dtypes="float", exact=False, example=_cache_example, near_miss=lambda: _cache_example(equal_halves=False)),
+    rule("rotary-embedding-partial",
+         call("concatenate", tuple_pat(call("nn.rotary_embedding", call("strided_slice", q, bind_attrs="sr"), c, s,
+                                            bind_attrs="re"),
+                                       call("strided_slice", q, bind_attrs="sp")), bind_attrs="cc"),
+         _partial, dtypes="float", exact=False,
+         example=lambda: _fused_partial(4), near_miss=lambda: _fused_partial(5)),
+])

@@ -1,0 +1,95 @@
+"""Emitters of `nn.rotary_embedding` (see `ir.op.rotary`): ONNX Runtime's contrib kernel, or its
+decomposition in standard ONNX.
+
+    contrib:   RotaryEmbedding(data, position_ids, cos_cache, sin_cache; interleaved, num_heads,
+                               rotary_embedding_dim)                           (com.microsoft)
+    standard:  data * cat(cos, cos) + rotate_half(data) * cat(sin, sin), the rest of the head after
+               the rotary dimension passed through (interleaved: the pairs split by stride-2 slices
+               and put back by a stack and reshape)
+
+The kernel reads row `position_ids[b, s]` of its (rows, r/2) caches for token (b, s). The call's
+per-token tables (B or 1, S, r/2) are that cache with one row per token, reshaped, and the
+position ids number the rows, so the fused program computes the same angles as the original, at
+any position: a cache precomputed up to a fixed length would be read out of bounds past it. The
+ids are constants where the sizes are static (so are the tables where the positions are), and
+`Range` / `Reshape` / `Expand` from the run-time shapes where they are not.
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+
+from ..expr import Call
+from ..op.rotary import rotary_dim
+from ..types import is_static
+from .export_context import CONTRIB_DOMAIN, EmitContext, Value, emits
+from .export_contrib import CONTRIB_EMITTERS
+
+__all__ = ["emit_rotary_embedding", "emit_rotary_embedding_contrib"]
+
+
+def _slice(ctx: EmitContext, x: Value, start: int, end: int, step: int = 1) -> Value:
+    return ctx.node("Slice", [x, ctx.ints([start]), ctx.ints([end]), ctx.ints([-1]), ctx.ints([step])])
+
+
+def _per_head(ctx: EmitContext, table: Value) -> Value:
+    """A (B or 1, S, k) table as (B or 1, 1, S, k): shared by the heads."""
+    return ctx.node("Unsqueeze", [table, ctx.ints([1])])
+
+
+@emits("nn.rotary_embedding")
+def emit_rotary_embedding(ctx: EmitContext, call: Call, args: Sequence[Value]) -> Value:
+    data, cos, sin = args
+    head = ctx.type_of(call.args[0]).shape[-1]
+    r = rotary_dim(ctx.type_of(call.args[1]))
+    half = r // 2
+    x = data if r == head else _slice(ctx, data, 0, r)
+    if call.attrs.interleaved:
+        c, s = _per_head(ctx, cos), _per_head(ctx, sin)
+        first, second = _slice(ctx, x, 0, r, 2), _slice(ctx, x, 1, r, 2)
+        out_first = ctx.node("Add", [ctx.node("Mul", [first, c]), ctx.node("Mul", [ctx.node("Neg", [second]), s])])
+        out_second = ctx.node("Add", [ctx.node("Mul", [second, c]), ctx.node("Mul", [first, s])])
+        pairs = [ctx.node("Unsqueeze", [v, ctx.ints([-1])]) for v in (out_first, out_second)]
+        out = ctx.node("Reshape", [ctx.node("Concat", pairs, axis=-1), ctx.ints([0, 0, 0, r])])
+    else:
+        c = _per_head(ctx, ctx.node("Concat", [cos, cos], axis=-1))
+        s = _per_head(ctx, ctx.node("Concat", [sin, sin], axis=-1))
+        rotated = ctx.node("Concat", [ctx.node("Neg", [_slice(ctx, x, half, r)]), _slice(ctx, x, 0, half)], axis=-1)
+        out = ctx.node("Add", [ctx.node("Mul", [x, c]), ctx.node("Mul", [rotated, s])])
+    return out if r == head else ctx.node("Concat", [out, _slice(ctx, data, r, head)], axis=-1)
+
+
+def _position_ids(ctx: EmitContext, call: Call, data: Value, cos: Value) -> Value:
+    """(B, S) int64 ids numbering the rows of the reshaped (B or 1, S, r/2) table, the same ids for
+    every batch row where the table has one."""
+    batch = ctx.type_of(call.args[0]).shape[0]
+    table = ctx.type_of(call.args[1]).shape
+    if is_static(table[:2]) and is_static([batch]):
+        ids = np.arange(table[0] * table[1], dtype=np.int64).reshape(table[:2])
+        return ctx.const(np.ascontiguousarray(np.broadcast_to(ids, (batch, table[1]))))
+    shape = ctx.node("Shape", [cos])
+    lengths = ctx.node("Slice", [shape, ctx.ints([0]), ctx.ints([2])])
+    rows = ctx.node("ReduceProd", [lengths], keepdims=0)
+    ids = ctx.node("Range", [ctx.const(np.int64(0)), rows, ctx.const(np.int64(1))])
+    ids = ctx.node("Reshape", [ids, lengths])
+    target = ctx.node("Concat", [ctx.node("Shape", [data], start=0, end=1), ctx.node("Shape", [cos], start=1, end=2)],
+                      axis=0)
+    return ctx.node("Expand", [ids, target])
+
+
+def emit_rotary_embedding_contrib(ctx: EmitContext, call: Call, args: Sequence[Value]) -> Value | None:
+    """ONNX Runtime's `RotaryEmbedding` (float32 only; the head count must be static)."""
+    ty = ctx.type_of(call.args[0])
+    heads = ty.shape[1]
+    if ty.dtype != "float32" or not isinstance(heads, int) or ctx.opset < 15:  # Shape's start/end: opset 15
+        return None
+    data, cos, sin = args
+    r = rotary_dim(ctx.type_of(call.args[1]))
+    caches = [ctx.node("Reshape", [t, ctx.ints([-1, r // 2])]) for t in (cos, sin)]
+    return ctx.node("RotaryEmbedding", [data, _position_ids(ctx, call, data, cos), *caches], domain=CONTRIB_DOMAIN,
+                    interleaved=int(call.attrs.interleaved), num_heads=heads, rotary_embedding_dim=r)
+
+
+CONTRIB_EMITTERS["nn.rotary_embedding"] = emit_rotary_embedding_contrib

@@ -1,0 +1,89 @@
+"""`nn.rotary_embedding`: its type relation, its reference kernel against the spelled-out formula,
+and its two ONNX forms (ONNX Runtime's `RotaryEmbedding` and the standard decomposition) against
+the kernel in ONNX Runtime: half-rotation and interleaved, full and partial rotary dimension, one
+table for the batch or one per row, static and symbolic sizes."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import ir
+import strategies
+from ir import relay
+from ir.errors import TypeInferenceError
+from ir.frontend import to_onnx
+from ir.op.registry import make_call
+from ir.types import SizeVar
+from tests.ir.frontend.ort_helpers import assert_outputs_close, run_ort
+
+CASES = [  # batch, table batch, heads, sequence, head size, rotary dimension
+    (2, 1, 3, 5, 8, 8), (2, 2, 3, 5, 8, 4), (1, 1, 2, 3, 6, 6), (3, 1, 1, 1, 16, 10)]
+
+
+def _module(shape: tuple, table: tuple, interleaved: bool) -> ir.IRModule:
+    x, c, s = relay.var("x", shape=shape), relay.var("c", shape=table), relay.var("s", shape=table)
+    return ir.IRModule.from_expr(relay.Function([x, c, s], make_call("nn.rotary_embedding", [x, c, s],
+                                                                     {"interleaved": interleaved})))
+
+
+def _feed(shape: tuple, table: tuple, seed: int = 0) -> dict[str, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    return {"x": rng.standard_normal(shape).astype("float32"), "c": rng.standard_normal(table).astype("float32"),
+            "s": rng.standard_normal(table).astype("float32")}
+
+
+def _formula(x: np.ndarray, c: np.ndarray, s: np.ndarray, interleaved: bool) -> np.ndarray:
+    """`x * cos + rotate(x) * sin` over the rotary features, as PyTorch models write it."""
+    r = 2 * c.shape[-1]
+    rot, rest = x[..., :r], x[..., r:]
+    if interleaved:
+        cos, sin = np.repeat(c, 2, axis=-1)[:, None], np.repeat(s, 2, axis=-1)[:, None]
+        rotated = np.stack([-rot[..., 1::2], rot[..., 0::2]], axis=-1).reshape(rot.shape)
+    else:
+        cos, sin = np.concatenate([c, c], -1)[:, None], np.concatenate([s, s], -1)[:, None]
+        rotated = np.concatenate([-rot[..., r // 2:], rot[..., :r // 2]], axis=-1)
+    return np.concatenate([rot * cos + rotated * sin, rest], axis=-1)
+
+
+@pytest.mark.parametrize("interleaved", [False, True], ids=["half", "interleaved"])
+@pytest.mark.parametrize("case", CASES, ids=lambda c: "x".join(map(str, c)))
+def test_kernel_and_both_onnx_forms_match_the_formula(case, interleaved):
+    batch, table_batch, heads, seq, head, r = case
+    shape, table = (batch, heads, seq, head), (table_batch, seq, r // 2)
+    mod, feed = _module(shape, table, interleaved), _feed(shape, table)
+    want = _formula(feed["x"], feed["c"], feed["s"], interleaved)
+    got = strategies.build(mod, "ort", {}).run(**feed)
+    np.testing.assert_array_equal(got, want)
+    for contrib in (False, True):
+        model = to_onnx(mod, {}, contrib=contrib)
+        assert ("RotaryEmbedding" in [n.op_type for n in model.graph.node]) == contrib
+        assert_outputs_close([want], run_ort(model, feed), rel=1e-6)
+
+
+def test_symbolic_batch_and_sequence_number_the_table_rows_when_the_model_runs():
+    b, n = SizeVar("B"), SizeVar("S")
+    for table_batch in (1, b):
+        mod = _module((b, 2, n, 8), (table_batch, n, 3), interleaved=False)
+        model = to_onnx(mod, {}, contrib=True)
+        for batch, seq in ((1, 1), (3, 4)):
+            feed = _feed((batch, 2, seq, 8), (batch if table_batch == b else 1, seq, 3), seed=seq)
+            want = _formula(feed["x"], feed["c"], feed["s"], False)
+            assert_outputs_close([want], run_ort(model, feed), rel=1e-6)
+
+
+@pytest.mark.parametrize("shape, table", [
+    ((2, 3, 5, 8), (1, 5, 5)),     # rotary dimension 10 > head size 8
+    ((2, 3, 5, 8), (3, 5, 4)),     # table batch neither 1 nor the data's
+    ((2, 3, 5, 8), (1, 4, 4)),     # another sequence length
+    ((2, 15, 8), (1, 5, 4)),       # data not (B, N, S, H)
+])
+def test_type_relation_refuses_mismatched_tables(shape, table):
+    with pytest.raises(TypeInferenceError, match="rotary"):
+        ir.infer_type(_module(shape, table, interleaved=False))
+
+
+def test_integer_data_is_refused():
+    x, c = relay.var("x", shape=(1, 1, 2, 4), dtype="int32"), relay.var("c", shape=(1, 2, 2), dtype="int32")
+    with pytest.raises(TypeInferenceError, match="float"):
+        ir.infer_type(ir.IRModule.from_expr(relay.Function([x, c], make_call("nn.rotary_embedding", [x, c, c]))))
