@@ -23,32 +23,22 @@ import numpy as np
 
 import ir
 from ir import IRModule
+from ir.dtype_info import float_info, is_float, numpy_dtype
 from ir.types import TensorType, dim_value
 from ir.visitor import rebuild
 
 from ..errors import VerificationError
 
 __all__ = ["INPUT_KINDS", "random_inputs", "scatter_specials", "symbolic_sizes", "has_symbolic_inputs",
-           "perturbed", "perturb_array", "perturbed_program", "float_dtype", "itemsize", "tensor_bytes"]
+           "perturbed", "perturb_array", "perturbed_program", "itemsize", "tensor_bytes"]
 
 INPUT_KINDS = ("normal", "edge", "nonfinite", "small", "large")
 SMALL_PRIME = 3
 """the first length a size variable takes; then 1, then a prime above every static input dimension."""
 
 
-def float_dtype(dtype: str | np.dtype) -> bool:
-    return str(dtype) in ("float16", "bfloat16", "float32", "float64")
-
-
 def itemsize(dtype: str) -> int:
-    return 2 if dtype == "bfloat16" else np.dtype(dtype).itemsize
-
-
-def _numpy_dtype(dtype: str) -> np.dtype:
-    if dtype == "bfloat16":
-        import ml_dtypes  # installed with onnx; bfloat16 has no numpy dtype of its own
-        return np.dtype(ml_dtypes.bfloat16)
-    return np.dtype(dtype)
+    return numpy_dtype(dtype).itemsize
 
 
 def _input_types(mod: IRModule, skip: Sequence[str]) -> list[tuple[str, TensorType]]:
@@ -117,7 +107,7 @@ def _integers(rng: np.random.Generator, shape: tuple[int, ...], dtype: np.dtype,
 
 
 def _floats(rng: np.random.Generator, shape: tuple[int, ...], dtype: str, kind: str) -> np.ndarray:
-    np_dtype = _numpy_dtype(dtype)
+    np_dtype = numpy_dtype(dtype)
     values = rng.standard_normal(shape, dtype=np.float32)
     if kind == "small":
         return (values * np.float32(1e-3)).astype(np_dtype)
@@ -126,7 +116,7 @@ def _floats(rng: np.random.Generator, shape: tuple[int, ...], dtype: str, kind: 
     values = values.astype(np_dtype)
     if kind == "normal":
         return values
-    tiny = float(np.finfo(np_dtype).smallest_subnormal)
+    tiny = float(float_info(np_dtype).smallest_subnormal)
     if kind == "edge":
         specials, share = [0.0, -0.0, tiny, -tiny, 3 * tiny, 1.0, -1.0], 0.25
     else:
@@ -153,11 +143,11 @@ def perturbed(values: Mapping[str, np.ndarray], relative: Callable[[np.dtype], f
 
 def perturb_array(value: np.ndarray, relative: Callable[[np.dtype], float], rng: np.random.Generator) -> np.ndarray:
     value = np.asarray(value)
-    if not float_dtype(value.dtype):
+    if not is_float(value.dtype):
         return value
     wide = value.astype(np.float64)
     moved = wide * (1.0 + relative(value.dtype) * rng.uniform(-1.0, 1.0, value.shape))
-    top = float(np.finfo(value.dtype).max)
+    top = float(float_info(value.dtype).max)
     moved = np.where(np.isfinite(wide), np.clip(moved, -top, top), wide)
     return moved.astype(value.dtype)
 
@@ -168,7 +158,7 @@ def perturbed_program(mod: IRModule, params: Mapping[str, np.ndarray], relative:
     rng = np.random.default_rng(seed + 0xC0457)
 
     def move(old: ir.Expr, new: ir.Expr) -> ir.Expr | None:
-        if isinstance(old, ir.Constant) and float_dtype(old.data.dtype) and old.data.size:
+        if isinstance(old, ir.Constant) and is_float(old.data.dtype) and old.data.size:
             return ir.Constant(perturb_array(old.data, relative, rng))
         return None
 

@@ -42,10 +42,11 @@ import numpy as np
 
 import ir
 from ir import IRModule
+from ir.dtype_info import float_info, is_float
 
 from ..errors import VerificationError
 from ..report import Report
-from .inputs import (INPUT_KINDS, SMALL_PRIME, float_dtype, has_symbolic_inputs, perturbed, perturbed_program, random_inputs,
+from .inputs import (INPUT_KINDS, SMALL_PRIME, has_symbolic_inputs, perturbed, perturbed_program, random_inputs,
                      scatter_specials, symbolic_sizes, tensor_bytes)
 
 __all__ = ["Verification", "Boundaries", "verify", "random_inputs", "scatter_specials", "flat_outputs", "INPUT_KINDS",
@@ -191,7 +192,7 @@ def _compare(want: np.ndarray, got: np.ndarray, moved: np.ndarray | None, bounda
     whether that reaches anything observable."""
     if want.shape != got.shape:
         return _Comparison(False, np.inf, why=f"optimized shape {got.shape}, original {want.shape}")
-    if not float_dtype(want.dtype) or not float_dtype(got.dtype):
+    if not is_float(want.dtype) or not is_float(got.dtype):
         if _bits_equal(want, got):
             return _Comparison(True, checked=want.size)
         a, b = want.astype(np.float64), got.astype(np.float64) if got.dtype.kind in "biuf" else got
@@ -208,7 +209,7 @@ def _compare(want: np.ndarray, got: np.ndarray, moved: np.ndarray | None, bounda
         return _Comparison(False, np.inf, why=f"NaN or infinity in different places{at}")
     noise = np.zeros_like(a) if moved is None else np.abs(moved.astype(np.float64) - a)
     noise[~np.isfinite(noise)] = np.inf
-    tolerance = RTOL.get(str(want.dtype), 1e-3) * np.abs(a) + float(np.finfo(want.dtype).tiny) + noise
+    tolerance = RTOL.get(str(want.dtype), 1e-3) * np.abs(a) + float(float_info(want.dtype).tiny) + noise
     tolerance = np.where(finite, tolerance, 0.0)
     diff = np.where(finite, np.abs(a - b), 0.0)
     checked = int((~finite).sum() + (finite & np.isfinite(tolerance)).sum())
