@@ -212,6 +212,15 @@ def _gelu(x: str, g: _Graph, *, scale: str = "div", order: str = "torch") -> str
     return g.op("Mul", g.const(0.5), g.op("Mul", g.op("Add", g.const(1.0), erf), x))
 
 
+def _gelu_tanh(x: str, g: _Graph, *, cube: str = "pow", factored: bool = False) -> str:
+    """GPT-2's `gelu_new`, the cube as `cube` "pow" or "mul"; `factored`: HF's gelu_fast, BLOOM's x * (1 + k x^2)."""
+    k, s = g.const(0.044715), g.const(0.7978845608)  # s: sqrt(2 / pi), as Hugging Face writes it
+    inner = (g.op("Mul", g.op("Mul", x, s), g.op("Add", g.const(1.0), g.op("Mul", g.op("Mul", k, x), x))) if factored
+             else g.op("Mul", s, g.op("Add", x, g.op("Mul", k, g.op("Pow", x, g.const(3.0)) if cube == "pow"
+                                                   else g.op("Mul", g.op("Mul", x, x), x)))))
+    return g.op("Mul", g.op("Mul", g.const(0.5), x), g.op("Add", g.const(1.0), g.op("Tanh", inner)))
+
+
 def _relu6(g: _Graph, x: str, form: str = "clip") -> str:
     """min(max(x, 0), 6): `Clip(x, 0, 6)` (PyTorch, tf2onnx), `Min(Max(x, 0), 6)`, `Min(Relu(x), 6)`
     or `Max(Min(x, 6), 0)`."""
@@ -434,14 +443,14 @@ def _torch_layernorm(torch: object, size: Size) -> object:
     return module.eval()
 
 
-def _functional(name: str) -> Callable[[object, Size], object]:
-    """A factory of a module that applies `torch.nn.functional.<name>`."""
+def _functional(name: str, **kwargs: object) -> Callable[[object, Size], object]:
+    """A factory of a module that applies `torch.nn.functional.<name>` (with `kwargs`)."""
     def make(torch: object, size: Size) -> object:
         fn = getattr(torch.nn.functional, name)
 
         class Module(torch.nn.Module):
             def forward(self, x):
-                return fn(x)
+                return fn(x, **kwargs)
         return Module().eval()
     return make
 
@@ -513,6 +522,15 @@ FAMILIES: dict[str, Family] = {f.name: f for f in [
         "swapped": _elementwise(lambda x, g: _gelu(x, g, order="swapped")),
         "torch_export": _torch_export(_functional("gelu"), _mlp_width),
     }, frozenset({"nn.gelu"})),
+    Family("gelu_tanh", _elementwise(lambda x, g: g.op("Gelu", x, approximate="tanh"), opset=20), {
+        "gpt2_pow": _elementwise(_gelu_tanh),
+        "gpt2_mul": _elementwise(lambda x, g: _gelu_tanh(x, g, cube="mul")),
+        "gelu_fast": _elementwise(lambda x, g: _gelu_tanh(x, g, factored=True)),
+        "torch_export": _torch_export(_functional("gelu", approximate="tanh"), _mlp_width),
+    }, frozenset({"nn.gelu"})),
+    Family("quick_gelu", _elementwise(lambda x, g: g.op("Mul", x, g.op("Sigmoid", g.op("Mul", g.const(1.702), x)))), {
+        "swapped": _elementwise(lambda x, g: g.op("Mul", g.op("Sigmoid", g.op("Mul", x, g.const(1.702))), x)),
+    }, frozenset({"nn.quick_gelu"})),
     Family("silu", _elementwise(lambda x, g: g.op("Mul", x, g.op("Sigmoid", x))), {
         "sigmoid_first": _elementwise(lambda x, g: g.op("Mul", g.op("Sigmoid", x), x)),
         "div_exp": _elementwise(lambda x, g: g.op("Div", x, g.op("Add", g.const(1.0), g.op("Exp", g.op("Neg", x))))),

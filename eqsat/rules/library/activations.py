@@ -1,7 +1,8 @@
 """Activations ONNX Runtime runs as one kernel, from the spellings exporters write.
 
     pow(x, 3)                            -> (x * x) * x                 an axiom: the two tanh GELU spellings meet
-    (x * (tanh((x + ((x * x) * x) * 0.044715) * sqrt(2/pi)) + 1)) * 0.5
+    (x * (tanh((x + ((x * x) * x) * 0.044715) * sqrt(2/pi)) + 1)) * 0.5, the inner sum also as
+    x * ((x * x) * 0.044715 + 1) (HF's gelu_fast, BLOOM)
                                          -> nn.gelu(x, "tanh")           FastGelu
     nn.gelu(x + b, "tanh"), b 1-D        -> nn.bias_gelu(x, b, "tanh")   FastGelu with its bias
     x * sigmoid(x * a), a a scalar       -> nn.quick_gelu(x, alpha=a)    QuickGelu
@@ -27,7 +28,7 @@ from ir import Expr, relay
 from ir.op.registry import make_call
 
 from ..match import Match
-from ..pattern import call, const_pat, pvars
+from ..pattern import Pat, call, const_pat, pvars
 from ..rule import Rewrite, rule, ruleset
 from .fusion import _fused, _vector_bias
 
@@ -53,7 +54,8 @@ def _close(value: float | None, want: float) -> bool:
 
 def _is_gelu_tanh(m: Match) -> bool:
     return (_close(m.scalar("k"), _CUBE_COEFFICIENT) and _close(m.scalar("s"), _SQRT_2_OVER_PI)
-            and m.scalar("one") == 1.0 and m.scalar("half") == 0.5 and m.type("x") == m.root_type())
+            and m.scalar("one") == 1.0 and m.scalar("half") == 0.5 and m.type("x") == m.root_type()
+            and ("unit" not in m.constants or m.scalar("unit") == 1.0))
 
 
 def _quick_gelu(m: Match) -> Expr | None:
@@ -66,19 +68,22 @@ def _quick_gelu(m: Match) -> Expr | None:
     return make_call("nn.quick_gelu", [m.expr("x")], {"alpha": alpha})
 
 
-def gelu_tanh_formula(v: Expr, cube: str = "product", k: float = _CUBE_COEFFICIENT) -> Expr:
-    """GPT-2's `gelu_new`, as written: `0.5 * x * (1 + tanh(sqrt(2/pi) * (x + k * x^3)))`, the cube as
-    `pow(x, 3)` or `x * x * x`."""
-    cubed = relay.power(v, _c(3.0)) if cube == "pow" else relay.multiply(relay.multiply(v, v), v)
-    inner = relay.multiply(_c(_SQRT_2_OVER_PI), relay.add(v, relay.multiply(_c(k), cubed)))
-    return relay.multiply(relay.multiply(_c(0.5), v), relay.add(_c(1.0), relay.tanh(inner)))
-
-
-def _canonical_gelu_tanh(k: float = _CUBE_COEFFICIENT) -> Expr:
+def _canonical_gelu_tanh(k: float = _CUBE_COEFFICIENT, factored: bool = False) -> Expr:
+    """The canonical tanh GELU; `factored`: its inner sum as `x * (k * x^2 + 1)`."""
     v = _v(2, 8)
-    cubed = relay.multiply(relay.multiply(relay.multiply(v, v), v), _c(k))
-    phi = relay.tanh(relay.multiply(relay.add(v, cubed), _c(_SQRT_2_OVER_PI)))
+    square = relay.multiply(v, v)
+    if factored:
+        inner = relay.multiply(v, relay.add(relay.multiply(square, _c(k)), _c(1.0)))
+    else:
+        inner = relay.add(v, relay.multiply(relay.multiply(square, v), _c(k)))
+    phi = relay.tanh(relay.multiply(inner, _c(_SQRT_2_OVER_PI)))
     return relay.multiply(relay.multiply(v, relay.add(phi, _c(1.0))), _c(0.5))
+
+
+def _gelu_tanh(inner) -> Pat:
+    """`(x * (tanh(inner * s) + 1)) * half`."""
+    return call("multiply", call("multiply", x, call("add", call("tanh", call("multiply", inner, const_pat("s"))),
+                                                     const_pat("one"))), const_pat("half"))
 
 
 def _sigmoid_gated(alpha) -> Expr:
@@ -120,12 +125,15 @@ ACTIVATIONS = ruleset("activations", [
     rule("cube-as-product", call("power", x, const_pat("c")), _CUBE,
          when=lambda m: m.scalar("c") == 3 and m.type("x") == m.root_type(), dtypes="float", exact=False,
          example=lambda: relay.power(_v(2, 3), _c(3.0)), near_miss=lambda: relay.power(_v(2, 3), _c(3.5))),
-    rule("gelu-tanh",
-         call("multiply", call("multiply", x, call("add", call("tanh", call(
-             "multiply", call("add", x, call("multiply", _CUBE, const_pat("k"))), const_pat("s"))),
-             const_pat("one"))), const_pat("half")),
+    rule("gelu-tanh", _gelu_tanh(call("add", x, call("multiply", _CUBE, const_pat("k")))),
          call("nn.gelu", x, approximate="tanh"), when=_is_gelu_tanh, dtypes="float", exact=False,
          example=_canonical_gelu_tanh, near_miss=lambda: _canonical_gelu_tanh(k=0.044)),
+    rule("gelu-tanh-factored",
+         _gelu_tanh(call("multiply", x, call("add", call("multiply", call("multiply", x, x), const_pat("k")),
+                                             const_pat("unit")))),
+         call("nn.gelu", x, approximate="tanh"), when=_is_gelu_tanh, dtypes="float", exact=False,
+         example=lambda: _canonical_gelu_tanh(factored=True),
+         near_miss=lambda: _canonical_gelu_tanh(k=0.044, factored=True)),
     rule("bias-gelu-tanh", call("nn.gelu", call("add", x, b), approximate="tanh"),
          call("nn.bias_gelu", x, b, approximate="tanh"), when=_vector_bias, dtypes="float", exact=False,
          example=lambda: relay.nn.gelu(relay.add(_v(2, 5), _v(5, name="b")), approximate="tanh"),

@@ -257,6 +257,8 @@ _TORCH_FORMS = {
     "gelu_new-product": (lambda t, x: 0.5 * x * (1.0 + t.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * x * x * x)))
                          , "FastGelu"),
     "gelu-tanh": (lambda t, x: t.nn.functional.gelu(x, approximate="tanh"), "FastGelu"),
+    "gelu_fast": (lambda t, x: 0.5 * x * (1.0 + t.tanh(x * 0.7978845608 * (1.0 + 0.044715 * x * x))), "FastGelu"),
+    "bloom-gelu": (lambda t, x: x * 0.5 * (1.0 + t.tanh(0.79788456 * x * (1 + 0.044715 * x * x))), "FastGelu"),
     "quick-gelu": (lambda t, x: x * t.sigmoid(1.702 * x), "QuickGelu"),
     "silu": (lambda t, x: t.nn.functional.silu(x), "QuickGelu"),
 }
