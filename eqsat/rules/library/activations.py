@@ -11,11 +11,16 @@
     f(strided_slice(x)), f an activation -> strided_slice(f(x))          a padded NCHWc conv takes f in
 
 The tanh GELU is an approximation and never equal to the exact one (`nn.gelu(approximate="none")`);
-its idiom holds only where every constant is the formula's (to float32 precision). A scalar `a`
+its idiom holds only where every constant is the formula's (to float32 precision, or rounded to the
+constant's own dtype). A scalar `a`
 of QuickGelu must be one float32 value (the kernel's `alpha`); `a == 1` is SiLU (`nn.silu`, exported
 as QuickGelu with alpha 1: bit for bit ONNX Runtime's `Sigmoid` and `Mul`, and 1.7x faster than them
 in float32 on one core, 1x128x768). The crop rules are layout rules (`layout`): only
 there does a convolution padded to whole channel blocks wait for the activation behind its crop.
+
+Gated feed-forwards (SwiGLU `silu(gate) * up`, GeGLU `gelu(gate) * up`) fuse their activation only:
+ONNX Runtime 1.32 defines `com.microsoft.SwiGLU` (and ONNX `SwiGLU`, opset 28) but has no CPU kernel
+for it, so the gate becomes QuickGelu / FastGelu and the product stays a `Mul`.
 """
 
 from __future__ import annotations
@@ -47,13 +52,16 @@ def _c(value) -> Expr:
     return relay.const(np.asarray(value, "float32"))
 
 
-def _close(value: float | None, want: float) -> bool:
-    """`value` is `want` to float32 precision."""
-    return value is not None and abs(value - want) <= 1e-6 * abs(want)
+def _close(m: Match, name: str, want: float) -> bool:
+    """The constant bound to `name` is one value, `want` to float32 precision or `want` rounded to its dtype
+    (a float16 model holds the formula's constants in float16)."""
+    value = m.scalar(name)
+    return value is not None and (abs(value - want) <= 1e-6 * abs(want)
+                                  or value == float(np.asarray(want, m.const(name).dtype)))
 
 
 def _is_gelu_tanh(m: Match) -> bool:
-    return (_close(m.scalar("k"), _CUBE_COEFFICIENT) and _close(m.scalar("s"), _SQRT_2_OVER_PI)
+    return (_close(m, "k", _CUBE_COEFFICIENT) and _close(m, "s", _SQRT_2_OVER_PI)
             and m.scalar("one") == 1.0 and m.scalar("half") == 0.5 and m.type("x") == m.root_type()
             and ("unit" not in m.constants or m.scalar("unit") == 1.0))
 

@@ -5,11 +5,14 @@ from __future__ import annotations
 
 import io
 import math
+import os
+import tempfile
 from collections import Counter
 from typing import Sequence
 
 import numpy as np
 import onnx
+import onnxruntime as ort
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
@@ -83,6 +86,26 @@ _GELU_CONSTANTS = {"c_three": 3.0, "k_cube": 0.044715, "k_sqrt": math.sqrt(2 / m
 def test_tanh_gelu_is_fast_gelu(cube, order):
     out = _optimized(_model(_gelu_tanh_nodes("x", cube, order), {"x": _SHAPE}, _GELU_CONSTANTS))
     assert _ops(out) == Counter({f"{MS}:FastGelu": 1})
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float16"])
+def test_standard_export_of_tanh_gelu_is_the_spelling_ort_fuses(dtype):
+    """Without contrib ops (opset 17: no Gelu), the tanh GELU is written as GPT-2 writes it, which ONNX Runtime's
+    optimizer fuses into FastGelu (it does not fuse `x * x * x`, nor the product with 0.5 taken last)."""
+    nodes = [*_gelu_tanh_nodes("x", "product", "right")[:-1], _node("Mul", ["phi", "hx"], "g"), _node("Neg", ["g"], "y")]
+    mod, params = ir.frontend.from_onnx(_model(nodes, {"x": _SHAPE}, _GELU_CONSTANTS, dtype))
+    res = eqsat.optimize(mod, params, target="ort")
+    assert res.op_counts_after.get("nn.gelu") == 1
+    exported = ir.frontend.to_onnx(res.mod, res.params, opset=17)
+    options = ort.SessionOptions()
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_EXTENDED
+    session = ort.InferenceSession(exported.SerializeToString(), options, providers=["CPUExecutionProvider"])
+    x = np.random.default_rng(0).standard_normal(_SHAPE).astype(dtype)
+    assert session.run(None, {"x": x})[0].shape == _SHAPE
+    if dtype == "float32":
+        options.optimized_model_filepath = os.path.join(tempfile.mkdtemp(), "optimized.onnx")
+        ort.InferenceSession(exported.SerializeToString(), options, providers=["CPUExecutionProvider"])
+        assert _ops(onnx.load(options.optimized_model_filepath))[f"{MS}:FastGelu"] == 1
 
 
 def test_tanh_gelu_after_a_bias_is_fast_gelu_with_its_bias():
