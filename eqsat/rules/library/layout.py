@@ -522,7 +522,7 @@ LAYOUT = ruleset("layout", [
          near_miss=lambda: relay.nn.conv2d_bias_act(_image(3), _weight(4, 3), relay.const(np.ones(4, "float32")))),
     rule("conv2d-to-nchwc-padded", call("nn.conv2d", x, w, bind_attrs="c"), _to_blocked(False, padded=True),
          exact=False, example=lambda: relay.nn.conv2d(_image(_PADDED), _weight(_PADDED, _PADDED), padding=1),
-         near_miss=lambda: relay.nn.conv2d(_image(_PADDED + 2), _weight(_PADDED + 2, _PADDED + 2))),
+         near_miss=lambda: relay.nn.conv2d(_image(block_size() + 2), _weight(block_size() + 2, block_size() + 2))),
     rule("conv2d-bias-act-to-nchwc-padded", call("nn.conv2d_bias_act", x, w, const_pat("bias"), bind_attrs="c"),
          _to_blocked(True, padded=True), exact=False,
          example=lambda: relay.nn.conv2d_bias_act(_image(_PADDED), _weight(_PADDED, 1), relay.const(
