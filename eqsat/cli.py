@@ -36,7 +36,7 @@ import sys
 import warnings
 from collections import Counter
 from pathlib import Path
-from typing import Any, Callable, Iterator, NoReturn, Sequence
+from typing import Any, Iterator, Sequence
 
 import numpy as np
 
@@ -45,17 +45,18 @@ import strategies
 from ir.dataflow_pattern import DFPattern
 from ir.printer import node_names
 from strategies.coverage import tuning_coverage
-from strategies.devices import require_device
 from strategies.records import read_log
 from strategies.executor import prepare_program
 from strategies.tuning import program_weight_bytes, tune_workloads, workload_constants
 
 from . import __version__
-from .atomic import OutputFileError, output_target, write_files
+from .atomic import write_files
+from .cli_args import (Parser, comma_list, existing_file, extractor_name, int_at_least, model_name, output_file, rule_sets,
+                       seconds, target_kind)
 from .candidates import candidate_workloads
 from .cli_errors import EXIT_BROKEN_PIPE, UsageError, failure
 from .compare import compare
-from .errors import EqsatError, RuleError
+from .errors import EqsatError
 from .explain import provenance_records
 from .extract import EXTRACTORS, IlpExtractor, get_extractor, node_costs
 from .limits import Limits
@@ -118,76 +119,10 @@ def _progress(args: argparse.Namespace) -> Iterator[ProgressLine | None]:
         yield line
 
 
-def _int_at_least(minimum: int) -> Callable[[str], int]:
-    """An argparse type: an integer >= `minimum`."""
-    def integer(text: str) -> int:
-        try:
-            value = int(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"expected an integer >= {minimum}, got {text!r}") from None
-        if value < minimum:
-            raise argparse.ArgumentTypeError(f"must be an integer >= {minimum}, got {value}")
-        return value
-    return integer
 
 
-def _seconds(text: str) -> float:
-    """An argparse type: a positive, finite number of seconds."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number of seconds, got {text!r}") from None
-    if not (math.isfinite(value) and value > 0):
-        raise argparse.ArgumentTypeError(f"must be a positive finite number of seconds, got {text!r}")
-    return value
 
 
-def _model(text: str) -> str:
-    """An argparse type: a zoo model name or an existing file."""
-    if text in ir.models.MODELS:
-        return text
-    path = Path(text)
-    if path.is_file():
-        return text
-    if path.exists():
-        raise argparse.ArgumentTypeError(f"{text!r} is not a file")
-    if text.endswith(".onnx") or len(path.parts) > 1:
-        raise argparse.ArgumentTypeError(f"no such file {text!r}")
-    raise argparse.ArgumentTypeError(f"unknown model {text!r}; give a zoo model ({', '.join(ir.models.MODELS)}) "
-                                     "or an .onnx file")
-
-
-def _target(ops: bool = True, device: bool = False) -> Callable[[str], str]:
-    """An argparse type: a known target's kind (aliases resolved), or 'ops' when `ops`; with `device`,
-    one whose device this machine has."""
-    def target(text: str) -> str:
-        if ops and text == "ops":
-            return text
-        try:
-            known = strategies.Target(text)
-            if device:
-                require_device(known)
-        except strategies.TargetError as err:
-            raise argparse.ArgumentTypeError(str(err)) from None
-        return known.kind
-    return target
-
-
-def _extractor_name(text: str) -> str:
-    """An argparse type: a registered extractor's name."""
-    try:
-        get_extractor(text)
-    except ValueError as err:
-        raise argparse.ArgumentTypeError(str(err)) from None
-    return text
-
-
-def _rules(text: str) -> RuleSet:
-    """An argparse type: library rule sets joined by '+'."""
-    try:
-        return resolve_rules(text)
-    except RuleError as err:
-        raise argparse.ArgumentTypeError(str(err)) from None
 
 
 def _rules_for(args: argparse.Namespace, target: str = "cpu") -> RuleSet:
@@ -195,29 +130,7 @@ def _rules_for(args: argparse.Namespace, target: str = "cpu") -> RuleSet:
     return args.rules or resolve_rules(default_rules(target))
 
 
-def _comma_list(item: Callable[[str], str]) -> Callable[[str], list[str]]:
-    """An argparse type: comma-separated items, each checked by `item`."""
-    def items(text: str) -> list[str]:
-        return [item(part.strip()) for part in text.split(",")]
-    return items
 
-
-def _existing_file(text: str) -> str:
-    """An argparse type: a file that exists."""
-    if not Path(text).is_file():
-        raise argparse.ArgumentTypeError(f"no such file {text!r}")
-    return text
-
-
-def _output_file(text: str) -> str:
-    """An argparse type: a regular file path (or a link to one) whose directory exists (the file may not)."""
-    try:
-        path = output_target(text)
-    except OutputFileError as err:
-        raise argparse.ArgumentTypeError(str(err)) from None
-    if not path.parent.is_dir():
-        raise argparse.ArgumentTypeError(f"directory {str(path.parent)!r} of {text!r} does not exist")
-    return text
 
 
 def _limits(args: argparse.Namespace) -> Limits:
@@ -289,7 +202,7 @@ def _verification_record(v: Verification | None) -> dict[str, Any]:
 def verify_args(parser: argparse.ArgumentParser) -> None:
     """--verify N / --no-verify: how a command checks each program it extracts."""
     check = parser.add_mutually_exclusive_group()
-    check.add_argument("--verify", type=_int_at_least(1), default=DEFAULT_TRIALS, metavar="N",
+    check.add_argument("--verify", type=int_at_least(1), default=DEFAULT_TRIALS, metavar="N",
                        help="run each result against the input on N seeded input sets (typical, edge values, "
                             "inf/NaN, small, large: in that order) where its target runs it")
     check.add_argument("--no-verify", dest="verify", action="store_const", const=False, default=argparse.SUPPRESS,
@@ -499,29 +412,9 @@ def _cmd_models(args: argparse.Namespace) -> int:
     return 0
 
 
-class _Formatter(argparse.HelpFormatter):
-    """Help that ends each option's text with its default ("none" when unset); flags are off by default."""
-
-    def _get_help_string(self, action: argparse.Action) -> str:
-        text = action.help or ""
-        if action.option_strings and action.nargs != 0 and "(default" not in text:
-            text += " (default: none)" if action.default is None else " (default: %(default)s)"
-        return text
-
-
-class _Parser(argparse.ArgumentParser):
-    """An argument parser whose errors are one line on stderr (exit status 2)."""
-
-    def __init__(self, *args, **kwargs):
-        super().__init__(*args, formatter_class=_Formatter, **kwargs)
-
-    def error(self, message: str) -> NoReturn:
-        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
-
-
 def build_parser() -> argparse.ArgumentParser:
     """The `eqsat` argument parser: every value is checked here, before any work starts."""
-    parser = _Parser(prog="eqsat", description="Equality saturation for Relay-style tensor graphs.")
+    parser = Parser(prog="eqsat", description="Equality saturation for Relay-style tensor graphs.")
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
 
@@ -532,18 +425,18 @@ def build_parser() -> argparse.ArgumentParser:
         return p
 
     def program_args(p: argparse.ArgumentParser) -> None:
-        p.add_argument("model", type=_model, help="a zoo model name (see `eqsat models`) or an .onnx file")
+        p.add_argument("model", type=model_name, help="a zoo model name (see `eqsat models`) or an .onnx file")
         p.add_argument("--small", action="store_true", help="the zoo model's tiny test configuration")
-        p.add_argument("--rules", type=_rules, default=None,
+        p.add_argument("--rules", type=rule_sets, default=None,
                        help=f"rule sets joined by '+' ({', '.join(sorted(RULESETS))}) (default: the target's "
                             f"rules: default, plus layout for ort)")
-        p.add_argument("--iterations", type=_int_at_least(1), default=Limits.iterations,
+        p.add_argument("--iterations", type=int_at_least(1), default=Limits.iterations,
                        help="saturation stops after this many iterations")
-        p.add_argument("--nodes", type=_int_at_least(1), default=Limits.nodes,
+        p.add_argument("--nodes", type=int_at_least(1), default=Limits.nodes,
                        help="saturation stops when the e-graph has this many e-nodes")
-        p.add_argument("--seconds", type=_seconds, default=Limits.seconds,
+        p.add_argument("--seconds", type=seconds, default=Limits.seconds,
                        help="saturation stops after this many seconds")
-        p.add_argument("--ilp-seconds", type=_seconds, default=60.0, help="time limit of the ILP extractor")
+        p.add_argument("--ilp-seconds", type=seconds, default=60.0, help="time limit of the ILP extractor")
         p.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
                        help="show saturation progress on stderr: iteration, e-nodes, time left of the limits "
                             "(default: when stderr is a terminal)")
@@ -552,21 +445,21 @@ def build_parser() -> argparse.ArgumentParser:
     extractors = ", ".join(sorted(EXTRACTORS))
     opt = command("optimize", "saturate a model and extract the best program for a target")
     program_args(opt)
-    opt.add_argument("output", nargs="?", type=_output_file,
+    opt.add_argument("output", nargs="?", type=output_file,
                      help="write the optimized program as ONNX to this file (the same as --onnx)")
-    opt.add_argument("--target", type=_target(), default=None,
+    opt.add_argument("--target", type=target_kind(), default=None,
                      help="a strategies target (cpu, cuda, ort, ...) or 'ops' (default: ort for an .onnx model "
                           "written back as ONNX, else cpu)")
     opt.add_argument("--extractor", default="greedy", choices=sorted(EXTRACTORS), help="how the program is extracted")
-    opt.add_argument("--json", type=_output_file, help="write the report as JSON to this file")
-    opt.add_argument("--onnx", type=_output_file, help="write the optimized program as ONNX to this file")
+    opt.add_argument("--json", type=output_file, help="write the report as JSON to this file")
+    opt.add_argument("--onnx", type=output_file, help="write the optimized program as ONNX to this file")
     opt.add_argument("--onnx-contrib", action="store_true",
                      help="with an output file, for a target other than ort: fused ops as ONNX Runtime "
                           "com.microsoft contrib ops where possible (the ort target always writes its own kernels)")
     opt.add_argument("--standard-onnx", action="store_true",
                      help="with an output file: standard ONNX ops only, no ONNX Runtime contrib ops or blocked "
                           "layout (the ort target then leaves the layout rules out)")
-    opt.add_argument("--log", type=_existing_file,
+    opt.add_argument("--log", type=existing_file,
                      help="a tuning log (see `eqsat tune`) whose measurements the cost model uses")
     opt.add_argument("--explain", action="store_true", help="print what each rule and fused op changed and saved")
     verify_args(opt)
@@ -576,8 +469,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     cmp_ = command("compare", "programs for several targets and extractors side by side")
     program_args(cmp_)
-    cmp_.add_argument("--targets", type=_comma_list(_target()), default="cpu", help="comma-separated targets")
-    cmp_.add_argument("--extractors", type=_comma_list(_extractor_name), default="greedy",
+    cmp_.add_argument("--targets", type=comma_list(target_kind()), default="cpu", help="comma-separated targets")
+    cmp_.add_argument("--extractors", type=comma_list(extractor_name), default="greedy",
                       help=f"comma-separated extractors: {extractors}")
     cmp_.add_argument("--diff", action="store_true", help="print each program's diff against the input")
     verify_args(cmp_)
@@ -585,11 +478,11 @@ def build_parser() -> argparse.ArgumentParser:
 
     tune = command("tune", "measure the implementations of every workload and log the results")
     program_args(tune)
-    tune.add_argument("--target", type=_target(ops=False, device=True), default="cpu",
+    tune.add_argument("--target", type=target_kind(ops=False, device=True), default="cpu",
                       help="a strategies target (cpu, cuda, ...) whose device this machine has")
-    tune.add_argument("--log", type=_output_file, default="tuning.jsonl", help="the JSON-lines tuning log to append to")
-    tune.add_argument("--trials", type=_int_at_least(1), default=8, help="measurements per workload, at most")
-    tune.add_argument("--repeat", type=_int_at_least(1), default=3, help="timed runs per measurement")
+    tune.add_argument("--log", type=output_file, default="tuning.jsonl", help="the JSON-lines tuning log to append to")
+    tune.add_argument("--trials", type=int_at_least(1), default=8, help="measurements per workload, at most")
+    tune.add_argument("--repeat", type=int_at_least(1), default=3, help="timed runs per measurement")
     tune.add_argument("--optimized", action="store_true",
                       help="tune the program `optimize` extracts for the target (fused calls included)")
     tune.add_argument("--extractor", default="greedy", choices=sorted(EXTRACTORS),
@@ -597,7 +490,7 @@ def build_parser() -> argparse.ArgumentParser:
     tune.add_argument("--candidates", action="store_true",
                       help="tune every form extraction chooses from: each workload of the saturated e-graph "
                            "that the target can run")
-    tune.add_argument("--threads", type=_int_at_least(1),
+    tune.add_argument("--threads", type=int_at_least(1),
                       help="intra-op threads of ONNX Runtime's sessions on an ort target "
                            "(default: the CPUs this process may use)")
     tune.set_defaults(run=_cmd_tune)
@@ -605,17 +498,17 @@ def build_parser() -> argparse.ArgumentParser:
     show = command("show", "describe one e-class of the saturated e-graph and draw its neighbourhood")
     program_args(show)
     where = show.add_mutually_exclusive_group()
-    where.add_argument("--eclass", type=_int_at_least(0), help="the e-class id (default: the root)")
+    where.add_argument("--eclass", type=int_at_least(0), help="the e-class id (default: the root)")
     where.add_argument("--op", help="an e-class holding an e-node of this op (one where the program uses it first)")
-    show.add_argument("--depth", type=_int_at_least(0), default=2, help="steps from the e-class")
-    show.add_argument("--max-nodes", type=_int_at_least(1), default=40, help="e-nodes drawn, at most")
+    show.add_argument("--depth", type=int_at_least(0), default=2, help="steps from the e-class")
+    show.add_argument("--max-nodes", type=int_at_least(1), default=40, help="e-nodes drawn, at most")
     show.add_argument("--direction", default="operands", choices=DIRECTIONS, help="which edges a step follows")
-    show.add_argument("--target", type=_target(), default="cpu",
+    show.add_argument("--target", type=target_kind(), default="cpu",
                       help="costs and highlighted program for this target (or 'ops')")
     show.add_argument("--extractor", default="greedy", choices=sorted(EXTRACTORS),
                       help="how the highlighted program is extracted")
-    show.add_argument("--dot", type=_output_file, help="write the view as Graphviz DOT text to this file")
-    show.add_argument("--render", type=_output_file,
+    show.add_argument("--dot", type=output_file, help="write the view as Graphviz DOT text to this file")
+    show.add_argument("--render", type=output_file,
                       help="draw the view to this .svg/.png file (needs Graphviz's dot program)")
     show.set_defaults(run=_cmd_show)
 
@@ -623,7 +516,7 @@ def build_parser() -> argparse.ArgumentParser:
     program_args(why)
     what = why.add_mutually_exclusive_group(required=True)
     what.add_argument("--rule", type=_rule_name, help="a library rule's name (see `eqsat rules`)")
-    what.add_argument("--pattern", type=_existing_file,
+    what.add_argument("--pattern", type=existing_file,
                       help="a Python file defining `pattern`, a dataflow pattern (ir.dataflow_pattern)")
     why.add_argument("--node", type=_node_name, required=True,
                      help="the node, as the input program prints it: %%12 (or 12), a variable %%x, or %%result")
@@ -635,9 +528,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     check_rules = command("check-rules", "check every rule of a rule set on its example (every program of the "
                                          "e-graph against it, on typical and edge values) and its near misses")
-    check_rules.add_argument("--rules", type=_rules, default="default",
+    check_rules.add_argument("--rules", type=rule_sets, default="default",
                              help=f"rule sets joined by '+' ({', '.join(sorted(RULESETS))})")
-    check_rules.add_argument("--random", type=_int_at_least(0), default=0,
+    check_rules.add_argument("--random", type=int_at_least(0), default=0,
                              help="also check the whole set on this many seeded random programs (element-wise ops "
                                   "over broadcasting shapes, each dtype's edge constants, in float32, int32, float16, "
                                   "bfloat16, float64, int64 and uint8)")
@@ -647,16 +540,16 @@ def build_parser() -> argparse.ArgumentParser:
     bisect = command("bisect", "replay saturation and name the first rule application whose result computes "
                                "something else than the term it matched")
     program_args(bisect)
-    bisect.add_argument("--input-sets", type=_int_at_least(1), default=3,
+    bisect.add_argument("--input-sets", type=int_at_least(1), default=3,
                         help="the model's seeded input sets each result is checked on (typical, edge values, inf/NaN, ...)")
     bisect.set_defaults(run=_cmd_bisect)
 
     coverage = command("coverage", "per workload of a model: tuned by a log or not, the implementation that will "
                                    "run and why, and the untuned share of the cost")
-    coverage.add_argument("model", type=_model, help="a zoo model name (see `eqsat models`) or an .onnx file")
+    coverage.add_argument("model", type=model_name, help="a zoo model name (see `eqsat models`) or an .onnx file")
     coverage.add_argument("--small", action="store_true", help="the zoo model's tiny test configuration")
-    coverage.add_argument("--log", type=_existing_file, required=True, help="the tuning log (see `eqsat tune`)")
-    coverage.add_argument("--target", type=_target(ops=False), default="cpu", help="a strategies target (cpu, cuda, ort, ...)")
+    coverage.add_argument("--log", type=existing_file, required=True, help="the tuning log (see `eqsat tune`)")
+    coverage.add_argument("--target", type=target_kind(ops=False), default="cpu", help="a strategies target (cpu, cuda, ort, ...)")
     coverage.set_defaults(run=_cmd_coverage)
 
     models = command("models", "list the model zoo")
