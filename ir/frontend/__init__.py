@@ -12,7 +12,7 @@ except ImportError as err:  # pragma: no cover - depends on the environment
     raise ImportError("ir.frontend needs the `onnx` package: pip install 'relay-eqsat[onnx]'") from err
 
 from . import import_attention, import_indexing, import_piecewise  # noqa: F401  (register their converters)
-from . import export_rotary  # noqa: F401  (nn.rotary_embedding's emitters)
+from . import export_rotary, import_rotary  # noqa: F401  (nn.rotary_embedding's emitters and converter)
 from .errors import FrontendError
 from .onnx_export import DEFAULT_OPSET, to_onnx
 from .onnx_import import from_onnx, load_model

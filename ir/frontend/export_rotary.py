@@ -3,7 +3,9 @@ decomposition in standard ONNX.
 
     contrib:   RotaryEmbedding(data, position_ids, cos_cache, sin_cache; interleaved, num_heads,
                                rotary_embedding_dim)                           (com.microsoft)
-    standard:  data * cat(cos, cos) + rotate_half(data) * cat(sin, sin), the rest of the head after
+    opset 23:  RotaryEmbedding(data, cos, sin; interleaved, num_heads, rotary_embedding_dim), the
+               tables as its (batch, sequence, r/2) caches, expanded over the batch  (float32)
+    below:     data * cat(cos, cos) + rotate_half(data) * cat(sin, sin), the rest of the head after
                the rotary dimension passed through (interleaved: the pairs split by stride-2 slices
                and put back by a stack and reshape)
 
@@ -24,10 +26,14 @@ import numpy as np
 from ..expr import Call
 from ..op.rotary import rotary_dim
 from ..types import is_static
-from .export_context import CONTRIB_DOMAIN, EmitContext, Value, emits
+from .export_context import CONTRIB_DOMAIN, ONE_NODE_OPSETS, EmitContext, Value, emits
 from .export_contrib import CONTRIB_EMITTERS
 
-__all__ = ["emit_rotary_embedding", "emit_rotary_embedding_contrib"]
+__all__ = ["emit_rotary_embedding", "emit_rotary_embedding_contrib", "ROTARY_OPSET"]
+
+#: the first opset that defines `RotaryEmbedding`
+ROTARY_OPSET = 23
+ONE_NODE_OPSETS["nn.rotary_embedding"] = ROTARY_OPSET
 
 
 def _slice(ctx: EmitContext, x: Value, start: int, end: int, step: int = 1) -> Value:
@@ -39,8 +45,26 @@ def _per_head(ctx: EmitContext, table: Value) -> Value:
     return ctx.node("Unsqueeze", [table, ctx.ints([1])])
 
 
+def _one_node(ctx: EmitContext, call: Call, args: Sequence[Value]) -> Value | None:
+    """ONNX's `RotaryEmbedding` (opset 23) with the tables as per-token caches, or None where the
+    opset, dtype or a symbolic head count does not allow it."""
+    ty = ctx.type_of(call.args[0])
+    if ctx.opset < ROTARY_OPSET or ty.dtype != "float32" or not isinstance(ty.shape[1], int):
+        return None
+    data, cos, sin = args
+    if ctx.type_of(call.args[1]).shape[0] != ty.shape[0]:  # one table for the batch: one per row
+        target = ctx.node("Concat", [ctx.node("Shape", [data], start=0, end=1), ctx.node("Shape", [cos], start=1)],
+                          axis=0)
+        cos, sin = (ctx.node("Expand", [t, target]) for t in (cos, sin))
+    return ctx.node("RotaryEmbedding", [data, cos, sin], interleaved=int(call.attrs.interleaved),
+                    num_heads=ty.shape[1], rotary_embedding_dim=rotary_dim(ctx.type_of(call.args[1])))
+
+
 @emits("nn.rotary_embedding")
 def emit_rotary_embedding(ctx: EmitContext, call: Call, args: Sequence[Value]) -> Value:
+    one = _one_node(ctx, call, args)
+    if one is not None:
+        return one
     data, cos, sin = args
     head = ctx.type_of(call.args[0]).shape[-1]
     r = rotary_dim(ctx.type_of(call.args[1]))
