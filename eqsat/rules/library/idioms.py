@@ -70,16 +70,21 @@ def _centered():
     return call("subtract", x, _mean(x, "m1"))
 
 
-def _ones_zeros(m: Match) -> tuple[Expr, Expr]:
+def _ones_zeros(m: Match) -> tuple[Expr, Expr] | None:
+    """Unit scale and zero shift over the last axis; None when its length is symbolic (the norm
+    ops take their scale as a tensor of that length)."""
     n, dtype = m.shape("x")[-1], m.dtype("x")
+    if not isinstance(n, (int, np.integer)):
+        return None
     return constant(np.ones(n, numpy_dtype(dtype))), constant(np.zeros(n, numpy_dtype(dtype)))
 
 
 def _layer_norm(m: Match) -> Expr | None:
     eps = m.scalar("eps")
-    if eps is None or eps <= 0 or not _last_axis(m, "m1", "m2"):
+    affine = _ones_zeros(m)
+    if eps is None or eps <= 0 or not _last_axis(m, "m1", "m2") or affine is None:
         return None
-    ones, zeros = _ones_zeros(m)
+    ones, zeros = affine
     return make_call("nn.layer_norm", [m.expr("x"), ones, zeros], {"axis": -1, "epsilon": eps})
 
 
@@ -100,9 +105,10 @@ def _affine_layer_norm(m: Match) -> Expr | None:
 
 def _rms_norm(m: Match) -> Expr | None:
     eps = m.scalar("eps")
-    if eps is None or eps <= 0 or not _last_axis(m, "m1"):
+    affine = _ones_zeros(m)
+    if eps is None or eps <= 0 or not _last_axis(m, "m1") or affine is None:
         return None
-    ones, _ = _ones_zeros(m)
+    ones, _ = affine
     return make_call("nn.rms_norm", [m.expr("x"), ones], {"axis": -1, "epsilon": eps})
 
 
