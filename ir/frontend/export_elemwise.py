@@ -107,15 +107,16 @@ def emit_leaky_relu(ctx: EmitContext, call: Call, args: Sequence[Value]) -> Valu
 
 
 def gelu(ctx: EmitContext, data: str, approximate: str, dtype: str) -> str:
-    """x * Phi(x) from Erf (exact) or Tanh (approximate), in the graph's dtype. The tanh form is GPT-2's
-    spelling, the one ONNX Runtime's optimizer fuses into FastGelu (it does not fuse `x * x * x`)."""
+    """x * Phi(x) from Erf (exact) or Tanh (approximate), in the graph's dtype: the spellings ONNX Runtime's
+    optimizer fuses into Gelu and FastGelu, PyTorch's `x / sqrt(2)` and GPT-2's `pow(x, 3)` (it fuses neither
+    `x * (1 / sqrt(2))` nor `x * x * x`)."""
     half_x = ctx.node("Mul", [data, ctx.const(0.5, dtype)])
     if approximate == "tanh":
         cube = ctx.node("Pow", [data, ctx.const(3.0, dtype)])
         inner = ctx.node("Add", [data, ctx.node("Mul", [cube, ctx.const(0.044715, dtype)])])
         phi = ctx.node("Tanh", [ctx.node("Mul", [inner, ctx.const(math.sqrt(2 / math.pi), dtype)])])
     else:
-        phi = ctx.node("Erf", [ctx.node("Mul", [data, ctx.const(1 / math.sqrt(2), dtype)])])
+        phi = ctx.node("Erf", [ctx.node("Div", [data, ctx.const(math.sqrt(2), dtype)])])
     return ctx.node("Mul", [half_x, ctx.node("Add", [phi, ctx.const(1.0, dtype)])])
 
 

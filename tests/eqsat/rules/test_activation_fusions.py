@@ -108,6 +108,22 @@ def test_standard_export_of_tanh_gelu_is_the_spelling_ort_fuses(dtype):
         assert _ops(onnx.load(options.optimized_model_filepath))[f"{MS}:FastGelu"] == 1
 
 
+@pytest.mark.parametrize("op", ["nn.gelu", "nn.bias_gelu"])
+def test_standard_export_of_exact_gelu_is_the_spelling_ort_fuses(op):
+    """Without contrib ops (opset 17), the exact GELU divides by sqrt(2) as PyTorch writes it: ONNX Runtime's
+    optimizer fuses that into Gelu, not the product with 1 / sqrt(2)."""
+    from ir import relay
+    x, b = relay.var("x", shape=_SHAPE), relay.var("b", shape=_SHAPE[-1:])
+    gelu = relay.nn.bias_gelu(x, b) if op == "nn.bias_gelu" else relay.nn.gelu(x)
+    exported = ir.frontend.to_onnx(ir.IRModule.from_expr(relay.Function([x, b], relay.negative(gelu))), opset=17)
+    options = ort.SessionOptions()
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_EXTENDED
+    options.optimized_model_filepath = os.path.join(tempfile.mkdtemp(), "optimized.onnx")
+    ort.InferenceSession(exported.SerializeToString(), options, providers=["CPUExecutionProvider"])
+    fused = _ops(onnx.load(options.optimized_model_filepath))
+    assert fused[f"{MS}:Gelu"] + fused[f"{MS}:BiasGelu"] == 1 and "Erf" not in fused
+
+
 def test_tanh_gelu_after_a_bias_is_fast_gelu_with_its_bias():
     nodes = [_node("Add", ["x", "b"], "xb"), *_gelu_tanh_nodes("xb", "pow", "left")]
     out = _optimized(_model(nodes, {"x": _SHAPE, "b": _SHAPE[-1:]}, _GELU_CONSTANTS))
