@@ -3,7 +3,7 @@
     import ir, eqsat
     mod, params = ir.models.resnet50(batch=1, image=224)
     res = eqsat.optimize(mod, params, target="cpu", rules="default",
-                         limits=eqsat.Limits(iterations=30, nodes=50_000, seconds=10), extractor="greedy")
+                         limits=eqsat.Limits(iterations=30, nodes=50_000, seconds=60), extractor="greedy")
     print(res.summary())                 # stop reason, sizes, cost before -> after (µs), op changes, check
     print(res.explain())                 # per rule and fused op: cost before -> after, implementation
     print(res.astext())                  # the program, each rule-made node with its rule chain

@@ -6,7 +6,7 @@ one line in place and clears it when closed; on any other stream it writes a lin
     with ProgressLine(limits) as show:
         eqsat.optimize(mod, params, limits=limits, progress=show)
 
-    iteration 3/30 · 1642/50000 e-nodes · 921 e-classes · 8.7 s of 10 s left · add-commute 253
+    iteration 3/30 · 1642/50000 e-nodes · 921 e-classes · 58.7 s of 60 s left · add-commute 253
 """
 
 from __future__ import annotations
