@@ -54,11 +54,12 @@ def _slice_of_last_axis(attrs, ndim: int, size: int) -> tuple[int, int] | None:
 
 
 def _fits(table: tuple, x_shape: tuple, half: int) -> bool:
-    """A per-token table of shape (B or 1, S, half) for data (B, N, S, 2 half)."""
+    """A per-token table of shape (B or 1, S, half) for data (B, N, S, 2 half); a static length
+    against a symbolic one (one table row broadcast over the tokens, say) is refused."""
     batch, seq = x_shape[0], x_shape[2]
     return (len(table) == 3 and table[-1] == half
             and (table[0] == 1 or table[0] == batch or not isinstance(batch, int))
-            and (table[1] == seq or not (isinstance(seq, int) and isinstance(table[1], int))))
+            and (table[1] == seq or not (isinstance(seq, int) or isinstance(table[1], int))))
 
 
 def _head_axis(m: Match) -> bool:
