@@ -7,7 +7,8 @@ lists, per IR op, the dtypes of its first input for which the exported form of t
 `ir.frontend.to_onnx(..., contrib=True)` writes it) runs in ONNX Runtime 1.32 on CPU, probed with
 one-node models (`tests/eqsat/test_dtype_exactness.py` probes them again). Ops not listed run every
 dtype the IR accepts, except bfloat16. The cost model makes an illegal (op, dtype) pair cost
-infinity, so extraction never picks it.
+infinity, so extraction never picks it. The `cpu` target's numpy kernels have no bfloat16
+contraction (`NUMPY_NO_BFLOAT16`).
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from ir.types import TensorType, TupleType, Type
 
 from .target import Target
 
-__all__ = ["ORT_CPU_DTYPES", "dtype_problem", "first_dtype"]
+__all__ = ["ORT_CPU_DTYPES", "NUMPY_NO_BFLOAT16", "dtype_problem", "first_dtype"]
 
 _F = frozenset({"float16", "float32", "float64"})
 _F32 = frozenset({"float16", "float32"})
@@ -40,6 +41,12 @@ ORT_CPU_DTYPES: Mapping[str, frozenset[str]] = {
 }
 """per IR op, the dtypes of its first input that ONNX Runtime's CPU kernels run (ops not listed:
 every dtype but bfloat16)."""
+
+
+NUMPY_NO_BFLOAT16 = frozenset({"nn.dense", "nn.dense_bias_act", "nn.feed_forward", "nn.conv1d", "nn.conv2d",
+                               "nn.conv3d", "nn.conv2d_bias_act", "nn.conv1d_transpose", "nn.conv2d_transpose",
+                               "nn.conv3d_transpose"})
+"""ops whose numpy kernels (the `cpu` target's) contract with `np.einsum`, which has no bfloat16."""
 
 
 def first_dtype(types: tuple[Type, ...] | list[Type]) -> str | None:
@@ -65,9 +72,12 @@ def _all_dtypes(types) -> set[str]:
 
 
 def dtype_problem(op: str, in_types: tuple[Type, ...], out_type: Type, target: Target) -> str | None:
-    """Why `target` cannot run `op` on these dtypes (None when it can). Only the `ort` target's
-    kernels are restricted; the others run numpy (every dtype)."""
+    """Why `target` cannot run `op` on these dtypes (None when it can): the `ort` target's kernels
+    are ONNX Runtime's (`ORT_CPU_DTYPES`); the `cpu` target's numpy kernels run every dtype but
+    bfloat16 in the einsum contractions (`NUMPY_NO_BFLOAT16`)."""
     if "ort" not in target.keys:
+        if "cpu" in target.keys and op in NUMPY_NO_BFLOAT16 and first_dtype(in_types) == "bfloat16":
+            return f"{op} on bfloat16: numpy's einsum (the cpu kernels' contraction) has no bfloat16"
         return None
     if "bfloat16" in _all_dtypes((*in_types, out_type)):
         return f"{op} on bfloat16: ONNX Runtime's CPU kernels (and the ONNX export) have no bfloat16"

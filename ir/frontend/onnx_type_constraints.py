@@ -109,9 +109,9 @@ def _widened(node: onnx.NodeProto, schema, types: Mapping[str, int], bad: list) 
 
 
 def legalize_types(model: onnx.ModelProto) -> None:
-    """Check every standard-domain node of `model` (in place) against its schema's type
-    constraints; write a widened form of the integer ops in `WIDENABLE`, raise `FrontendError`
-    for any other violation."""
+    """Check every standard-domain node of `model`'s main graph (in place; `If` subgraphs are not
+    checked) against its schema's type constraints; write a widened form of the integer ops in
+    `WIDENABLE`, raise `FrontendError` for any other violation."""
     opset = next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), None)
     if opset is None:
         return

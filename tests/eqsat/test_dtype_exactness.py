@@ -109,8 +109,12 @@ def test_division_by_a_constant_whose_reciprocal_overflows_is_kept(dtype, c):
 
 def test_constant_sums_and_products_that_overflow_are_not_folded():
     a = _v("a", (2, 3), "float16")
-    assert fires_on(_RULES["fold-constant-addends"], relay.add(relay.add(a, _c(6e4, "float16")), _c(6e4, "float16"))) == 0
-    assert fires_on(_RULES["fold-constant-addends"], relay.add(relay.add(a, _c(1.0, "float16")), _c(2.0, "float16"))) == 1
+
+    def addends(c1: float, c2: float) -> ir.Expr:
+        return relay.add(relay.add(a, _c(c1, "float16")), _c(c2, "float16"))
+    assert fires_on(_RULES["fold-constant-addends"], addends(6e4, 6e4)) == 0   # 1.2e5 is inf in float16
+    assert fires_on(_RULES["fold-constant-addends"], addends(3.0, -3.0)) == 0  # (a + 3) - 3 rounds a first
+    assert fires_on(_RULES["fold-constant-addends"], addends(1.0, 2.0)) == 1
     spread = relay.multiply(relay.add(a, _c(300.0, "float16")), _c(300.0, "float16"))
     assert fires_on(_RULES["distribute-constant-scale"], spread) == 0
 
@@ -187,6 +191,15 @@ def test_ort_legality_is_per_dtype():
     t8 = TensorType((2, 4), "int8")
     assert not model.is_legal("nn.matmul", None, [t8, TensorType((4, 3), "int8")], TensorType((2, 3), "int8"))
     assert strategies.CostModel("cpu").is_legal("nn.relu", None, [TensorType((2,), "int64")], TensorType((2,), "int64"))
+
+
+def test_cpu_legality_knows_numpy_has_no_bfloat16_contraction():
+    mod = _mod(relay.nn.dense(_v("a", (2, 4), "bfloat16"), _v("w", (3, 4), "bfloat16")))
+    with pytest.raises(TypeError):  # the kernel the table describes
+        strategies.evaluate(mod, {"a": np.ones((2, 4), "bfloat16"), "w": np.ones((3, 4), "bfloat16")})
+    a, w, out = TensorType((2, 4), "bfloat16"), TensorType((3, 4), "bfloat16"), TensorType((2, 3), "bfloat16")
+    assert not strategies.CostModel("cpu").is_legal("nn.dense", None, [a, w], out)
+    assert strategies.CostModel("cpu").is_legal("nn.matmul", None, [a, TensorType((4, 3), "bfloat16")], out)
 
 
 def test_int64_max_zero_stays_maximum_for_ort_and_runs():

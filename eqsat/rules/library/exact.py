@@ -1,12 +1,12 @@
 """Constants a rule computes at build time, computed in the op's own dtype and refused where the
 folded value would overflow or underflow where the program it replaces would not.
 
-    product = fold(np.multiply, c1, c2, "float16")   # None: refuse the rewrite
+    product = fold(np.multiply, c1, c2, dtype="float16")   # None: refuse the rewrite
 
 A folded float is refused when it is infinite or NaN while the exact value (in float64) is finite,
 when nonzero constants cancel to zero (`(a + 3) - 3` rounds `a` first), or when it is zero or
-subnormal while the exact value is not zero: `(x * 1e-4) * 1e-4` in float16
-keeps its values where `x * (1e-4 * 1e-4)` is `x * 0`. Integers fold with the wrap-around of their
+subnormal while the exact value is not zero: `(x * 1e-4) * 1e-4` in float16 keeps its values
+where `x * (1e-4 * 1e-4)` is `x * 0`. Integers fold with the wrap-around of their
 dtype (for + and * that equals the step-by-step result: both are exact modulo 2^bits).
 """
 
