@@ -12,11 +12,11 @@
 
 The tanh GELU is an approximation and never equal to the exact one (`nn.gelu(approximate="none")`);
 its idiom holds only where every constant is the formula's (to float32 precision, or rounded to the
-constant's own dtype). A scalar `a`
-of QuickGelu must be one float32 value (the kernel's `alpha`); `a == 1` is SiLU (`nn.silu`, exported
-as QuickGelu with alpha 1: bit for bit ONNX Runtime's `Sigmoid` and `Mul`, and 1.7x faster than them
-in float32 on one core, 1x128x768). The crop rules are layout rules (`layout`): only
-there does a convolution padded to whole channel blocks wait for the activation behind its crop.
+constant's own dtype). A scalar `a` of QuickGelu must be one float32 value (the kernel's `alpha`);
+`a == 1` is SiLU (`nn.silu`, exported as QuickGelu with alpha 1: bit for bit ONNX Runtime's `Sigmoid`
+and `Mul`, and 1.7x faster than them in float32 on one core, 1x128x768). The crop rules are layout
+rules (`layout`): only there does a convolution padded to whole channel blocks wait for the
+activation behind its crop.
 
 Gated feed-forwards (SwiGLU `silu(gate) * up`, GeGLU `gelu(gate) * up`) fuse their activation only:
 ONNX Runtime 1.32 defines `com.microsoft.SwiGLU` (and ONNX `SwiGLU`, opset 28) but has no CPU kernel
@@ -128,6 +128,7 @@ def _takes_in(kind: str, op: str) -> Rewrite:
                                                   bind_attrs="act"), build,
                 example=lambda: make_call(op, [_fused(kind)], attrs),
                 near_miss=lambda: make_call(op, [_fused(kind, activation="relu")], attrs))
+
 
 ACTIVATIONS = ruleset("activations", [
     rule("cube-as-product", call("power", x, const_pat("c")), _CUBE,
