@@ -1,5 +1,8 @@
 """Small decoder LLMs and a BERT-like encoder from `transformers`, exported by both of torch's exporters:
 the fixtures in `tests/fixtures/llm` (run `python -m benchmarks.llm_models` to regenerate them).
+Families: Llama, Qwen2, Phi-3 (partial rotary), Gemma (one KV head, GeGLU), GPT-2, GPT-J
+(interleaved rotary on (batch, sequence, heads, head size), from a sin/cos table gathered at the
+positions) and BERT.
 
 Each family is built from its config object (no hub download): hidden 64, one layer, 4 query heads,
 grouped-query KV heads where the family has them, a 128-token vocabulary with tied embeddings, and
@@ -75,6 +78,11 @@ FAMILIES: dict[str, tuple[str, str, dict[str, Any], dict[str, Any]]] = {
                   tie_word_embeddings=True, initializer_range=0.2, activation_function="gelu_new"),
              dict(decoder=True, rope=None, kv_heads=HEADS, norm="layernorm", activation="gelu-tanh",
                   qkv="packed-conv1d", positions="learned")),
+    "gptj": ("GPTJConfig", "GPTJForCausalLM",
+             dict(vocab_size=VOCAB, n_embd=HIDDEN, n_inner=128, n_layer=LAYERS, n_head=HEADS, n_positions=64,
+                  rotary_dim=8, tie_word_embeddings=True, initializer_range=0.2),
+             dict(decoder=True, rope="interleaved", rotary_dim=8, kv_heads=HEADS, norm="layernorm",
+                  activation="gelu-tanh", qkv="separate", rope_layout="(B, S, N, H)", parallel_block=True)),
     "bert": ("BertConfig", "BertModel",
              dict(_COMMON, max_position_embeddings=64),
              dict(decoder=False, rope=None, kv_heads=HEADS, norm="layernorm", activation="gelu-erf",
