@@ -27,16 +27,14 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import importlib.util
 import json
-import math
 import os
 import runpy
 import sys
 import warnings
 from collections import Counter
 from pathlib import Path
-from typing import Any, Iterator, Sequence
+from typing import Iterator, Sequence
 
 import numpy as np
 
@@ -57,16 +55,14 @@ from .candidates import candidate_workloads
 from .cli_errors import EXIT_BROKEN_PIPE, UsageError, failure
 from .compare import compare
 from .errors import EqsatError
-from .explain import provenance_records
 from .extract import EXTRACTORS, IlpExtractor, get_extractor, node_costs
 from .limits import Limits
-from .onnx_io import to_onnx
+from .cli_output import onnx_model, onnx_output, report_record
 from .optimize import DEFAULT_TRIALS, cost_model, optimize, saturate_program
 from .progress import ProgressLine
 from .rules.library import FAMILIES, RULESETS, RuleSet, default_rules, resolve_rules
 from .soundness.audit import audit_random, audit_rules
 from .soundness.bisect import bisect_unsound
-from .soundness.verify import Verification
 from .visualize import DIRECTIONS, describe_eclass, eclasses_with_op, neighbourhood, render, to_dot
 from .why import find_rule, why_not
 
@@ -137,32 +133,10 @@ def _limits(args: argparse.Namespace) -> Limits:
     return Limits(iterations=args.iterations, nodes=args.nodes, seconds=args.seconds)
 
 
-def _finite(x: float) -> float | None:
-    return x if math.isfinite(x) else None
-
-
-def _onnx_output(args: argparse.Namespace) -> str | None:
-    """Where the optimized ONNX goes (the positional OUT or --onnx), checked before any work starts;
-    sets `args.target` when none was given: ort for an .onnx model written back as ONNX, else cpu."""
-    if args.output and args.onnx:
-        raise UsageError(f"give the output file once: {args.output!r} or --onnx {args.onnx!r}")
-    out = args.output or args.onnx
-    if args.target is None:
-        args.target = "ort" if out and Path(args.model).is_file() else "cpu"
-    if not out and (args.onnx_contrib or args.standard_onnx):
-        raise UsageError(f"{'--onnx-contrib' if args.onnx_contrib else '--standard-onnx'} says how to write ONNX: "
-                         "give an output file (eqsat optimize IN.onnx OUT.onnx, or --onnx OUT.onnx)")
-    if args.onnx_contrib and args.standard_onnx:
-        raise UsageError("--onnx-contrib and --standard-onnx contradict each other: give one of them")
-    if out:
-        for package in ("onnx",) + (("onnxruntime",) if args.target == "ort" else ()):
-            if importlib.util.find_spec(package) is None:
-                raise UsageError(f"writing ONNX needs the {package} package: pip install 'relay-eqsat[onnx]'")
-    return out
 
 
 def _cmd_optimize(args: argparse.Namespace) -> int:
-    onnx_out = _onnx_output(args)
+    onnx_out = onnx_output(args)
     target = strategies.CostModel(args.target, log=_history(args.log)) if args.log else args.target
     mod, params = _load(args.model, args.small)
     rules = args.rules or resolve_rules(default_rules(args.target, args.standard_onnx))
@@ -175,28 +149,16 @@ def _cmd_optimize(args: argparse.Namespace) -> int:
     if args.print:
         print(res.astext(show_provenance=True))
     outputs: dict[str, bytes] = {}
+    written, check = onnx_model(args, res, mod, params) if onnx_out else (None, None)
+    if check is not None:
+        print(check.summary())
     if args.json:
-        data = {"model": args.model, "target": res.target, "extractor": res.extractor,
-                "cost_before": _finite(res.cost_before), "cost_after": _finite(res.cost_after),
-                "extract_seconds": res.extract_seconds,
-                "extractor_info": {k: v if isinstance(v, (int, float, str, bool, type(None))) else str(v)
-                                   for k, v in res.info.items()},
-                "report": res.report.to_dict(), "verification": _verification_record(res.verification),
-                "program": provenance_records(res.mod, res.provenance)}
+        data = report_record(args.model, res, check)
         outputs[args.json] = (json.dumps(data, indent=2, default=str) + "\n").encode()
     if onnx_out:
-        outputs[onnx_out] = to_onnx(res, args.standard_onnx, args.onnx_contrib).SerializeToString()
+        outputs[onnx_out] = written
     write_files(outputs)
     return 0
-
-
-def _verification_record(v: Verification | None) -> dict[str, Any]:
-    """The verification of a result as the JSON report gives it; `verified: false` when it was skipped."""
-    if v is None:
-        return {"verified": False, "status": "not verified (--no-verify)"}
-    return {"verified": v.passed, "status": v.status, "input_sets": v.trials, "kinds": list(v.kinds),
-            "runner": v.runner, "boundaries": v.boundaries, "max_abs_diff": _finite(v.max_abs_diff),
-            "notes": list(v.notes), "seconds": v.seconds}
 
 
 def verify_args(parser: argparse.ArgumentParser) -> None:
@@ -456,6 +418,13 @@ def build_parser() -> argparse.ArgumentParser:
     opt.add_argument("--onnx-contrib", action="store_true",
                      help="with an output file, for a target other than ort: fused ops as ONNX Runtime "
                           "com.microsoft contrib ops where possible (the ort target always writes its own kernels)")
+    opt.add_argument("--no-speed-check", dest="speed_check", action="store_false",
+                     help="for the ort target, write ours without timing it against the input (by default the "
+                          "input is written instead when ours is not faster)")
+    opt.add_argument("--ort-optimizer", choices=("disabled", "basic", "extended", "all"), default="all",
+                     help="ONNX Runtime's graph optimization level in the session the speed check times")
+    opt.add_argument("--threads", type=int_at_least(1), default=1,
+                     help="intra-op threads of the speed check's sessions (1: CPU time, steady under load)")
     opt.add_argument("--standard-onnx", action="store_true",
                      help="with an output file: standard ONNX ops only, no ONNX Runtime contrib ops or blocked "
                           "layout (the ort target then leaves the layout rules out)")

@@ -2,7 +2,9 @@
 
 The `ort` target's program is ONNX Runtime's program: it is written with ONNX Runtime's contrib
 ops and blocked-layout kernels unless the caller asks for standard ONNX only, in which case the
-blocked-layout rules are left out, so no blocked layout is ever written as transposes.
+blocked-layout rules are left out, so no blocked layout is ever written as transposes. Before an
+ort program is handed back it is timed against the input in the session it will run in
+(`eqsat.speed`); when it is not faster, the input is handed back instead, and the report says so.
 """
 
 from __future__ import annotations
@@ -13,8 +15,13 @@ from typing import Any
 import ir
 
 from .optimize import Optimized, optimize
+from .soundness.inputs import random_inputs
+from .speed import SpeedCheck, speed_check
 
-__all__ = ["optimize_onnx", "exports_contrib", "to_onnx"]
+__all__ = ["optimize_onnx", "exports_contrib", "to_onnx", "faster_of", "SPEED_SIZE"]
+
+SPEED_SIZE = 16
+"""the length of every symbolic dimension in the inputs the speed check times."""
 
 
 def exports_contrib(target: str, standard_onnx: bool = False, onnx_contrib: bool = False) -> bool:
@@ -30,14 +37,32 @@ def to_onnx(res: Optimized, standard_onnx: bool = False, onnx_contrib: bool = Fa
     return ir.frontend.to_onnx(res.mod, res.params, contrib=exports_contrib(res.target, standard_onnx, onnx_contrib))
 
 
-def optimize_onnx(model: Any, *, target: str = "ort", standard_onnx: bool = False, **options: Any) -> Any:
+def faster_of(res: Optimized, original: Any, ours: Any, *, optimizer: str = "all",
+              threads: int = 1) -> tuple[Any, SpeedCheck]:
+    """`ours` when it runs faster than `original` in ONNX Runtime (see `eqsat.speed`), else `original`;
+    with the check's outcome. Inputs are drawn for `res`'s input program (symbolic sizes `SPEED_SIZE`)."""
+    mod, params = res.saturated.input_module() if res.saturated is not None else (res.mod, res.params)
+    feeds = random_inputs(mod, skip=list(params), size=SPEED_SIZE)
+    check = speed_check(original, ours, feeds, optimizer=optimizer, threads=threads)
+    return (ours if check.kept == "ours" else original), check
+
+
+def optimize_onnx(model: Any, *, target: str = "ort", standard_onnx: bool = False, speed: bool = True,
+                  optimizer: str = "all", threads: int = 1, **options: Any) -> Any:
     """Optimize an ONNX model (an `onnx.ModelProto` or a path) and return the optimized `onnx.ModelProto`.
 
     `target` defaults to ONNX Runtime ("ort"), whose kernels the result uses unless `standard_onnx`;
     the other `options` are `eqsat.optimize`'s (`limits`, `extractor`, `verify`, `log`, ...). The
-    result is verified where it will run before it is returned (see `eqsat.optimize`).
+    result is verified where it will run before it is returned (see `eqsat.optimize`); for ort,
+    with `speed`, it is also timed against the input in a session with ONNX Runtime's `optimizer`
+    and `threads`, and the input model itself comes back when ours is not faster (`faster_of`).
     """
+    import onnx
     source = os.fspath(model) if isinstance(model, (str, os.PathLike)) else model
     mod, params = ir.frontend.from_onnx(source)
     res = optimize(mod, params, target=target, standard_onnx=standard_onnx, **options)
-    return to_onnx(res, standard_onnx)
+    ours = to_onnx(res, standard_onnx)
+    if not (speed and res.target == "ort"):
+        return ours
+    original = onnx.load(source) if isinstance(source, str) else source
+    return faster_of(res, original, ours, optimizer=optimizer, threads=threads)[0]
