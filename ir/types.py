@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Union
+from typing import Mapping, Union
 
 import numpy as np
 
@@ -234,15 +234,18 @@ Dim = Union[int, SizeVar, DimExpr, FloorDiv, AnyDim]
 SymbolicDim = (SizeVar, DimExpr, FloorDiv)
 
 
-def dim_value(d: Dim, size: int) -> int:
-    """The length `d` has when every size variable (and every `Any`) is `size`: how estimates and
-    test inputs size a symbolic dimension, consistently (`N * 2048` is `2048 * size`)."""
-    if isinstance(d, AnyDim) or isinstance(d, SizeVar):
+def dim_value(d: Dim, size: int, named: Mapping[str, int] | None = None) -> int:
+    """The length `d` has when every size variable (and every `Any`) is `size`, or its entry in
+    `named`: how estimates and test inputs size a symbolic dimension, consistently (`N * 2048` is
+    `2048 * size`)."""
+    if isinstance(d, SizeVar):
+        return named.get(d.name, size) if named else size
+    if isinstance(d, AnyDim):
         return size
     if isinstance(d, FloorDiv):
-        return dim_value(d.numerator, size) // max(dim_value(d.denominator, size), 1)
+        return dim_value(d.numerator, size, named) // max(dim_value(d.denominator, size, named), 1)
     if isinstance(d, DimExpr):
-        return sum(c * int(np.prod([dim_value(a, size) for a in m], dtype=np.int64)) for m, c in d.terms)
+        return sum(c * int(np.prod([dim_value(a, size, named) for a in m], dtype=np.int64)) for m, c in d.terms)
     return int(d)
 
 

@@ -24,13 +24,13 @@ import numpy as np
 import ir
 from ir import IRModule
 from ir.dtype_info import float_info, is_float, numpy_dtype
-from ir.types import TensorType, dim_value
+from ir.types import DimExpr, FloorDiv, SizeVar, TensorType, dim_value
 from ir.visitor import rebuild
 
 from ..errors import VerificationError
 
 __all__ = ["INPUT_KINDS", "random_inputs", "scatter_specials", "symbolic_sizes", "has_symbolic_inputs",
-           "perturbed", "perturb_array", "perturbed_program", "itemsize", "tensor_bytes"]
+           "size_variables", "size_assignments", "perturbed", "perturb_array", "perturbed_program", "itemsize", "tensor_bytes"]
 
 INPUT_KINDS = ("normal", "edge", "nonfinite", "small", "large")
 SMALL_PRIME = 3
@@ -57,6 +57,32 @@ def has_symbolic_inputs(mod: IRModule, skip: Sequence[str] = ()) -> bool:
     return any(not isinstance(d, (int, np.integer)) for _, ty in _input_types(mod, skip) for d in ty.shape)
 
 
+def size_variables(mod: IRModule, skip: Sequence[str] = ()) -> list[str]:
+    """The names of the size variables in the inputs' shapes, in order of first appearance."""
+    names: dict[str, None] = {}
+    for _, ty in _input_types(mod, skip):
+        for d in ty.shape:
+            for var in _vars_of(d):
+                names.setdefault(var)
+    return list(names)
+
+
+def _vars_of(d: object) -> list[str]:
+    if isinstance(d, SizeVar):
+        return [d.name]
+    if isinstance(d, FloorDiv):
+        return _vars_of(d.numerator) + _vars_of(d.denominator)
+    if isinstance(d, DimExpr):
+        return [n for m, _ in d.terms for a in m for n in _vars_of(a)]
+    return []
+
+
+def size_assignments(names: Sequence[str], size: int) -> list[dict[str, int]]:
+    """Lengths to try for the size variables `names` at `size`, in turn: all `size`, then one at
+    a time at twice `size` (a total length that is the sum of two others: past + new tokens)."""
+    return [{}] + [{name: 2 * size} for name in names]
+
+
 def _next_prime(n: int) -> int:
     n = max(n, 2)
     while any(n % k == 0 for k in range(2, int(n ** 0.5) + 1)):
@@ -76,15 +102,15 @@ def symbolic_sizes(mod: IRModule, skip: Sequence[str], fits: Callable[[int], boo
 
 
 def random_inputs(mod: IRModule, skip: Sequence[str] = (), seed: int = 0, kind: str = "normal",
-                  size: int = SMALL_PRIME) -> dict[str, np.ndarray]:
+                  size: int = SMALL_PRIME, named: Mapping[str, int] | None = None) -> dict[str, np.ndarray]:
     """Seeded random values of `kind` (see `INPUT_KINDS`) for `main`'s parameters not in `skip`;
-    booleans are fair coins; every symbolic dimension has length `size`."""
+    booleans are fair coins; every symbolic dimension has length `size`, or its entry in `named`."""
     if kind not in INPUT_KINDS:
         raise ValueError(f"unknown input kind {kind!r}; choose from {INPUT_KINDS}")
     rng = np.random.default_rng(seed)
     out: dict[str, np.ndarray] = {}
     for name, ty in _input_types(mod, skip):
-        shape = tuple(dim_value(d, size) for d in ty.shape)
+        shape = tuple(dim_value(d, size, named) for d in ty.shape)
         if ty.dtype == "bool":
             out[name] = rng.random(shape) < 0.5
         elif ty.dtype.startswith(("int", "uint")):
@@ -133,33 +159,37 @@ def scatter_specials(rng: np.random.Generator, values: np.ndarray, specials: np.
     return values
 
 
-def perturbed(values: Mapping[str, np.ndarray], relative: Callable[[np.dtype], float], seed: int) -> dict[str, np.ndarray]:
-    """`values` with every float element scaled by 1 + u * relative(dtype), u uniform in [-1, 1]
-    (finite values stay finite): how much an output moves then is the scale of its rounding noise
-    (see `verify`)."""
+def perturbed(values: Mapping[str, np.ndarray], relative: Callable[[np.dtype], float], seed: int,
+              sign: float = 1.0) -> dict[str, np.ndarray]:
+    """`values` with every float element scaled by 1 + sign * u * relative(dtype), u uniform in
+    [-1, 1] (finite values stay finite): how much an output moves then is the scale of its rounding
+    noise (see `verify`, which moves both ways: a kink such as relu's moves one way only)."""
     rng = np.random.default_rng(seed + 0x5EED)
-    return {name: perturb_array(value, relative, rng) for name, value in values.items()}
+    return {name: perturb_array(value, relative, rng, sign) for name, value in values.items()}
 
 
-def perturb_array(value: np.ndarray, relative: Callable[[np.dtype], float], rng: np.random.Generator) -> np.ndarray:
+def perturb_array(value: np.ndarray, relative: Callable[[np.dtype], float], rng: np.random.Generator,
+                  sign: float = 1.0) -> np.ndarray:
     value = np.asarray(value)
     if not is_float(value.dtype):
         return value
     wide = value.astype(np.float64)
-    moved = wide * (1.0 + relative(value.dtype) * rng.uniform(-1.0, 1.0, value.shape))
+    moved = wide * (1.0 + sign * relative(value.dtype) * rng.uniform(-1.0, 1.0, value.shape))
     top = float(float_info(value.dtype).max)
     moved = np.where(np.isfinite(wide), np.clip(moved, -top, top), wide)
     return moved.astype(value.dtype)
 
 
 def perturbed_program(mod: IRModule, params: Mapping[str, np.ndarray], relative: Callable[[np.dtype], float],
-                      seed: int) -> tuple[IRModule, dict[str, np.ndarray]]:
-    """`mod` and `params` with every float constant and parameter value perturbed like `perturbed`."""
+                      seed: int, sign: float = 1.0) -> tuple[IRModule, dict[str, np.ndarray]]:
+    """`mod` and `params` with every float tensor constant and parameter value perturbed like
+    `perturbed`; scalar constants are left alone (exponents, epsilons, fill values: a `pow(x, 2.0)`
+    moved off 2 is NaN for every negative x)."""
     rng = np.random.default_rng(seed + 0xC0457)
 
     def move(old: ir.Expr, new: ir.Expr) -> ir.Expr | None:
-        if isinstance(old, ir.Constant) and is_float(old.data.dtype) and old.data.size:
-            return ir.Constant(perturb_array(old.data, relative, rng))
+        if isinstance(old, ir.Constant) and is_float(old.data.dtype) and old.data.size > 1:
+            return ir.Constant(perturb_array(old.data, relative, rng, sign))
         return None
 
     main = mod["main"]
@@ -167,7 +197,7 @@ def perturbed_program(mod: IRModule, params: Mapping[str, np.ndarray], relative:
     out = IRModule({**{name: mod[name] for name in mod}, "main": ir.Function(main.params, body, main.ret_type,
                                                                              main.attrs)})
     ir.infer_type(out)
-    return out, perturbed(params, relative, seed)
+    return out, perturbed(params, relative, seed, sign)
 
 
 def tensor_bytes(mod: IRModule, size: int) -> int:
