@@ -1,8 +1,8 @@
 """Seeded random programs for checking rules beyond their examples: element-wise ops over
 broadcasting shapes, scalar and per-axis constants (zeros of both signs, ones, small integers, and
 each dtype's edge values: its largest and smallest, its smallest normal, a subnormal, values past
-2^53), chains of constant scales and shifts, clamps, transposes and reshapes, in every dtype of
-`DTYPES`.
+2^53), chains of constant scales and shifts, clamps, products with constant weights, row
+reductions, transposes and reshapes, in every dtype of `DTYPES`.
 
     for mod in random_programs(20, seed=0): ...
     for mod in random_programs(20, seed=0, dtypes=("float16", "uint8")): ...
@@ -67,7 +67,7 @@ def _constant(rng: np.random.Generator, dtype: str, scalar: bool = False) -> Exp
 
 def _step(rng: np.random.Generator, pool: list[Expr], inputs: list[Expr], dtype: str) -> Expr:
     a = pool[rng.integers(len(pool))]
-    kind = rng.integers(6)
+    kind = rng.integers(7)
     if kind == 0:
         ops = _unary(dtype)
         return make_call(ops[rng.integers(len(ops))], [a], {})
@@ -85,6 +85,13 @@ def _step(rng: np.random.Generator, pool: list[Expr], inputs: list[Expr], dtype:
     if kind == 4:  # a clamp: min(max(a, lo), hi) with scalar bounds
         low = make_call("maximum", [a, _constant(rng, dtype, scalar=True)], {})
         return make_call("minimum", [low, _constant(rng, dtype, scalar=True)], {})
+    if kind == 5:  # a product with a constant weight (what becomes a dense layer), or a row reduction
+        if rng.random() < 0.5:
+            weight = Constant(rng.integers(0 if numpy_dtype(dtype).kind == "u" else -2, 3, (3, 3))
+                              .astype(numpy_dtype(dtype)))
+            return relay.nn.matmul(a, weight)
+        reduce = ("sum", "max", "mean" if is_float(dtype) else "min")[rng.integers(3)]
+        return make_call("add", [a, make_call(reduce, [a], {"axis": [1], "keepdims": True})], {})
     if rng.random() < 0.5:
         return relay.transpose(relay.transpose(a, (1, 0)), (1, 0))
     return relay.reshape(relay.reshape(a, (3, 2)), SHAPE)
