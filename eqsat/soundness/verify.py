@@ -71,9 +71,9 @@ class Verification:
     trials: int
     """input sets both programs ran on (sets the original cannot run on are not counted)."""
     max_abs_diff: float
-    """largest |optimized - original| over every finite element compared."""
+    """|optimized - original| at the element closest to its bound (largest diff / tolerance)."""
     tolerance: float
-    """the tolerance at the element closest to its bound (largest diff / tolerance)."""
+    """the tolerance at that element."""
     max_abs_output: float
     """|original| at that element."""
     runner: str
@@ -102,9 +102,9 @@ class Verification:
         kinds = f" ({', '.join(self.kinds)})" if self.kinds else ""
         head = "verified" if self.passed else "verification inconclusive"
         regions = f" and {self.boundaries} rewritten-region value(s)" if self.boundaries else ""
-        text = (f"{head} on {self.trials} input {sets}{kinds}{regions}, {self.runner}: max |diff| "
-                f"{self.max_abs_diff:.3g}, closest to its bound {self.tolerance:.3g} where |output| is "
-                f"{self.max_abs_output:.3g}, {self.seconds:.2f} s")
+        text = (f"{head} on {self.trials} input {sets}{kinds}{regions}, {self.runner}: the element closest "
+                f"to its bound differs by {self.max_abs_diff:.3g} of {self.tolerance:.3g} allowed (|output| "
+                f"{self.max_abs_output:.3g}), {self.seconds:.2f} s")
         return text + "".join(f"; {n}" for n in self.notes)
 
 
