@@ -299,6 +299,39 @@ def test_library_rules_hold_in_every_checked_dtype():
     assert not bad
 
 
+def _exact_rule_in_ort(r, dtype: str) -> str:
+    """'' when every program of `r`'s e-graph on its example (in `dtype`) gives the original's bits
+    in ONNX Runtime, else the first difference."""
+    from eqsat.egraph.lower import lower
+    from eqsat.limits import Limits
+    from eqsat.rules.rule import ruleset
+    from eqsat.runner import saturate
+    from eqsat.soundness.check import _every_alternative, edge_inputs, in_dtype
+    try:
+        mod = _mod(in_dtype(r.example(), dtype))
+        low = lower(mod)
+        saturate(low.egraph, ruleset(r.name, [r]), Limits(iterations=2))
+        inputs = edge_inputs(mod, extreme=True)
+        wants = [_run_ort(mod, i) for i in inputs]
+    except (ir.IRError, FrontendError, ort.capi.onnxruntime_pybind11_state.NotImplemented):
+        return ""  # not in this dtype, or not an ONNX Runtime program
+    for program in _every_alternative(low):
+        for i, want in zip(inputs, wants):
+            for w, g in zip(want, _run_ort(program, i)):
+                problem = output_difference(w, g, exact=True)
+                if problem:
+                    return f"{r.name} in {dtype}: {problem}"
+    return ""
+
+
+def test_exact_rules_are_exact_in_onnxruntime():
+    """An exact rule gives the same bits as the original in ONNX Runtime too (signed zeros of
+    max / relu / clip are not: those rules say exact=False)."""
+    exact = [r for r in (*SIMPLIFY, *ALGEBRA) if r.exact and r.example is not None]
+    problems = [p for r in exact for d in ("float16", "float32", "float64") if (p := _exact_rule_in_ort(r, d))]
+    assert len(exact) > 5 and not problems, problems
+
+
 def test_random_programs_cover_the_dtypes_and_their_edges():
     mods = list(random_programs(60, seed=3))
     dtypes = {m["main"].params[0].type_annotation.dtype for m in mods}

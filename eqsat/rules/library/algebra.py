@@ -319,21 +319,24 @@ ALGEBRA = ruleset("algebra", [
          example=lambda: relay.add(_v(2, 3, name="a"), relay.negative(_v(3, name="b"))),
          near_miss=lambda: relay.add(_v(2, 3, name="a"), relay.abs(_v(3, name="b")))),
     # -- max, min and clip ---------------------------------------------------------------------
+    # exact for integers; for floats up to the sign of a zero result, which max / min / relu / clip
+    # kernels choose differently (ONNX Runtime's float32 Max(-0, +0) is +0, its Relu(-0) and numpy's
+    # maximum(-0, +0) are -0), so these are exact=False
     rule("max-zero-as-relu",     call("maximum", x, const_pat("c")),               call("nn.relu", x),
-         when=_zero_floor,
+         when=_zero_floor, exact=False,
          example=lambda: relay.maximum(_v(2, 3), _c(0.0)),
          near_miss=[lambda: relay.maximum(_v(2, 3), _c(0.5)),
                     lambda: relay.maximum(_v(2, 3, dtype="uint8"), _c(0, "uint8"))]),  # ONNX has no unsigned Relu
     rule("min-of-max-as-clip",   call("minimum", call("maximum", x, const_pat("lo")), const_pat("hi")),
-         _clip("lo", "hi"), when=_keeps_shape,
+         _clip("lo", "hi"), when=_keeps_shape, exact=False,
          example=lambda: relay.minimum(relay.maximum(_v(2, 3), _c(0.0)), _c(6.0)),
          near_miss=lambda: relay.minimum(relay.maximum(_v(2, 3), _c(6.0)), _c(0.0))),
     rule("max-of-min-as-clip",   call("maximum", call("minimum", x, const_pat("hi")), const_pat("lo")),
-         _clip("lo", "hi"), when=_keeps_shape,
+         _clip("lo", "hi"), when=_keeps_shape, exact=False,
          example=lambda: relay.maximum(relay.minimum(_v(2, 3), _c(6.0)), _c(0.0)),
          near_miss=lambda: relay.maximum(relay.minimum(_v(2, 3), _c([6.0, 5.0, 4.0])), _c(0.0))),
     rule("min-of-relu-as-clip",  call("minimum", call("nn.relu", x), const_pat("hi")), _relu_clip,
-         when=_keeps_shape,
+         when=_keeps_shape, exact=False,
          example=lambda: relay.minimum(relay.nn.relu(_v(2, 3)), _c(6.0)),
          near_miss=lambda: relay.minimum(relay.nn.relu(_v(2, 3)), _c(-1.0))),
     # -- products with a scalar constant -------------------------------------------------------
