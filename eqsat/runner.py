@@ -42,7 +42,12 @@ from .rules.match import Match
 from .rules.rule import RETRY_LATER, Result, Rule
 from .scheduler import BackoffScheduler, Scheduler
 
-__all__ = ["saturate", "run_schedule", "prove"]
+__all__ = ["StopRun", "saturate", "run_schedule", "prove"]
+
+
+class StopRun(Exception):
+    """Raised by a rule to end the run on purpose (the soundness bisection does on a finding or when
+    its time is spent): it propagates to the caller, where any other error of a rule skips the match."""
 
 _ROWS_PER_CHECK = 4096  # match rows queued between two limit checks
 _CLEAR_SECONDS_PER_ROW = 2.5e-7  # deleting stored match rows, measured; raised to the slowest rate seen
@@ -171,7 +176,7 @@ class _Run:
         except ir.IRError:  # the rule built an invalid call (e.g. a bad attribute value)
             self.rejected[r.name] += 1
             return False
-        except MemoryError:
+        except (MemoryError, StopRun):
             raise
         except Exception as err:  # noqa: BLE001  (a rule's callback failed on this match: a bug in the rule)
             self.rejected[r.name] += 1  # not rewriting is always sound: the match is skipped, the run goes on

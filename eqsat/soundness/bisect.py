@@ -45,7 +45,7 @@ from ..rules.library import resolve_rules
 from ..rules.match import Match
 from ..rules.pattern import AVar, Pat, PCall, PConst, PGetItem, PTuple, PVar
 from ..rules.rule import Result, Rewrite, Rule
-from ..runner import saturate
+from ..runner import StopRun, saturate
 from ..scheduler import Scheduler
 from .check import output_difference
 from .verify import INPUT_KINDS, flat_outputs, random_inputs
@@ -158,7 +158,7 @@ def bisect_unsound(mod: IRModule | Expr, params: Mapping[str, Any] | None = None
                      time.perf_counter() - start)
 
 
-class _Found(Exception):
+class _Found(StopRun):
     """Stops the replay at the first unsound result."""
 
     def __init__(self, culprit: UnsoundApplication):
@@ -166,7 +166,7 @@ class _Found(Exception):
         self.culprit = culprit
 
 
-class _OutOfTime(Exception):
+class _OutOfTime(StopRun):
     """Stops the replay when the bisection's budget is spent."""
 
 
