@@ -30,7 +30,7 @@ from ir.visitor import rebuild
 from ..errors import VerificationError
 
 __all__ = ["INPUT_KINDS", "random_inputs", "scatter_specials", "symbolic_sizes", "has_symbolic_inputs",
-           "size_variables", "size_assignments", "perturbed", "perturb_array", "perturbed_program", "itemsize", "tensor_bytes"]
+           "size_variables", "size_assignments", "masked_rows", "perturbed", "perturb_array", "perturbed_program", "itemsize", "tensor_bytes"]
 
 INPUT_KINDS = ("normal", "edge", "nonfinite", "small", "large")
 SMALL_PRIME = 3
@@ -117,6 +117,22 @@ def random_inputs(mod: IRModule, skip: Sequence[str] = (), seed: int = 0, kind: 
             out[name] = _integers(rng, shape, np.dtype(ty.dtype), kind)
         else:
             out[name] = _floats(rng, shape, ty.dtype, kind)
+    return masked_rows(out) if kind == "edge" else out
+
+
+def masked_rows(values: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """Integer and bool inputs of two or more axes (attention masks, among others) with their first
+    row all zero and their second zero at its first place, one otherwise (a fully masked row and a
+    left-padded one: where attention kernels and their spellings part ways)."""
+    out = dict(values)
+    for name, v in values.items():
+        if (v.dtype.kind in "iub") and v.ndim >= 2 and v.shape[0] >= 1 and v.shape[-1] >= 1:
+            v = v.copy()
+            v[0] = 0
+            if v.shape[0] >= 2:
+                v[1] = 1
+                v[1, ..., 0] = 0
+            out[name] = v
     return out
 
 

@@ -47,7 +47,7 @@ from ir.dtype_info import float_info, is_float
 
 from ..errors import VerificationError
 from ..report import Report
-from .inputs import (INPUT_KINDS, SMALL_PRIME, has_symbolic_inputs, perturbed, perturbed_program, random_inputs,
+from .inputs import (INPUT_KINDS, SMALL_PRIME, has_symbolic_inputs, masked_rows, perturbed, perturbed_program, random_inputs,
                      scatter_specials, size_assignments, size_variables, symbolic_sizes, tensor_bytes)
 
 __all__ = ["Verification", "Boundaries", "verify", "random_inputs", "scatter_specials", "flat_outputs", "INPUT_KINDS",
@@ -355,6 +355,7 @@ def _run_original(original: IRModule, skip: Sequence[str], seed: int, kind: str,
         ints = [k for k, v in inputs.items() if v.dtype.kind in "iu"]
         for make in integers if ints else integers[:1]:
             candidate = {k: make(v) if k in ints else v for k, v in inputs.items()}
+            candidate = masked_rows(candidate) if kind == "edge" else candidate
             try:
                 wants = run(candidate)
                 moved = [r(perturbed(candidate, _perturbation, seed, sign)) for r, sign in zip(run_moved, (1.0, -1.0))]

@@ -9,7 +9,9 @@ reads those 3-D values with `q_num_heads` / `kv_num_heads` and the Transposes go
 the call's value through relayout nodes a consumer that merges the heads back reads through.
 Otherwise a 3-D call (heads, sequence, head size) is written as one batch of 4-D (Unsqueeze, then Squeeze).
 A row the mask hides entirely (-inf throughout) is NaN in the op, as in its spelled-out form, but 0
-in ONNX Runtime's kernel; a `ReduceMax`/`Where` guard on the (small) mask puts the NaN back.
+in ONNX Runtime's kernel; a `ReduceMax`/`Where` guard on the (small) mask puts the NaN back, and a
+row hidden by the lowest finite value is uniform in the op but 0 in the kernel, so the mask is
+raised to -1e30 where it is lower.
 Otherwise (an older opset, or a rank ONNX's `Attention` does not take) each is written as
 `MatMul(Q, Transpose(K))`, `Mul` by the scale, `Add` of the mask, `Softmax` over the last axis
 and `MatMul` with V: the spelling it was recognised from.
@@ -55,13 +57,23 @@ def _mask_over_scores(ctx: EmitContext, call: Call, args: Sequence[Value], mask:
     return ctx.node("Expand", [mask, target])
 
 
+#: the most negative mask value passed to ONNX Runtime's `Attention`: a row hidden by the dtype's
+#: lowest finite value (the eager exports' `finfo.min` fill) is uniform in the op and its spelled-out
+#: form, but 0 in the kernel, which reads such a value as -inf; at -1e30 the kernel gives the uniform
+#: row too, and every other row is unchanged (its hidden scores still underflow to 0)
+_MASK_FLOOR = -1e30
+
+
 def _nan_in_hidden_rows(ctx: EmitContext, mask: Value, dtype: str) -> Value:
-    """The mask with NaN in its rows that are -inf throughout. There softmax divides 0 by 0, which
-    the op (and its spelled-out form) gives as NaN, while ONNX Runtime's `Attention` writes 0 for
-    such a row; a NaN in the mask makes it NaN. The mask is small (it broadcasts), so this is cheap."""
+    """The mask as ONNX Runtime's `Attention` must read it to compute the op: NaN in its rows that
+    are -inf throughout (softmax divides 0 by 0 there, which the op and its spelled-out form give as
+    NaN and the kernel as 0; a NaN in the mask makes the row NaN), and no value below `_MASK_FLOOR`.
+    The mask is small (it broadcasts), so this is cheap."""
     row_max = ctx.node("ReduceMax", [mask, ctx.ints([-1])], keepdims=1)
     hidden = ctx.node("Equal", [row_max, ctx.const(-float("inf"), dtype)])
-    return ctx.node("Where", [hidden, ctx.const(float("nan"), dtype), mask])
+    floor = ctx.const(_MASK_FLOOR, dtype)
+    raised = ctx.node("Where", [ctx.node("Less", [mask, floor]), floor, mask])
+    return ctx.node("Where", [hidden, ctx.const(float("nan"), dtype), raised])
 
 
 def _split_heads(batch: int, heads: int, shape: Sequence[int]) -> np.ndarray:
