@@ -13,8 +13,10 @@ ConvNeXt's blocks compute in NHWC and scale `(C, 1, 1)` NCHW, and once the scale
 like the block's data, the residual sums run in NHWC and the transposes meet the convolutions.
 
 An exporter that works in NHWC around an NCHW op writes `Transpose -> Relu -> Transpose`; after
-these rules the two transposes compose to the identity. Every rule is exact: an element-wise op
-computes each element alone, wherever the layout put it.
+these rules the two transposes compose to the identity. An element-wise op computes each element
+alone, wherever the layout put it; the rules are exact where the kernels agree on that bit for bit
+(`POSITION_EXACT`: ONNX Runtime's vectorized transcendental functions and its min / max of signed
+zeros do not).
 """
 
 from __future__ import annotations
@@ -42,6 +44,12 @@ UNARY_ELEMENTWISE = ("abs", "ceil", "clip", "erf", "exp", "floor", "log", "negat
                      "nn.hard_swish", "nn.quick_gelu")
 #: element-wise ops of two inputs (same shapes are required, so no broadcasting is moved)
 BINARY_ELEMENTWISE = ("add", "subtract", "multiply", "divide", "maximum", "minimum")
+#: ops whose kernels give an element the same bits wherever a layout puts it (IEEE arithmetic, rounding
+#: and sign ops); the others are exact=False: ONNX Runtime's vectorized exp / log / tanh / erf / sigmoid
+#: round an element differently in the SIMD body and the scalar tail, and its max / min / relu / clip
+#: pick the sign of an equal zero by position
+POSITION_EXACT = frozenset({"abs", "ceil", "floor", "negative", "round", "sqrt", "add", "subtract", "multiply",
+                            "divide"})
 
 _EXAMPLE_ATTRS = {"clip": {"a_min": -1.0, "a_max": 1.0}}
 
@@ -57,7 +65,7 @@ def _x(*shape: int, name: str = "x") -> Expr:
 def _through(op: str, layout: str) -> Rewrite:
     inner = call(layout, x, bind_attrs="l")
     return rule(f"{op}-through-{layout}", call(op, inner, bind_attrs="f"),
-                call(layout, call(op, x, attrs_from="f"), attrs_from="l"),
+                call(layout, call(op, x, attrs_from="f"), attrs_from="l"), exact=op in POSITION_EXACT,
                 example=lambda: _unary(op, relay.transpose(_x(2, 3), (1, 0)) if layout == "transpose"
                                        else relay.reshape(_x(2, 3), (3, 2))),
                 near_miss=lambda: _unary(op, relay.expand_dims(_x(2, 3), 0)))
@@ -73,7 +81,7 @@ def _binary(op: str) -> Rewrite:
                               relay.transpose(_x(*shape_b, name="b"), axes_b)], {})
     return rule(f"{op}-through-transpose",
                 call(op, call("transpose", a, bind_attrs="t1"), call("transpose", b, bind_attrs="t2")),
-                call("transpose", call(op, a, b), attrs_from="t1"), when=_same_layout,
+                call("transpose", call(op, a, b), attrs_from="t1"), when=_same_layout, exact=op in POSITION_EXACT,
                 example=lambda: pair((1, 0)),
                 near_miss=lambda: pair((0, 1), (3, 2)))
 
@@ -112,6 +120,7 @@ def _constant_through(op: str, constant_first: bool) -> Rewrite:
 
     side = "left" if constant_first else "right"
     return rule(f"{op}-{side}-constant-through-transpose", call(op, *operands), build, when=_constant_fits,
+                exact=op in POSITION_EXACT,
                 example=example((3,)), near_miss=example((5, 1, 1, 3)))
 
 
