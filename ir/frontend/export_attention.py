@@ -12,6 +12,9 @@ A row the mask hides entirely (-inf throughout) is NaN in the op, as in its spel
 in ONNX Runtime's kernel; a `ReduceMax`/`Where` guard on the (small) mask puts the NaN back, and a
 row hidden by the lowest finite value is uniform in the op but 0 in the kernel, so the mask is
 raised to -1e30 where it is lower.
+With `nan_rows="zero"` (torch SDPA's `where(isnan(p), 0, p)` guard) a hidden row is 0 in the op
+and in the kernel, and only the floor is applied; the kernel gives NaN, not 0, for a row whose
+scores are NaN because Q or K hold NaN or infinity (or their products overflow), which the op gives as 0.
 Otherwise (an older opset, or a rank ONNX's `Attention` does not take) each is written as
 `MatMul(Q, Transpose(K))`, `Mul` by the scale, `Add` of the mask, `Softmax` over the last axis
 and `MatMul` with V: the spelling it was recognised from.
@@ -76,6 +79,19 @@ def _nan_in_hidden_rows(ctx: EmitContext, mask: Value, dtype: str) -> Value:
     return ctx.node("Where", [hidden, ctx.const(float("nan"), dtype), raised])
 
 
+def _kernel_mask(ctx: EmitContext, call: Call, mask: Value) -> Value:
+    """The mask as ONNX Runtime's `Attention` reads it to compute `call`: NaN put back in its hidden
+    rows where the op keeps them NaN (`_nan_in_hidden_rows`); where it makes them 0 (`nan_rows="zero"`)
+    the kernel does too, and only finite values below `_MASK_FLOOR` are raised (-inf stays: the
+    kernel gives its rows 0, as the op)."""
+    dtype = ctx.type_of(call).dtype
+    if getattr(call.attrs, "nan_rows", "keep") == "keep":
+        return _nan_in_hidden_rows(ctx, mask, dtype)
+    floor = ctx.const(_MASK_FLOOR, dtype)
+    finite_low = ctx.node("And", [ctx.node("Less", [mask, floor]), ctx.node("Greater", [mask, ctx.const(-float("inf"), dtype)])])
+    return ctx.node("Where", [finite_low, floor, mask])
+
+
 def _split_heads(batch: int, heads: int, shape: Sequence[int]) -> np.ndarray:
     """Positions in a (batch, sequence, heads x head size) tensor of its heads split off: (batch, sequence,
     heads, head size) transposed to (batch, heads, sequence, head size), shaped as `shape`."""
@@ -120,7 +136,7 @@ def _attention_over_tokens(ctx: EmitContext, call: Call, args: Sequence[Value]) 
         tokens = (batch, sequence, heads * size)
         inputs.append(r.base if r.shape == tokens else ctx.node("Reshape", [r.base, ctx.ints(tokens)]))
     if len(args) > 3:
-        inputs.append(_mask_over_scores(ctx, call, args, _nan_in_hidden_rows(ctx, args[3], ctx.type_of(call).dtype)))
+        inputs.append(_mask_over_scores(ctx, call, args, _kernel_mask(ctx, call, args[3])))
     out = ctx.node("Attention", inputs, scale=call.attrs.scale, q_num_heads=heads, kv_num_heads=heads)
     shape = tuple(ctx.type_of(call).concrete_shape)
     sequence, size = shape[-2], shape[-1]
@@ -149,7 +165,7 @@ def emit_attention(ctx: EmitContext, call: Call, args: Sequence[Value]) -> Value
         added = list(range(_ATTENTION_RANK - query.ndim))
         inputs = [unsqueeze(ctx, a, added) for a in args[:3]]
         if len(args) > 3:
-            inputs.append(_mask_over_scores(ctx, call, args, _nan_in_hidden_rows(ctx, args[3], query.dtype)))
+            inputs.append(_mask_over_scores(ctx, call, args, _kernel_mask(ctx, call, args[3])))
         out = ctx.node("Attention", inputs, scale=scale)
         return ctx.node("Squeeze", [out, ctx.ints(added)]) if added else out
     perm = list(range(query.ndim))
@@ -159,4 +175,7 @@ def emit_attention(ctx: EmitContext, call: Call, args: Sequence[Value]) -> Value
         scores = ctx.node("Mul", [scores, ctx.const(scale, query.dtype)])
     if len(args) > 3:
         scores = ctx.node("Add", [scores, args[3]])
-    return ctx.node("MatMul", [ctx.node("Softmax", [scores], axis=-1), args[2]])
+    probs = ctx.node("Softmax", [scores], axis=-1)
+    if getattr(call.attrs, "nan_rows", "keep") == "zero":
+        probs = ctx.node("Where", [ctx.node("IsNaN", [probs]), ctx.const(0.0, query.dtype), probs])
+    return ctx.node("MatMul", [probs, args[2]])

@@ -16,7 +16,7 @@ from ..errors import ShapeError
 from ..types import TensorType, Type
 from .nn import CONV_ATTRS, conv2d_rel, dense_rel, layer_norm_rel, matmul_rel
 from .registry import AttrField, OpPattern, register_op
-from .shapes import broadcast_shapes, dims_match, same_dtype, tensor
+from .shapes import broadcast_shapes, dims_match, known, same_dtype, tensor
 from .tensor import broadcast_rel
 
 #: the fused forms' activations: leaky relu's slope is `alpha`, hard sigmoid's `alpha` and `beta`, clip's bounds
@@ -62,6 +62,18 @@ def feed_forward_rel(args: Sequence[Type], attrs: Attrs) -> Type:
     return _check_bias(dense_rel([hidden, args[3]], _PLAIN_DENSE), args[4], -1)
 
 
+def _fits_scores(mask: Sequence, scores: Sequence) -> bool:
+    """Whether a mask broadcasts to the scores without growing them: each of its axes is 1 or the
+    scores' length, or symbolic against a scores' axis not known to be 1. An exporter's mask built
+    from run-time shapes is typed (?, ?, ?, ?); the op is defined only where such a mask has the
+    scores' lengths (or 1) when it runs, the condition ONNX's `Attention` states for `attn_mask`."""
+    lead = (1,) * (len(scores) - len(mask))
+    for m, s in zip(lead + tuple(mask), scores):
+        if not (m == 1 or m == s or (s != 1 and not (known(m) and known(s)))):
+            return False
+    return True
+
+
 def attention_rel(args: Sequence[Type], attrs: Attrs) -> Type:
     """query (..., Sq, D), key (..., Sk, D), value (..., Sk, Dv) with equal leading axes -> (..., Sq, Dv);
     a mask, when given, broadcasts to the scores (..., Sq, Sk) without growing them."""
@@ -81,7 +93,7 @@ def attention_rel(args: Sequence[Type], attrs: Attrs) -> Type:
         scores = (*lead, q.shape[-2], k.shape[-2])
         mask = tensor(args[3], "mask")
         same_dtype([q, mask], ["query", "mask"])
-        if mask.ndim > len(scores) or broadcast_shapes(scores, mask.shape) != scores:
+        if mask.ndim > len(scores) or not _fits_scores(mask.shape, scores):
             raise ShapeError(f"attention mask {mask} must broadcast to the scores {scores} without growing them")
     return TensorType((*lead, q.shape[-2], v.shape[-1]), dtype)
 
@@ -111,9 +123,15 @@ register_op("nn.skip_layer_norm", ["data", "skip", "gamma", "beta"], skip_layer_
             doc="layer_norm(data + skip) over the last axis (ORT SkipLayerNormalization).")
 register_op("nn.feed_forward", ["data", "weight1", "bias1", "weight2", "bias2"], feed_forward_rel,
             OpPattern.OPAQUE, doc="dense(gelu(dense(data, weight1) + bias1), weight2) + bias2, exact GELU (a transformer's feed-forward).")
-_SCALE = [AttrField("scale", "float", 1.0)]
+_SCALE = [AttrField("scale", "float", 1.0),
+          AttrField("nan_rows", "str", "keep", choices=("keep", "zero"),
+                    doc="a row of probabilities that is NaN (a row the mask hides with -inf throughout, or NaN "
+                        "scores) stays NaN (`keep`, the plain formula) or is 0 (`zero`: torch SDPA's export guard "
+                        "`where(isnan(p), 0, p)`, and ONNX Runtime's kernel on a hidden row)")]
 register_op("nn.attention", ["query", "key", "value"], attention_rel, OpPattern.OPAQUE, attrs=_SCALE,
-            doc="softmax(query @ key^T * scale, last axis) @ value (ONNX Attention without a mask).")
+            doc="softmax(query @ key^T * scale, last axis) @ value (ONNX Attention without a mask); "
+                "`nan_rows` says what a NaN row of the softmax is.")
 register_op("nn.masked_attention", ["query", "key", "value", "mask"], attention_rel, OpPattern.OPAQUE,
             attrs=_SCALE,
-            doc="softmax(query @ key^T * scale + mask, last axis) @ value, an additive mask (ONNX Attention).")
+            doc="softmax(query @ key^T * scale + mask, last axis) @ value, an additive mask (ONNX Attention); "
+                "`nan_rows` says what a NaN row of the softmax is.")

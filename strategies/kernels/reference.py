@@ -493,7 +493,10 @@ def _attention(attrs: Attrs, q: np.ndarray, k: np.ndarray, v: np.ndarray, mask: 
     scores = np.matmul(q, np.swapaxes(k, -1, -2)) * np.asarray(attrs.scale, q.dtype)
     if mask is not None:
         scores = scores + mask
-    return np.matmul(_stable_softmax(scores, -1), v)
+    probs = _stable_softmax(scores, -1)
+    if getattr(attrs, "nan_rows", "keep") == "zero":
+        probs = np.where(np.isnan(probs), np.zeros((), probs.dtype), probs)
+    return np.matmul(probs, v)
 
 
 @_ref("nn.log_softmax")

@@ -317,6 +317,11 @@ def _skip_layer_norm(attrs, xs, out_type):
 def _attention(attrs, xs, out_type):
     """torch's fused scaled dot-product attention (an additive float mask, as the op's)."""
     q, k, v, *mask = xs
+    if getattr(attrs, "nan_rows", "keep") == "zero":  # the formula, as torch's SDPA export writes it
+        torch = _torch()
+        scores = torch.matmul(q, k.transpose(-1, -2)) * torch.tensor(attrs.scale, dtype=q.dtype)
+        probs = torch.softmax(scores + mask[0] if mask else scores, dim=-1)
+        return torch.matmul(torch.where(torch.isnan(probs), torch.zeros((), dtype=probs.dtype), probs), v)
     return _torch().nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=mask[0] if mask else None,
                                                                scale=attrs.scale)
 

@@ -15,6 +15,7 @@ to the canonical one, so a pattern here is never repeated per exporter:
 | `nn.dense`         | `matmul(x, W)` with a constant 2-D `W`, or with `transpose(w)`         |
 | conv + per-channel | `conv2d(x, W) * s` (constant `W`, `s`) folds `s` into `W`; `+ t` is a bias |
 | `nn.attention`     | `matmul(softmax(matmul(q, kT) * s [+ mask]), v)`, `kT` any transpose; or with `batch_matmul` |
+|                    | `where(isnan(p), 0, p)` around the softmax `p` (torch SDPA): `nan_rows="zero"` |
 
 Reductions must be over the last axis with `keepdims`; constants must have the values the
 formula needs (to float32 precision). An approximation is never equal to the exact function:
@@ -180,11 +181,21 @@ def _swap_last_two(m: Match, name: str) -> Expr:
     return make_call("transpose", [m.expr(name)], {"axes": [*range(ndim - 2), ndim - 1, ndim - 2]})
 
 
-def _attention(scaled: bool, masked: bool):
+def _zero_fill(m: Match) -> bool:
+    """The guard's fill is one +0 (a -0 would give the product with V other zeros' signs)."""
+    fill = m.const("zero")
+    return fill.size == 1 and fill.ndim <= m.ndim("q") and not np.any(fill) and not np.any(np.signbit(fill))
+
+
+def _attention(scaled: bool, masked: bool, guarded: bool = False):
     """Builder of `nn.attention` / `nn.masked_attention` from `matmul(softmax(scores), v)` where
     scores is `matmul(q, kT)` (times a scalar `s`, plus a `mask`), with `nn.matmul` or TVM's
-    `nn.batch_matmul` (whose second operand is transposed by default) for both products."""
+    `nn.batch_matmul` (whose second operand is transposed by default) for both products;
+    `guarded`: the probabilities as torch's SDPA export guards them, `where(isnan(p), 0, p)` (a
+    softmax row is NaN throughout or nowhere), which is the op with `nan_rows="zero"`."""
     def build(m: Match) -> Expr | None:
+        if guarded and not _zero_fill(m):
+            return None
         qk, pv = m["qk"], m["pv"]
         ndim = m.ndim("q")
         if (ndim < 3 or qk.transpose_a or qk.out_dtype or pv.transpose_a or pv.out_dtype
@@ -196,17 +207,35 @@ def _attention(scaled: bool, masked: bool):
         key = m.expr("kt") if qk.transpose_b else _swap_last_two(m, "kt")
         value = _swap_last_two(m, "v") if pv.transpose_b else m.expr("v")
         args = [m.expr("q"), key, value] + ([m.expr("mask")] if masked else [])
-        return make_call("nn.masked_attention" if masked else "nn.attention", args, {"scale": scale})
+        return make_call("nn.masked_attention" if masked else "nn.attention", args,
+                         {"scale": scale, "nan_rows": "zero" if guarded else "keep"})
     return build
 
 
-def _attention_pattern(product: str, scaled: bool, masked: bool):
-    scores = call(product, q, kt, bind_attrs="qk")
+def _attention_pattern(product: str, scaled: bool, masked: bool, guarded: bool = False):
+    def probs():
+        scores = call(product, q, kt, bind_attrs="qk")
+        if scaled:
+            scores = call("multiply", scores, const_pat("s"))
+        if masked:
+            scores = call("add", scores, mask)
+        return call("nn.softmax", scores, bind_attrs="sm")
+    weights = call("where", call("isnan", probs()), const_pat("zero"), probs()) if guarded else probs()
+    return call(product, weights, v, bind_attrs="pv")
+
+
+def _guarded_attention_example(scaled: bool, masked: bool, fill: float = 0.0) -> Expr:
+    """torch SDPA's export: `where(isnan(p), fill, p)` around the softmax `p` (its sqrt(scale) on
+    q and on k^T reaches `* scale` through the algebra), a mask hiding a query row entirely."""
+    query, key = _v(2, 3, 5, 4, name="q"), _v(2, 3, 6, 4, name="k")
+    scores = relay.nn.matmul(query, relay.transpose(key, (0, 1, 3, 2)))
     if scaled:
-        scores = call("multiply", scores, const_pat("s"))
+        scores = relay.multiply(scores, _c(0.25))
     if masked:
-        scores = call("add", scores, mask)
-    return call(product, call("nn.softmax", scores, bind_attrs="sm"), v, bind_attrs="pv")
+        scores = relay.add(scores, _v(2, 1, 5, 6, name="mask"))
+    probs = relay.nn.softmax(scores, axis=-1)
+    guarded = relay.where(relay.isnan(probs), _c(fill), probs)
+    return relay.nn.matmul(guarded, _v(2, 3, 6, 4, name="v"))
 
 
 def _attention_example(scaled: bool, masked: bool, axis: int = -1, batched: bool = False) -> Expr:
@@ -365,6 +394,12 @@ IDIOMS = ruleset("idioms", [
       for product, suffix in (("nn.matmul", ""), ("nn.batch_matmul", "-batched"))
       for name, scaled, masked in (("attention", False, False), ("attention-scaled", True, False),
                                    ("attention-masked", False, True), ("attention-scaled-masked", True, True))),
+    *(rule(f"attention{'-scaled' if scaled else ''}{'-masked' if masked else ''}-guarded",
+           _attention_pattern("nn.matmul", scaled, masked, guarded=True), _attention(scaled, masked, guarded=True),
+           dtypes="float", exact=False,
+           example=lambda s=scaled, k=masked: _guarded_attention_example(s, k),
+           near_miss=lambda s=scaled, k=masked: _guarded_attention_example(s, k, fill=-0.0))
+      for scaled in (False, True) for masked in (False, True)),
     rule("conv-channel-scale", call("multiply", call("nn.conv2d", x, const_pat("w"), bind_attrs="c"), const_pat("s")),
          _fold_scale_into_conv, dtypes="float", exact=False,
          example=lambda: relay.multiply(_conv(), _c(np.linspace(0.5, 2, 4).reshape(4, 1, 1))),
