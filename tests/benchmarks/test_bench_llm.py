@@ -40,7 +40,7 @@ def test_benchmark_writes_a_row_per_fixture(tmp_path, monkeypatch):
     data = json.loads((tmp_path / "llm_test.json").read_text())
     rows = data["rows"]
     assert [r["model"] for r in rows] == list(FIXTURES)
-    assert "Peer failures" in data["sections"] and "cpu" in data["meta"]
+    assert "Failures" in data["sections"] and "cpu" in data["meta"]
     for row in rows:
         assert set(bench_llm.COLUMNS) <= set(row)
         assert sum(row["fused"]["ours"].values()) > 0
