@@ -39,7 +39,7 @@ from .limits import Limits, StopReason
 from .report import IterationRow, Report
 from .rules.install import install_rule
 from .rules.match import Match
-from .rules.rule import RETRY_LATER, Result, Rule
+from .rules.rule import RETRY_LATER, Result, Rule, Undecided
 from .scheduler import BackoffScheduler, Scheduler
 
 __all__ = ["StopRun", "saturate", "run_schedule", "prove"]
@@ -141,8 +141,12 @@ class _Run:
                     break
                 if m is RETRY_LATER:
                     self.waiting.setdefault(r.name, []).append((mq, row))
-                elif id(m) in chosen and self._fire(r, m):
-                    applied[r.name] += 1
+                elif id(m) in chosen:
+                    fired = self._fire(r, m)
+                    if fired is None:  # the rule cannot decide yet: again after the next change
+                        self.waiting.setdefault(r.name, []).append((mq, row))
+                    elif fired:
+                        applied[r.name] += 1
         return applied
 
     def retry_waiting(self) -> None:
@@ -170,7 +174,8 @@ class _Run:
         """When the next iteration's search would end: searches scale with the e-graph's size."""
         return self.elapsed() + self.search_seconds_per_node * enodes
 
-    def _fire(self, r: Rule, m: Match) -> bool:
+    def _fire(self, r: Rule, m: Match) -> bool | None:
+        """Whether firing `m` merged anything; None where the rule answered `Undecided`."""
         try:
             results = r.fire(m)
         except ir.IRError:  # the rule built an invalid call (e.g. a bad attribute value)
@@ -182,6 +187,8 @@ class _Run:
             self.rejected[r.name] += 1  # not rewriting is always sound: the match is skipped, the run goes on
             self.errors.setdefault(r.name, f"{type(err).__name__}: {err}")
             return False
+        if isinstance(results, Undecided):
+            return None
         merged = False
         for res in results:
             handle = _lower_result(self.egraph, res, m, r.name)

@@ -20,11 +20,21 @@ from ..errors import RuleError
 from .match import Match
 from .pattern import Pat, check_template, compile_patterns, instantiate, variables
 
-__all__ = ["DTYPE_GROUPS", "MatchQuery", "RETRY_LATER", "Result", "Rule", "Rewrite", "rule", "birewrite", "RuleSet", "ruleset"]
+__all__ = ["DTYPE_GROUPS", "MatchQuery", "RETRY_LATER", "UNDECIDED", "Undecided", "Result", "Rule", "Rewrite", "rule", "birewrite", "RuleSet", "ruleset"]
 
 RETRY_LATER = object()
 """What `MatchQuery.decode` returns for a row that may still match once the e-graph has grown (a
 dominator region not complete yet); the runner decodes it again after the next change."""
+
+
+class Undecided(list):
+    """What `Rule.fire` returns (an empty list) for a match it cannot decide yet: a fact its guard
+    reads (a precise shape, say) that later rewrites may still add; the runner fires it again after
+    the next change, as it decodes a `RETRY_LATER` row again."""
+
+
+UNDECIDED = Undecided()
+"""the one `Undecided` value; a builder returns it instead of None to be asked again later."""
 
 
 class MatchQuery(Protocol):
@@ -116,6 +126,8 @@ class Rewrite(Rule):
             return []
         if callable(self.rhs):
             built = self.rhs(m)
+            if built is UNDECIDED:
+                return UNDECIDED
             if built is None:
                 return []
             exprs = (built,) if isinstance(built, Expr) else tuple(built)

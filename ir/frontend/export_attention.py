@@ -15,8 +15,10 @@ raised to -1e30 where it is lower.
 With `nan_rows="zero"` (torch SDPA's `where(isnan(p), 0, p)` guard) a hidden row is 0 in the op
 and in the kernel, and only the floor is applied; the kernel gives NaN, not 0, for a row whose
 scores are NaN because Q or K hold NaN or infinity (or their products overflow), which the op gives as 0.
+K and V with fewer heads than Q (grouped-query attention) go to `Attention` as they are (its 4-D
+inputs may have fewer KV heads).
 Otherwise (an older opset, or a rank ONNX's `Attention` does not take) each is written as
-`MatMul(Q, Transpose(K))`, `Mul` by the scale, `Add` of the mask, `Softmax` over the last axis
+`MatMul(Q, Transpose(K))` (K and V with fewer heads gathered to the query's first), `Mul` by the scale, `Add` of the mask, `Softmax` over the last axis
 and `MatMul` with V: the spelling it was recognised from.
 """
 
@@ -126,6 +128,8 @@ def _attention_over_tokens(ctx: EmitContext, call: Call, args: Sequence[Value]) 
     of its output, which a consumer that merges the heads back reads through (`export_tensor`)."""
     if len(args) > 3 and any(d != 1 for d in ctx.type_of(call.args[3]).shape[:-2]):
         return None  # a mask per batch or head: its axes would not line up with ONNX's
+    if ctx.type_of(call.args[1]).shape[-3] != ctx.type_of(call.args[0]).shape[-3]:
+        return None  # fewer KV heads: the 4-D form takes them as they are
     sources = _head_sources(ctx, call, args)
     if sources is None:
         return None
@@ -170,7 +174,8 @@ def emit_attention(ctx: EmitContext, call: Call, args: Sequence[Value]) -> Value
         return ctx.node("Squeeze", [out, ctx.ints(added)]) if added else out
     perm = list(range(query.ndim))
     perm[-2:] = perm[-1], perm[-2]
-    scores = ctx.node("MatMul", [args[0], ctx.node("Transpose", [args[1]], perm=perm)])
+    key, value = _repeat_kv(ctx, call, args)
+    scores = ctx.node("MatMul", [args[0], ctx.node("Transpose", [key], perm=perm)])
     if scale != 1.0:
         scores = ctx.node("Mul", [scores, ctx.const(scale, query.dtype)])
     if len(args) > 3:
@@ -178,4 +183,14 @@ def emit_attention(ctx: EmitContext, call: Call, args: Sequence[Value]) -> Value
     probs = ctx.node("Softmax", [scores], axis=-1)
     if getattr(call.attrs, "nan_rows", "keep") == "zero":
         probs = ctx.node("Where", [ctx.node("IsNaN", [probs]), ctx.const(0.0, query.dtype), probs])
-    return ctx.node("MatMul", [probs, args[2]])
+    return ctx.node("MatMul", [probs, value])
+
+
+def _repeat_kv(ctx: EmitContext, call: Call, args: Sequence[Value]) -> tuple[Value, Value]:
+    """K and V with each of their heads repeated for its group of query heads (a `Gather` of the
+    head axis, which takes symbolic lengths elsewhere), or as they are where the head counts agree."""
+    q_heads, kv_heads = ctx.type_of(call.args[0]).shape[-3], ctx.type_of(call.args[1]).shape[-3]
+    if q_heads == kv_heads:
+        return args[1], args[2]
+    heads = ctx.ints(np.repeat(np.arange(kv_heads), q_heads // kv_heads))
+    return tuple(ctx.node("Gather", [a, heads], axis=-3) for a in args[1:3])  # type: ignore[return-value]

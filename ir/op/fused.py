@@ -74,17 +74,30 @@ def _fits_scores(mask: Sequence, scores: Sequence) -> bool:
     return True
 
 
+def _groups(q_heads, kv_heads) -> bool:
+    """Whether K/V with `kv_heads` heads serve a query of `q_heads` (each KV head a group of query
+    heads: grouped- or multi-query attention); a symbolic count is taken to fit (the kernels read
+    the counts when they run)."""
+    if known(q_heads) and known(kv_heads):
+        return kv_heads > 0 and q_heads % kv_heads == 0
+    return True
+
+
 def attention_rel(args: Sequence[Type], attrs: Attrs) -> Type:
-    """query (..., Sq, D), key (..., Sk, D), value (..., Sk, Dv) with equal leading axes -> (..., Sq, Dv);
-    a mask, when given, broadcasts to the scores (..., Sq, Sk) without growing them."""
+    """query (..., Hq, Sq, D), key (..., Hkv, Sk, D), value (..., Hkv, Sk, Dv) with equal leading axes
+    -> (..., Hq, Sq, Dv); Hkv divides Hq, KV head j serving query heads j*Hq/Hkv ... (j+1)*Hq/Hkv - 1
+    (grouped-query attention; `repeat_kv` order); a mask, when given, broadcasts to the scores
+    (..., Hq, Sq, Sk) without growing them."""
     names = ["query", "key", "value"]
     q, k, v = (tensor(t, n) for t, n in zip(args[:3], names))
     dtype = same_dtype([q, k, v], names)
     if q.ndim < 3 or not q.ndim == k.ndim == v.ndim:
         raise ShapeError(f"attention takes query, key and value of one rank >= 3, got {q}, {k}, {v}")
     lead = q.shape[:-2]
-    if not all(dims_match(a, b) for t in (k, v) for a, b in zip(lead, t.shape[:-2])):
-        raise ShapeError(f"attention: query {q}, key {k} and value {v} must share their leading axes")
+    if not all(dims_match(a, b) for t in (k, v) for a, b in zip(lead[:-1], t.shape[:-3])) \
+            or not dims_match(k.shape[-3], v.shape[-3]) or not _groups(lead[-1], k.shape[-3]):
+        raise ShapeError(f"attention: query {q}, key {k} and value {v} must share their leading axes "
+                         "(key and value may have fewer heads, the third-to-last axis, dividing the query's)")
     if not dims_match(q.shape[-1], k.shape[-1]):
         raise ShapeError(f"attention: query {q} and key {k} must have one head size (last axis)")
     if not dims_match(k.shape[-2], v.shape[-2]):

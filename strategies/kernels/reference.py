@@ -490,6 +490,9 @@ def _softmax(attrs: Attrs, x: np.ndarray) -> np.ndarray:
 
 @_ref("nn.attention", "nn.masked_attention")
 def _attention(attrs: Attrs, q: np.ndarray, k: np.ndarray, v: np.ndarray, mask: np.ndarray | None = None) -> np.ndarray:
+    groups = q.shape[-3] // k.shape[-3]
+    if groups > 1:  # grouped-query attention: each KV head serves `groups` query heads in turn
+        k, v = np.repeat(k, groups, axis=-3), np.repeat(v, groups, axis=-3)
     scores = np.matmul(q, np.swapaxes(k, -1, -2)) * np.asarray(attrs.scale, q.dtype)
     if mask is not None:
         scores = scores + mask

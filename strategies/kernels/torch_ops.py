@@ -317,6 +317,9 @@ def _skip_layer_norm(attrs, xs, out_type):
 def _attention(attrs, xs, out_type):
     """torch's fused scaled dot-product attention (an additive float mask, as the op's)."""
     q, k, v, *mask = xs
+    groups = q.shape[-3] // k.shape[-3]
+    if groups > 1:  # grouped-query attention: each KV head serves `groups` query heads in turn
+        k, v = k.repeat_interleave(groups, dim=-3), v.repeat_interleave(groups, dim=-3)
     if getattr(attrs, "nan_rows", "keep") == "zero":  # the formula, as torch's SDPA export writes it
         torch = _torch()
         scores = torch.matmul(q, k.transpose(-1, -2)) * torch.tensor(attrs.scale, dtype=q.dtype)

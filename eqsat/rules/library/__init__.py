@@ -9,11 +9,13 @@
 | `idioms`   | layer norm, RMS norm, exact GELU, SiLU, hard sigmoid/swish, softmax, matmul as dense, conv scale/shift, attention |
 | `activations` | tanh GELU (+ bias: FastGelu), QuickGelu, leaky relu / clip / hard sigmoid into FusedConv / FusedGemm; pow(x, 3) as a product |
 | `rotary`   | rotary position embedding (half rotation, split or sliced halves, partial rotary) |
+| `shape-values` | `dyn.reshape` / `dyn.expand` whose target the e-graph computes from typed shapes become static |
+| `grouped-attention` | `repeat_kv`'s copies of K and V fold into attention with fewer KV heads |
 | `folding`  | inference batch norm into an affine map, or into the preceding conv2d |
 | `fusion`   | conv/dense + bias + activation, bias + gelu, add + layer norm, scaled matmul; bias_add as add |
 | `merge`    | two conv2d / dense sharing an input become one wider op and a split   |
 | `ac`       | commute + associativity of add and multiply (grows without bound)     |
-| `default`  | simplify + algebra + layout-commute + commute + idioms + activations + rotary + folding + fusion + merge |
+| `default`  | simplify + algebra + shape-values + layout-commute + commute + idioms + grouped-attention + activations + rotary + folding + fusion + merge |
 | `layout`   | convolutions in ONNX Runtime's NCHW{B}c blocks; layout transforms moved outward and cancelled; activations through a channel crop |
 | `taso`     | TASO's substitutions: merges through concat and split, relu / bias add across a concat, matmul re-association |
 | `all`      | default + associativity + layout + taso                               |
@@ -39,12 +41,14 @@ from .ac import AC, COMMUTE
 from .activations import ACTIVATION_LAYOUT, ACTIVATIONS
 from .algebra import ALGEBRA
 from .folding import FOLDING
+from .grouped_attention import GROUPED_ATTENTION
 from .fusion import FUSION
 from .idioms import IDIOMS
 from .layout import LAYOUT as _BLOCKED
 from .layout_commute import LAYOUT_COMMUTE
 from .merge import MERGE
 from .rotary import ROTARY
+from .shape_values import SHAPE_VALUES
 from .simplify import SIMPLIFY
 from .taso import TASO
 
@@ -53,12 +57,12 @@ __all__ = ["FAMILIES", "RULESETS", "resolve_rules", "AC", "ACTIVATIONS", "ALGEBR
            "targets_rules"]
 
 LAYOUT = ruleset("layout", [*_BLOCKED, *ACTIVATION_LAYOUT])
-_DEFAULT = ruleset("default", [*SIMPLIFY, *ALGEBRA, *LAYOUT_COMMUTE, *COMMUTE, *IDIOMS, *ACTIVATIONS, *ROTARY, *FOLDING,
-                               *FUSION, *MERGE])
+_DEFAULT = ruleset("default", [*SIMPLIFY, *ALGEBRA, *SHAPE_VALUES, *LAYOUT_COMMUTE, *COMMUTE, *IDIOMS,
+                               *GROUPED_ATTENTION, *ACTIVATIONS, *ROTARY, *FOLDING, *FUSION, *MERGE])
 RULESETS: dict[str, RuleSet] = {
     "simplify": SIMPLIFY, "algebra": ALGEBRA, "layout-commute": LAYOUT_COMMUTE, "commute": COMMUTE,
     "idioms": IDIOMS, "activations": ACTIVATIONS, "rotary": ROTARY, "folding": FOLDING, "fusion": FUSION,
-    "merge": MERGE, "ac": AC,
+    "merge": MERGE, "ac": AC, "shape-values": SHAPE_VALUES, "grouped-attention": GROUPED_ATTENTION,
     "layout": LAYOUT, "taso": TASO,
     "default": _DEFAULT,
     "all": ruleset("all", [*_DEFAULT, *(r for r in AC if r.name not in COMMUTE.names), *LAYOUT, *TASO]),

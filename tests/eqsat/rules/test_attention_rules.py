@@ -72,3 +72,35 @@ def test_sdpa_split_scale_reaches_the_op_through_the_algebra():
 def test_a_guard_with_another_fill_is_not_attention(fill):
     expr = _guarded_attention_example(scaled=True, masked=True, fill=fill)
     assert not {n for n in _applied(ir.IRModule.from_expr(expr), RULESETS["default"]) if n.startswith("attention")}
+
+
+GROUPED = ["grouped-attention", "grouped-masked-attention"]
+SHAPES = ["dyn-expand-static", "dyn-heads-round-trip", "dyn-reshape-static"]
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16", "float32", "float64"])
+@pytest.mark.parametrize("name", GROUPED + SHAPES)
+def test_grouped_and_shape_rules_are_exact_in_every_float_dtype(name, dtype):
+    result = check_rule(ALL_RULES[name], ALL_RULES[name].example, dtype=dtype)
+    assert result.applied >= 1 and result.programs >= 2, result
+
+
+def test_a_rule_that_cannot_decide_yet_is_asked_again_after_the_next_change():
+    """`dyn-expand-static` reads the data's shape, which the e-graph learns only once another rule
+    has typed it: the match waits (`UNDECIDED`) and fires in a later iteration."""
+    from eqsat.rules.pattern import call, pvars
+    from eqsat.rules.rule import rule, ruleset
+    from ir.types import Any
+    x_, = pvars("x")
+    data = relay.var("x", shape=(2, 1, 4))
+    loose = relay.reshape(relay.dyn.reshape(data, relay.shape_of(data)), newshape=[0, 0, 0])  # typed (?, ?, ?)
+    batch = relay.reshape(relay.take(relay.shape_of(data), relay.const(np.int64(0)), axis=0), [1])
+    target = relay.concatenate([relay.const(np.array([1], np.int64)), batch, relay.const(np.array([3, 4], np.int64))],
+                               axis=0)
+    spread = relay.expand_dims(loose, axis=0)  # its class stays; the shape it learns is its operand's
+    mod = ir.IRModule.from_expr(relay.Function([data], relay.dyn.expand(spread, target)))
+    assert ir.infer_type(mod)["main"].body.args[0].checked_type.shape == (1, Any, Any, Any)
+    typing = rule("reshape-of-dyn-reshape-is-data", call("reshape", call("dyn.reshape", x_, pvars("t")[0])),
+                  lambda m: m.expr("x"))
+    rules = ruleset("t", [ALL_RULES["dyn-expand-static"], typing])
+    assert "dyn-expand-static" in _applied(mod, rules)

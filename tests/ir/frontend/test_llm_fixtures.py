@@ -97,3 +97,23 @@ def test_attention_is_fused(name):
     ops = [n.op_type for n in ours.graph.node]
     assert ops.count("Attention") == MANIFEST["sizes"]["layers"], ops
     assert "Softmax" not in ops and "IsNaN" not in ops
+
+
+@pytest.mark.parametrize("name", sorted(n for n, e in ENTRIES.items() if e["has"]["kv_heads"] < MANIFEST["sizes"]["heads"]
+                                        and not e["cache"] and n not in XFAIL))
+def test_grouped_query_attention_takes_kv_heads_as_they_are(name):
+    """Where the model has fewer KV heads than query heads, `repeat_kv`'s copies (Expand + Reshape, as
+    either exporter writes them) fold into the attention op, which takes K and V with their own heads,
+    and the export is ONNX `Attention` on K/V of that many heads. Decode steps (K/V concatenated
+    with the past before the copy) keep the copy for now."""
+    proto = onnx.load(os.path.join(FIXTURES, ENTRIES[name]["file"]))
+    mod, params = from_onnx(proto)
+    res = eqsat.optimize(mod, params, target="ort", limits=LIMITS, verify=False)
+    calls = [c for c in ir.post_order(res.mod["main"].body)
+             if isinstance(c, ir.Call) and getattr(c.op, "name", "") in ("nn.attention", "nn.masked_attention")]
+    kv, heads = ENTRIES[name]["has"]["kv_heads"], MANIFEST["sizes"]["heads"]
+    assert len(calls) == MANIFEST["sizes"]["layers"]
+    for c in calls:
+        assert [a.checked_type.shape[-3] for a in c.args[:3]] == [heads, kv, kv], ir.astext(res.mod)
+    _, ours = optimized(name)  # the verified program exports it as ONNX Attention
+    assert [n.op_type for n in ours.graph.node].count("Attention") == MANIFEST["sizes"]["layers"]
