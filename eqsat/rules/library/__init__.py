@@ -74,7 +74,8 @@ FAMILIES = ("layer norm (with or without affine; + residual: skip layer norm)", 
             "linear (MatMul with a constant or transposed weight, + bias, + activation)",
             "conv + batch norm (as an op or as per-channel Mul/Add) + activation",
             "scaled dot-product attention (any scale placement, with or without an additive mask, "
-            "K transposed anywhere, Einsum products)", "rotary position embedding (x * cos + rotate_half(x) * sin)")
+            "K transposed anywhere, Einsum products; torch SDPA's where(isnan(p), 0, p) guard; "
+            "grouped/multi-query K and V copied by repeat_kv)", "rotary position embedding (x * cos + rotate_half(x) * sin)")
 """the op families `default` recognises from any spelling the axioms relate."""
 
 
