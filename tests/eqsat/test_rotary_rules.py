@@ -15,7 +15,7 @@ from ir import relay
 from ir.frontend import to_onnx
 from tests.ir.frontend.ort_helpers import assert_outputs_close, run_ort
 
-LIMITS = eqsat.Limits(iterations=10, nodes=20_000, seconds=10)
+LIMITS = eqsat.Limits(iterations=10, nodes=20_000)
 
 
 def _feed(mod: ir.IRModule, seed: int = 0) -> dict[str, np.ndarray]:
