@@ -111,11 +111,22 @@ class Saturated:
         """Per rule, the e-nodes of `view` it made: which rules grew the e-graph most."""
         return Counter(origin for origin in self.view.origins if origin is not None)
 
-    def input_module(self, fold_constants: bool = False,
-                     built: dict[int, object] | None = None) -> tuple[IRModule, dict[str, np.ndarray]]:
+    def input_module(self, fold_constants: bool = False) -> tuple[IRModule, dict[str, np.ndarray]]:
         """The input program as lowered (equal to the input), with its parameters; with `fold_constants`,
-        its calls on constants and parameters alone folded (`lift_params`); `built` receives class -> node."""
-        return lift_params(self.lowered, self.before, self.input_choice().node_of, built, fold_constants=fold_constants)
+        its calls on constants and parameters alone folded (`lift_params`)."""
+        if not fold_constants:
+            return self._input_lifted[:2]
+        return lift_params(self.lowered, self.before, self.input_choice().node_of, fold_constants=True)
+
+    def input_nodes(self) -> dict[int, object]:
+        """e-class -> the node of `input_module()` that computes it."""
+        return self._input_lifted[2]
+
+    @cached_property
+    def _input_lifted(self) -> tuple[IRModule, dict[str, np.ndarray], dict[int, object]]:
+        built: dict[int, object] = {}
+        mod, params = lift_params(self.lowered, self.before, self.input_choice().node_of, built)
+        return mod, params, built
 
 
 def saturate_program(mod: IRModule, params: Mapping[str, Any] | None = None, *, rules: Any = "default",
@@ -334,8 +345,7 @@ def rewritten_boundaries(sat: Saturated, out: Extracted) -> Boundaries | None:
     a rule-made node: the boundaries of the rewritten regions, verified besides the outputs."""
     if not out.built:
         return None
-    built_in: dict[int, object] = {}
-    sat.input_module(built=built_in)
+    built_in = sat.input_nodes()
     roots = set(sat.view.roots)
     pairs = []
     for c in sorted(out.built):

@@ -35,6 +35,7 @@ is observable.
 
 from __future__ import annotations
 
+import importlib.util
 import time
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Sequence
@@ -168,13 +169,10 @@ def _ort_runner(mod: IRModule, params: Mapping[str, Any], contrib: bool) -> tupl
 
 
 def _runner(mod: IRModule, params: Mapping[str, Any], where: str, contrib: bool, notes: list[str]) -> tuple[Runner, str]:
+    if where == "ort" and importlib.util.find_spec("onnxruntime") is not None:
+        return _ort_runner(mod, params, contrib=contrib)
     if where == "ort":
-        try:
-            import onnxruntime  # noqa: F401
-        except ImportError:
-            notes.append("onnxruntime is not installed: ran on the cpu executor instead")
-        else:
-            return _ort_runner(mod, params, contrib=contrib)
+        notes.append("onnxruntime is not installed: ran on the cpu executor instead")
     return _cpu_runner(mod, params)
 
 
@@ -218,7 +216,7 @@ def _compare(want: np.ndarray, got: np.ndarray, noise: np.ndarray | None, bounda
         at = f" (first at index {tuple(int(i) for i in where[0])})" if len(where) else ""
         return _Comparison(False, np.inf, why=f"NaN or infinity in different places{at}")
     noise = np.zeros_like(a) if noise is None else np.where(np.isfinite(noise), noise, np.inf)
-    tolerance = RTOL.get(str(want.dtype), 1e-3) * np.abs(a) + float(float_info(want.dtype).tiny) + NOISE_FACTOR * noise
+    tolerance = _rtol(want.dtype) * np.abs(a) + float(float_info(want.dtype).tiny) + NOISE_FACTOR * noise
     tolerance = np.where(finite, tolerance, 0.0)
     diff = np.where(finite, np.abs(a - b), 0.0)
     checked = int((~finite).sum() + (finite & np.isfinite(tolerance)).sum())
@@ -227,18 +225,16 @@ def _compare(want: np.ndarray, got: np.ndarray, noise: np.ndarray | None, bounda
     with np.errstate(divide="ignore", invalid="ignore"):
         ratio = np.where(diff > 0, diff / tolerance, np.where(finite, 0.0, -1.0))
     worst = np.unravel_index(int(np.argmax(ratio)), ratio.shape)
-    r = float(ratio[worst])
-    r = max(r, 0.0)
-    c = _Comparison(r <= 1.0, float(diff[worst]), float(tolerance[worst]), float(a[worst]) if finite[worst] else 0.0,
-                    r, checked)
-    if not c.agrees:
-        return _Comparison(False, c.diff, c.tolerance, c.reference, r, checked,
-                           f"at index {tuple(int(i) for i in worst)} the original gives {a[worst]:.6g}, the "
-                           f"optimized {b[worst]:.6g}")
-    return c
+    r = max(float(ratio[worst]), 0.0)
+    why = "" if r <= 1.0 else (f"at index {tuple(int(i) for i in worst)} the original gives {a[worst]:.6g}, the "
+                               f"optimized {b[worst]:.6g}")
+    return _Comparison(r <= 1.0, float(diff[worst]), float(tolerance[worst]),
+                       float(a[worst]) if finite[worst] else 0.0, r, checked, why)
 
 
-def _perturbation(dtype: np.dtype) -> float:
+def _rtol(dtype: np.dtype) -> float:
+    """`RTOL` of a float dtype: the tolerance relative to each element, and the size of the perturbation
+    that measures the element's noise."""
     return RTOL.get(str(dtype), 1e-3)
 
 
@@ -280,7 +276,7 @@ def verify(original: IRModule, params: Mapping[str, Any] | None, optimized: IRMo
         labels += list(boundaries.labels)
     notes: list[str] = []
     run_original, runner = _runner(original, params, where, False, notes)
-    run_moved = [_runner(*perturbed_program(original, params, _perturbation, 0, sign), where, False, [])[0]
+    run_moved = [_runner(*perturbed_program(original, params, _rtol, 0, sign), where, False, [])[0]
                  for sign in (1.0, -1.0)]
     variables = size_variables(original, skip)
     run_optimized, runner_optimized = _runner(optimized, optimized_params, where, contrib, notes)
@@ -358,7 +354,7 @@ def _run_original(original: IRModule, skip: Sequence[str], seed: int, kind: str,
             candidate = masked_rows(candidate) if kind == "edge" else candidate
             try:
                 wants = run(candidate)
-                moved = [r(perturbed(candidate, _perturbation, seed, sign)) for r, sign in zip(run_moved, (1.0, -1.0))]
+                moved = [r(perturbed(candidate, _rtol, seed, sign)) for r, sign in zip(run_moved, (1.0, -1.0))]
             except Exception as e:  # noqa: BLE001 - the input set, not the optimizer, is at fault
                 failure = e
                 continue
