@@ -49,8 +49,8 @@ from strategies.tuning import program_weight_bytes, tune_workloads, workload_con
 
 from . import __version__
 from .atomic import write_files
-from .cli_args import (Parser, comma_list, existing_file, extractor_name, int_at_least, model_name, output_file, rule_sets,
-                       seconds, target_kind)
+from .cli_args import (Parser, comma_list, existing_file, extractor_name, int_at_least, model_name, output_file,
+                       rule_sets, seconds, target_kind)
 from .candidates import candidate_workloads
 from .cli_errors import EXIT_BROKEN_PIPE, UsageError, failure
 from .compare import compare
@@ -518,7 +518,8 @@ def build_parser() -> argparse.ArgumentParser:
     coverage.add_argument("model", type=model_name, help="a zoo model name (see `eqsat models`) or an .onnx file")
     coverage.add_argument("--small", action="store_true", help="the zoo model's tiny test configuration")
     coverage.add_argument("--log", type=existing_file, required=True, help="the tuning log (see `eqsat tune`)")
-    coverage.add_argument("--target", type=target_kind(ops=False), default="cpu", help="a strategies target (cpu, cuda, ort, ...)")
+    coverage.add_argument("--target", type=target_kind(ops=False), default="cpu",
+                          help="a strategies target (cpu, cuda, ort, ...)")
     coverage.set_defaults(run=_cmd_coverage)
 
     models = command("models", "list the model zoo")

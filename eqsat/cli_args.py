@@ -17,7 +17,8 @@ from .errors import RuleError
 from .extract import get_extractor
 from .rules.library import RuleSet, resolve_rules
 
-__all__ = ["Parser", "int_at_least", "seconds", "model_name", "target_kind", "extractor_name", "rule_sets", "comma_list", "existing_file", "output_file"]
+__all__ = ["Parser", "int_at_least", "seconds", "model_name", "target_kind", "extractor_name", "rule_sets", "comma_list",
+           "existing_file", "output_file"]
 
 
 def int_at_least(minimum: int) -> Callable[[str], int]:

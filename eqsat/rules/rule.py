@@ -20,7 +20,8 @@ from ..errors import RuleError
 from .match import Match
 from .pattern import Pat, check_template, compile_patterns, instantiate, variables
 
-__all__ = ["DTYPE_GROUPS", "MatchQuery", "RETRY_LATER", "UNDECIDED", "Undecided", "Result", "Rule", "Rewrite", "rule", "birewrite", "RuleSet", "ruleset"]
+__all__ = ["DTYPE_GROUPS", "MatchQuery", "RETRY_LATER", "UNDECIDED", "Undecided", "Result", "Rule", "Rewrite", "rule",
+           "birewrite", "RuleSet", "ruleset"]
 
 RETRY_LATER = object()
 """What `MatchQuery.decode` returns for a row that may still match once the e-graph has grown (a

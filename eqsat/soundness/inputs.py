@@ -30,7 +30,8 @@ from ir.visitor import rebuild
 from ..errors import VerificationError
 
 __all__ = ["INPUT_KINDS", "random_inputs", "scatter_specials", "symbolic_sizes", "has_symbolic_inputs",
-           "size_variables", "size_assignments", "masked_rows", "perturbed", "perturb_array", "perturbed_program", "itemsize", "tensor_bytes"]
+           "size_variables", "size_assignments", "masked_rows", "perturbed", "perturb_array", "perturbed_program",
+           "itemsize", "tensor_bytes"]
 
 INPUT_KINDS = ("normal", "edge", "nonfinite", "small", "large")
 SMALL_PRIME = 3

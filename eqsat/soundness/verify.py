@@ -48,8 +48,8 @@ from ir.dtype_info import float_info, is_float
 
 from ..errors import VerificationError
 from ..report import Report
-from .inputs import (INPUT_KINDS, SMALL_PRIME, has_symbolic_inputs, masked_rows, perturbed, perturbed_program, random_inputs,
-                     scatter_specials, size_assignments, size_variables, symbolic_sizes, tensor_bytes)
+from .inputs import (INPUT_KINDS, SMALL_PRIME, has_symbolic_inputs, masked_rows, perturbed, perturbed_program,
+                     random_inputs, scatter_specials, size_assignments, size_variables, symbolic_sizes, tensor_bytes)
 
 __all__ = ["Verification", "Boundaries", "verify", "random_inputs", "scatter_specials", "flat_outputs", "INPUT_KINDS",
            "RTOL", "MEMORY_CAP", "STATUSES"]
