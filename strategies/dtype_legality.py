@@ -5,7 +5,7 @@ int16 / int64 / unsigned `Relu`, no int8 `MatMul`, no int8 / int16 / unsigned `R
 float64 `Erf`/`Gelu`, and no bfloat16 at all (the exporter writes none). `ORT_CPU_DTYPES`
 lists, per IR op, the dtypes of its first input for which the exported form of the op (as
 `ir.frontend.to_onnx(..., contrib=True)` writes it) runs in ONNX Runtime 1.32 on CPU, probed with
-one-node models (`tests/eqsat/test_dtype_exactness.py` probes them again). Ops not listed run every
+one-node models (`tests/eqsat/soundness/test_dtype_exactness.py` probes them again). Ops not listed run every
 dtype the IR accepts, except bfloat16. The cost model makes an illegal (op, dtype) pair cost
 infinity, so extraction never picks it. The `cpu` target's numpy kernels have no bfloat16
 contraction (`NUMPY_NO_BFLOAT16`).

@@ -17,7 +17,7 @@ from eqsat.extract.requires import requirements, strongly_connected
 from eqsat.optimize import cost_model, saturate_program
 from eqsat.rules.library import default_rules
 
-from .graphs import costs_by_op, view_of
+from ..graphs import costs_by_op, view_of
 from .test_extract import random_egraph
 from .test_extract_sharing import relaxation
 

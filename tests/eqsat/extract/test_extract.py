@@ -21,7 +21,7 @@ from eqsat.limits import Limits
 from eqsat.rules.library import RULESETS
 from eqsat.runner import saturate
 
-from .graphs import add_chain, costs_by_op, view_of
+from ..graphs import add_chain, costs_by_op, view_of
 
 ILP = IlpExtractor(seconds=20)
 ALL = [TreeExtractor(), GreedyDagExtractor(), ILP]

@@ -11,7 +11,7 @@ from eqsat.extract.greedy import refine
 from eqsat.optimize import cost_model, extract_program, saturate_program
 from eqsat.rules.library import default_rules
 
-from .graphs import costs_by_op, view_of
+from ..graphs import costs_by_op, view_of
 from .test_extract import random_egraph
 
 

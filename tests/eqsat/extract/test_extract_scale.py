@@ -18,7 +18,7 @@ from eqsat.limits import Limits
 from eqsat.rules.library import RULESETS
 from eqsat.runner import saturate
 
-from .graphs import add_chain, costs_by_op, view_of
+from ..graphs import add_chain, costs_by_op, view_of
 from .test_extract import random_egraph
 
 

@@ -16,7 +16,7 @@ from eqsat.limits import Limits
 from eqsat.rules.library import RULESETS
 from eqsat.runner import saturate
 
-from .graphs import add_chain
+from ..graphs import add_chain
 
 SLACK_S = 1.5
 """what a loaded 2-core machine may add to the stated margin (process teardown, scheduling)."""

@@ -6,7 +6,7 @@ from eqsat.extract import IlpExtractor
 from eqsat.extract.ilp import build_model
 from eqsat.extract.prune import reduce_problem
 
-from .graphs import costs_by_op, view_of
+from ..graphs import costs_by_op, view_of
 from .test_extract_scale import brute_force
 
 

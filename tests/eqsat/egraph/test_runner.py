@@ -24,7 +24,7 @@ from eqsat.rules.rule import birewrite, rule, ruleset
 from eqsat.runner import prove, run_schedule, saturate
 from eqsat.scheduler import BackoffScheduler, SimpleScheduler
 
-from .graphs import add_chain
+from ..graphs import add_chain
 
 x, y, z = pvars("x y z")
 AC = ruleset("ac", [rule("add-comm", call("add", x, y), call("add", y, x)),
@@ -194,7 +194,7 @@ def test_rule_names_must_be_unique():
 
 SCRIPT = textwrap.dedent("""
     import ir
-    from tests.eqsat.test_runner import AC, extract
+    from tests.eqsat.egraph.test_runner import AC, extract
     from tests.eqsat.graphs import add_chain
     from eqsat.egraph.lower import lower
     from eqsat.limits import Limits
@@ -205,7 +205,7 @@ SCRIPT = textwrap.dedent("""
     print([(r.enodes, r.eclasses, sorted(r.matches_per_rule.items())) for r in report.rows])
     print(ir.astext(extract(low)))
     import eqsat
-    from tests.eqsat.test_dfpattern import FuseRegion, conv_region, transposes_to_negations
+    from tests.eqsat.rules.test_dfpattern import FuseRegion, conv_region, transposes_to_negations
     mod, params = ir.models.get("squeezenet", small=True)
     res = eqsat.optimize(mod, params, target="cuda", limits=Limits(iterations=6), verify=False)
     print(ir.astext(res.mod), res.explain(), sorted(res.params))
@@ -216,7 +216,7 @@ SCRIPT = textwrap.dedent("""
 
 
 def test_same_result_across_runs_and_hash_seeds():
-    root = Path(__file__).resolve().parents[2]
+    root = Path(__file__).resolve().parents[3]
     outputs = set()
     for seed in ("0", "1", "12345"):
         env = {**os.environ, "PYTHONHASHSEED": seed, "PYTHONPATH": str(root)}

@@ -18,7 +18,7 @@ from eqsat.egraph.terms import Kind
 from eqsat.errors import LoweringError
 from tests.ir.random_graphs import graphs
 
-from .graphs import synthetic
+from ..graphs import synthetic
 
 
 def round_trip(mod: ir.IRModule, params=None) -> ir.IRModule:
