@@ -39,7 +39,8 @@ import numpy as np
 import eqsat
 import ir
 import strategies
-from eqsat.optimize import Extracted, Saturated, cost_model, extract_program, saturate_program
+from eqsat.optimize import Extracted, Saturated, extract_program, saturate_program
+from eqsat.target import resolve_target
 from ir.visitor import count_nodes
 from strategies.tuning import random_value
 
@@ -86,7 +87,7 @@ def _ilp_status(info: Mapping[str, Any]) -> str:
 
 def _extraction_row(sat: Saturated, target: str) -> tuple[dict[str, Any], dict[str, Any]]:
     """Seconds and cost of every extractor for one target, and the extracted programs by extractor."""
-    model = cost_model(target)
+    model = resolve_target(target).model
     row: dict[str, Any] = {"target": target}
     programs = {}
     for name in EXTRACTOR_NAMES:

@@ -36,7 +36,8 @@ from eqsat.extract import GreedyDagExtractor, IlpExtractor, node_costs
 from eqsat.extract import ilp
 from eqsat.extract.ilp import build_model
 from eqsat.extract.prune import reduce_problem
-from eqsat.optimize import cost_model, extract_program, saturate_program
+from eqsat.optimize import extract_program, saturate_program
+from eqsat.target import resolve_target
 from eqsat.rules.library import default_rules
 from ir import relay
 from ir.visitor import post_order
@@ -125,7 +126,7 @@ def layout_row(model: str, small: bool) -> dict[str, Any]:
     mod, params = ir.models.get(model, small=small)
     rules = default_rules("ort")
     sat = saturate_program(mod, params, rules=rules, limits=eqsat.Limits())
-    costs = node_costs(sat.view, cost_model("ort"))
+    costs = node_costs(sat.view, resolve_target("ort").model)
     row = _extraction_row(f"{model} ({'small' if small else 'full'})", rules, sat.report, sat.view, costs)
     with mock.patch.object(ilp, "requirements", lambda *args: []):
         unaided = IlpExtractor(seconds=ILP_SECONDS).extract(sat.view, sat.view.roots, costs)
@@ -178,7 +179,7 @@ def taso_rows() -> list[dict[str, Any]]:
                        if k in eqsat.RULESETS["taso"].names or k.startswith("merge")}
             for target in ("cpu", "ort"):
                 for extractor in ("greedy", "ilp"):
-                    out = extract_program(sat, cost_model(target), extractor)
+                    out = extract_program(sat, resolve_target(target).model, extractor)
                     rows.append({"model": model, "rules": rules, "enodes": sat.report.enodes,
                                  "saturate_s": sat.report.seconds, "target": target, "extractor": extractor,
                                  "cost_before": out.cost_before, "cost_after": out.cost_after,

@@ -2,7 +2,7 @@
 
     eqsat optimize resnet50 --small --target cuda --extractor ilp --json report.json
     eqsat optimize model.onnx --onnx optimized.onnx --onnx-contrib --log tuning.jsonl --explain
-    eqsat compare bert --small --targets cpu,cuda --extractors greedy,ilp --diff
+    eqsat compare bert --small --targets cpu,cuda --extractors greedy,ilp --diff --json compare.json
     eqsat tune resnet50 --small --log tuning.jsonl --trials 8 [--optimized]
     eqsat tune resnet50 --target ort --candidates --log ort.jsonl --repeat 5 --threads 2
     eqsat show resnet50 --small --op nn.conv2d_bias_act --depth 2 --max-nodes 30 --dot view.dot
@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import json
 import os
 import runpy
@@ -57,13 +58,14 @@ from .compare import compare
 from .errors import EqsatError
 from .extract import EXTRACTORS, IlpExtractor, get_extractor, node_costs
 from .limits import Limits
-from .cli_output import onnx_model, onnx_output, report_record
-from .optimize import DEFAULT_TRIALS, cost_model, optimize, saturate_program
+from .cli_output import comparison_record, onnx_model, onnx_output, report_record
+from .optimize import DEFAULT_TRIALS, optimize, saturate_program
 from .progress import ProgressLine
-from .rules.library import FAMILIES, RULESETS, RuleSet, default_rules, resolve_rules
+from .rules.library import FAMILIES, RULESETS
 from .soundness.audit import audit_random, audit_rules
 from .soundness.bisect import bisect_unsound
 from .visualize import DIRECTIONS, describe_eclass, eclasses_with_op, neighbourhood, render, to_dot
+from .target import TargetSpec, resolve_target
 from .why import find_rule, why_not
 
 __all__ = ["main", "build_parser"]
@@ -115,18 +117,14 @@ def _progress(args: argparse.Namespace) -> Iterator[ProgressLine | None]:
         yield line
 
 
-
-
-
-
-
-
-def _rules_for(args: argparse.Namespace, target: str = "cpu") -> RuleSet:
-    """The `--rules` given, else the target's default rules."""
-    return args.rules or resolve_rules(default_rules(target))
-
-
-
+def _target(args: argparse.Namespace, name: str = "cpu", log: strategies.TuningHistory | None = None) -> TargetSpec:
+    """The target `name` resolved once (`resolve_target`): for an ort target, in the ONNX Runtime session
+    that --ort-optimizer and --threads name where the command has them; its rules are --rules if given."""
+    target: str | strategies.Target = name
+    if hasattr(args, "ort_optimizer") and name != "ops" and "ort" in strategies.Target(name).keys:
+        target = strategies.Target(name, optimizer=args.ort_optimizer, threads=args.threads)
+    spec = resolve_target(target, log, standard_onnx=getattr(args, "standard_onnx", False))
+    return dataclasses.replace(spec, rules=args.rules) if getattr(args, "rules", None) else spec
 
 
 def _limits(args: argparse.Namespace) -> Limits:
@@ -137,12 +135,11 @@ def _limits(args: argparse.Namespace) -> Limits:
 
 def _cmd_optimize(args: argparse.Namespace) -> int:
     onnx_out = onnx_output(args)
-    target = strategies.CostModel(args.target, log=_history(args.log)) if args.log else args.target
+    spec = _target(args, args.target, _history(args.log) if args.log else None)
     mod, params = _load(args.model, args.small)
-    rules = args.rules or resolve_rules(default_rules(args.target, args.standard_onnx))
     with _progress(args) as show:
-        res = optimize(mod, params, target=target, rules=rules, limits=_limits(args), standard_onnx=args.standard_onnx,
-                       extractor=_extractor(args.extractor, args.ilp_seconds), progress=show, verify=args.verify)
+        res = optimize(mod, params, target=spec, limits=_limits(args), extractor=_extractor(args.extractor, args.ilp_seconds),
+                       progress=show, verify=args.verify)
     print(res.summary())
     if args.explain:
         print(res.explain())
@@ -174,12 +171,14 @@ def verify_args(parser: argparse.ArgumentParser) -> None:
 def _cmd_compare(args: argparse.Namespace) -> int:
     mod, params = _load(args.model, args.small)
     with _progress(args) as show:
-        result = compare(mod, params, targets=args.targets,
+        result = compare(mod, params, targets=[_target(args, t) for t in args.targets],
                          extractors=[_extractor(e, args.ilp_seconds) for e in args.extractors],
                          rules=args.rules, limits=_limits(args), progress=show, verify=args.verify)
     print(result)
     if args.diff:
         print(result.diffs())
+    if args.json:
+        write_files({args.json: (json.dumps(comparison_record(args.model, result), indent=2, default=str) + "\n").encode()})
     return 0
 
 
@@ -191,13 +190,13 @@ def _cmd_tune(args: argparse.Namespace) -> int:
     mod, params = _load(args.model, args.small)
     if args.optimized:
         with _progress(args) as show:
-            res = optimize(mod, params, target=args.target, rules=_rules_for(args, args.target), limits=_limits(args),
+            res = optimize(mod, params, target=_target(args, args.target), limits=_limits(args),
                            extractor=_extractor(args.extractor, args.ilp_seconds), progress=show)
         print(res.summary())
         mod, params = res.mod, res.params
     if args.candidates:
         with _progress(args) as show:
-            sat = saturate_program(mod, params, rules=_rules_for(args, args.target), limits=_limits(args),
+            sat = saturate_program(mod, params, rules=_target(args, args.target).rules, limits=_limits(args),
                                    progress=show)
         print(sat.report.summary())
         items = candidate_workloads(sat.view, args.target)
@@ -247,10 +246,11 @@ def _print_ort_tuning(args: argparse.Namespace, workloads: list[strategies.Workl
 
 def _cmd_show(args: argparse.Namespace) -> int:
     mod, params = _load(args.model, args.small)
+    spec = _target(args, args.target)
     with _progress(args) as show:
-        sat = saturate_program(mod, params, rules=_rules_for(args, args.target), limits=_limits(args), progress=show)
+        sat = saturate_program(mod, params, rules=spec.rules, limits=_limits(args), progress=show)
     view = sat.view
-    costs = node_costs(view, cost_model(args.target))
+    costs = node_costs(view, spec.model)
     choice = get_extractor(_extractor(args.extractor, args.ilp_seconds)).extract(view, view.roots, costs)
     if args.op:
         found = eclasses_with_op(view, args.op)
@@ -317,7 +317,7 @@ def _cmd_why(args: argparse.Namespace) -> int:
     line = f"%result = {text[-2]}" if args.node == "%result" else next(
         (t for t in text if t.startswith(f"{args.node} = ")), args.node)
     with _progress(args) as show:
-        sat = saturate_program(mod, params, rules=_rules_for(args), limits=_limits(args), progress=show)
+        sat = saturate_program(mod, params, rules=_target(args).rules, limits=_limits(args), progress=show)
     print(sat.report.summary())
     print(f"node {line.rstrip(';')}")
     print(why_not(sat, what, args.node))
@@ -354,7 +354,7 @@ def _cmd_check_rules(args: argparse.Namespace) -> int:
 def _cmd_bisect(args: argparse.Namespace) -> int:
     mod, params = _load(args.model, args.small)
     with _progress(args) as show:
-        found = bisect_unsound(mod, params, rules=_rules_for(args), limits=_limits(args), input_sets=args.input_sets,
+        found = bisect_unsound(mod, params, rules=_target(args).rules, limits=_limits(args), input_sets=args.input_sets,
                                progress=show)
     print(found)
     return 0
@@ -442,6 +442,8 @@ def build_parser() -> argparse.ArgumentParser:
     cmp_.add_argument("--extractors", type=comma_list(extractor_name), default="greedy",
                       help=f"comma-separated extractors: {extractors}")
     cmp_.add_argument("--diff", action="store_true", help="print each program's diff against the input")
+    cmp_.add_argument("--json", type=output_file,
+                      help="write the report and each candidate's program (as optimize --json does) to this file")
     verify_args(cmp_)
     cmp_.set_defaults(run=_cmd_compare)
 

@@ -12,13 +12,14 @@ from typing import Any
 import ir
 
 from .cli_errors import UsageError
+from .compare import Comparison
 from .explain import provenance_records
 from .onnx_io import faster_of, to_onnx
 from .optimize import Optimized
 from .soundness.verify import Verification
 from .speed import SpeedCheck
 
-__all__ = ["onnx_output", "onnx_model", "report_record", "verification_record"]
+__all__ = ["onnx_output", "onnx_model", "report_record", "comparison_record", "verification_record"]
 
 
 def onnx_output(args: argparse.Namespace) -> str | None:
@@ -50,7 +51,7 @@ def onnx_model(args: argparse.Namespace, res: Any, mod: ir.IRModule, params: dic
     import onnx
     given = Path(args.model).is_file()
     original = onnx.load(args.model) if given else ir.frontend.to_onnx(mod, params)
-    chosen, check = faster_of(res, original, ours, optimizer=args.ort_optimizer, threads=args.threads)
+    chosen, check = faster_of(res, original, ours)
     if chosen is original and given:
         return Path(args.model).read_bytes(), check
     return chosen.SerializeToString(), check
@@ -69,14 +70,30 @@ def verification_record(v: Verification | None) -> dict[str, Any]:
             "notes": list(v.notes), "seconds": v.seconds}
 
 
+def _program_record(target: str, extractor: str, cost_before: float, cost_after: float, extract_seconds: float,
+                    info: Any, verification: Verification | None, mod: ir.IRModule, provenance: Any) -> dict[str, Any]:
+    """One extracted program as the JSON reports give it."""
+    return {"target": target, "extractor": extractor,
+            "cost_before": finite(cost_before), "cost_after": finite(cost_after), "extract_seconds": extract_seconds,
+            "extractor_info": {k: v if isinstance(v, (int, float, str, bool, type(None))) else str(v)
+                               for k, v in info.items()},
+            "verification": verification_record(verification), "program": provenance_records(mod, provenance)}
+
+
 def report_record(model: str, res: Optimized, check: SpeedCheck | None) -> dict[str, Any]:
     """What `optimize --json` writes: costs, the saturation report, the verification, the speed check
     and every node of the program with its rule chain."""
-    return {"model": model, "target": res.target, "extractor": res.extractor,
-            "cost_before": finite(res.cost_before), "cost_after": finite(res.cost_after),
-            "extract_seconds": res.extract_seconds,
-            "extractor_info": {k: v if isinstance(v, (int, float, str, bool, type(None))) else str(v)
-                               for k, v in res.info.items()},
-            "report": res.report.to_dict(), "verification": verification_record(res.verification),
-            "speed_check": check.to_dict() if check else None,
-            "program": provenance_records(res.mod, res.provenance)}
+    return {"model": model, **_program_record(res.target, res.extractor, res.cost_before, res.cost_after,
+                                              res.extract_seconds, res.info, res.verification, res.mod,
+                                              res.provenance),
+            "report": res.report.to_dict(), "speed_check": check.to_dict() if check else None}
+
+
+def comparison_record(model: str, cmp: Comparison) -> dict[str, Any]:
+    """What `compare --json` writes: the saturation report, then each candidate's program as
+    `optimize --json` writes it, with its letter (equal letters, equal programs)."""
+    return {"model": model, "report": cmp.report.to_dict(),
+            "candidates": [{"program_letter": c.program, "unit": c.unit,
+                            **_program_record(c.target, c.extractor, c.cost_before, c.cost_after, c.extract_seconds,
+                                              c.info, c.verification, c.mod, c.provenance)}
+                           for c in cmp.candidates]}

@@ -19,17 +19,18 @@ from typing import Any, Callable, Mapping, Sequence
 import numpy as np
 
 import ir
+import strategies
 from ir import IRModule
 
 from .explain import Change
 from .extract import CostModel, Extractor
 from .limits import Limits
-from .optimize import (_trials, cost_model, cost_unit, extract_program, op_counts, saturate_program, target_name,
-                       verify_extracted)
+from .optimize import VerifiedMemo, _trials, extract_for, op_counts, saturate_program
 from .report import IterationRow, Report
 from .rules.library import targets_rules
 from .scheduler import Scheduler
 from .soundness.verify import Verification
+from .target import TargetSpec, resolve_target
 
 __all__ = ["Candidate", "Comparison", "compare", "program_diff"]
 
@@ -163,40 +164,38 @@ class Comparison:
 
 
 def compare(mod: IRModule, params: Mapping[str, Any] | None = None, *,
-            targets: Sequence[str | CostModel] = ("cpu",), extractors: Sequence[str | Extractor] = ("greedy",),
-            rules: Any = None, limits: Limits = Limits(), scheduler: Scheduler | None = None,
-            progress: Callable[[IterationRow], None] | None = None, verify: bool | int = True) -> Comparison:
+            targets: Sequence["str | strategies.Target | CostModel | TargetSpec"] = ("cpu",),
+            extractors: Sequence[str | Extractor] = ("greedy",), rules: Any = None, limits: Limits = Limits(),
+            scheduler: Scheduler | None = None, progress: Callable[[IterationRow], None] | None = None,
+            verify: bool | int = True) -> Comparison:
     """Saturate once, then extract for every target and extractor; compare cost, op counts and text.
 
-    Every program is verified as `optimize` verifies it (`verify_extracted`, once per program and
-    place it runs), so a candidate that fails raises `VerificationError`; `verify=False` skips it.
-    `rules` defaults to the union of the targets' own (`targets_rules`).
+    Each target is resolved as `optimize` resolves it and each program extracted and verified by the
+    same function (`eqsat.optimize.extract_for`, verifying each distinct program once per place it
+    runs), so a candidate that fails raises `VerificationError`; `verify=False` skips it. `rules`
+    defaults to the union of the targets' own (`targets_rules`).
     """
     trials = _trials(verify)
-    rules = targets_rules(target_name(t) for t in targets) if rules is None else rules
+    specs = [resolve_target(t) for t in targets]
+    rules = targets_rules(spec.name for spec in specs) if rules is None else rules
     sat = saturate_program(mod, params, rules=rules, limits=limits, scheduler=scheduler, progress=progress)
     input_mod = sat.input_module()[0]
     before_text = _text(input_mod)
     candidates: list[Candidate] = []
     programs: list[tuple[IRModule, str]] = []
-    checked: dict[tuple[str, bool], Verification] = {}
-    for target in targets:
-        model = cost_model(target)
+    memo: VerifiedMemo = {}
+    for spec in specs:
         for extractor in extractors:
-            out = extract_program(sat, model, extractor)
-            ir.infer_type(out.mod)
+            out = extract_for(sat, spec, extractor, source=(mod, params), trials=trials, limits=limits, memo=memo)
             letter = next((name for prog, name in programs if ir.structural_equal(prog, out.mod)), None)
             if letter is None:
                 k = len(programs)
                 letter = string.ascii_uppercase[k] if k < 26 else f"P{k}"
                 programs.append((out.mod, letter))
-            diff = program_diff(before_text, _text(out.mod), ("input", "extracted"))
-            name = target_name(target)
-            where = (letter, name == "ort")
-            if trials and where not in checked:
-                checked[where] = verify_extracted(mod, params, sat, out, name, trials, limits)
-            candidates.append(Candidate(target_name(target), str(getattr(extractor, "name", extractor)), out.mod,
-                                        out.params, out.cost_before, out.cost_after, cost_unit(target), out.seconds,
-                                        dict(sorted(op_counts(out.mod).items())), diff, dict(out.choice.info),
-                                        letter, out.changes, out.provenance, checked.get(where)))
+            candidates.append(Candidate(
+                target=spec.name, extractor=str(getattr(extractor, "name", extractor)), mod=out.mod,
+                params=out.params, cost_before=out.cost_before, cost_after=out.cost_after, unit=spec.unit,
+                extract_seconds=out.seconds, op_counts=dict(sorted(op_counts(out.mod).items())),
+                diff=program_diff(before_text, _text(out.mod), ("input", "extracted")), info=dict(out.choice.info),
+                program=letter, changes=out.changes, provenance=out.provenance, verification=out.verification))
     return Comparison(sat.report, dict(sorted(op_counts(input_mod).items())), tuple(candidates))

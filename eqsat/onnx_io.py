@@ -13,6 +13,7 @@ import os
 from typing import Any
 
 import ir
+from strategies import Target
 
 from .optimize import Optimized, optimize
 from .soundness.inputs import random_inputs
@@ -37,32 +38,34 @@ def to_onnx(res: Optimized, standard_onnx: bool = False, onnx_contrib: bool = Fa
     return ir.frontend.to_onnx(res.mod, res.params, contrib=exports_contrib(res.target, standard_onnx, onnx_contrib))
 
 
-def faster_of(res: Optimized, original: Any, ours: Any, *, optimizer: str = "all",
-              threads: int = 1) -> tuple[Any, SpeedCheck]:
+def faster_of(res: Optimized, original: Any, ours: Any) -> tuple[Any, SpeedCheck]:
     """`ours` when it runs faster than `original` in ONNX Runtime (see `eqsat.speed`), else `original`;
-    with the check's outcome. Inputs are drawn for `res`'s input program (symbolic sizes `SPEED_SIZE`)."""
+    with the check's outcome. Both run in the session `res`'s target names (`strategies.Target`'s
+    `optimizer` and `threads`), on inputs drawn for `res`'s input program (symbolic sizes `SPEED_SIZE`)."""
     mod, params = res.saturated.input_module() if res.saturated is not None else (res.mod, res.params)
     feeds = random_inputs(mod, skip=list(params), size=SPEED_SIZE)
-    check = speed_check(original, ours, feeds, optimizer=optimizer, threads=threads)
+    session = res.spec.target if res.spec is not None and res.spec.target is not None else Target("ort")
+    check = speed_check(original, ours, feeds, optimizer=session.optimizer, threads=session.threads)
     return (ours if check.kept == "ours" else original), check
 
 
-def optimize_onnx(model: Any, *, target: str = "ort", standard_onnx: bool = False, speed: bool = True,
-                  optimizer: str = "all", threads: int = 1, **options: Any) -> Any:
+def optimize_onnx(model: Any, *, target: "str | Target" = "ort", standard_onnx: bool = False, speed: bool = True,
+                  **options: Any) -> Any:
     """Optimize an ONNX model (an `onnx.ModelProto` or a path) and return the optimized `onnx.ModelProto`.
 
     `target` defaults to ONNX Runtime ("ort"), whose kernels the result uses unless `standard_onnx`;
-    the other `options` are `eqsat.optimize`'s (`limits`, `extractor`, `verify`, `log`, ...). The
+    `strategies.Target("ort", optimizer=..., threads=...)` names the session the model will run in.
+    The other `options` are `eqsat.optimize`'s (`limits`, `extractor`, `verify`, `log`, ...). The
     result is verified where it will run before it is returned (see `eqsat.optimize`); for ort,
-    with `speed`, it is also timed against the input in a session with ONNX Runtime's `optimizer`
-    and `threads`, and the input model itself comes back when ours is not faster (`faster_of`).
+    with `speed`, it is also timed against the input in that session, and the input model itself
+    comes back when ours is not faster (`faster_of`).
     """
     import onnx
     source = os.fspath(model) if isinstance(model, (str, os.PathLike)) else model
     mod, params = ir.frontend.from_onnx(source)
     res = optimize(mod, params, target=target, standard_onnx=standard_onnx, **options)
     ours = to_onnx(res, standard_onnx)
-    if not (speed and res.target == "ort"):
+    if not (speed and res.spec.runs_in == "ort"):
         return ours
     original = onnx.load(source) if isinstance(source, str) else source
-    return faster_of(res, original, ours, optimizer=optimizer, threads=threads)[0]
+    return faster_of(res, original, ours)[0]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import time
 from collections import Counter
@@ -12,24 +13,27 @@ from typing import TYPE_CHECKING, Any, Callable, Mapping
 import numpy as np
 
 import ir
+import strategies
 from ir import IRModule
 from ir.module import entry_function
+from strategies.executor import prepare_program
 
 from .soundness.bisect import bisect_unsound
 from .egraph.lower import Lowered, lift_params, lower
 from .egraph.view import EGraphView
 from .errors import VerificationError
 from .explain import Change, find_changes, format_changes, format_provenance
-from .extract import Choice, CostModel, Extractor, OpCount, get_extractor, node_costs
+from .extract import Choice, CostModel, Extractor, get_extractor, node_costs
 from .limits import Limits
 from .provenance import Provenance
 from .report import IterationRow, Report
-from .rules.library import default_rules, resolve_rules
+from .rules.library import resolve_rules
 from .rules.library.layout import with_concat_arities
+from .rules.rule import RuleSet
 from .runner import saturate
 from .scheduler import Scheduler
-from .rules.rule import RuleSet
 from .soundness.verify import Boundaries, Verification, verify as check_program
+from .target import TargetSpec, resolve_target
 
 if TYPE_CHECKING:
     from strategies.cost import Coverage
@@ -39,45 +43,8 @@ DEFAULT_TRIALS = 3
 BISECT_SECONDS = 20.0
 """how long a failed verification may replay saturation to name the unsound rule (`eqsat.bisect_unsound`)."""
 
-__all__ = ["Optimized", "optimize", "cost_model", "cost_unit", "op_counts", "Saturated", "saturate_program",
-           "Extracted", "extract_program", "verify_extracted", "rewritten_boundaries"]
-
-
-def cost_model(target: str | CostModel, log: Any = None) -> CostModel:
-    """`strategies.CostModel(target, log)` for a target name, `OpCount()` for "ops", or the model itself.
-
-    `log` (a tuning log path or records) is for a target name only.
-    """
-    if log is not None and (not isinstance(target, str) or target == "ops"):
-        raise ValueError(f"a tuning log applies to a strategies target name, not to {target!r}")
-    if not isinstance(target, str):
-        target_name(target)  # a TypeError naming `target` when it is no cost model
-        return target
-    if target == "ops":
-        return OpCount()
-    import strategies
-    return strategies.CostModel(target, log)
-
-
-def target_name(target: str | CostModel) -> str:
-    """The target's name: the string itself, the kind of a cost model's `target` (e.g. "cuda" for
-    `strategies.CostModel("cuda")`), else the cost model's class name. A `target` that is neither a
-    name nor a cost model (no `node_cost` method: None, a number) is a `TypeError` that names it."""
-    if isinstance(target, str):
-        return target
-    if not callable(getattr(target, "node_cost", None)):
-        raise TypeError(f"target must be a target name (e.g. 'cpu', 'ort', 'ops') or a cost model with a "
-                        f"node_cost method, got {type(target).__name__} {target!r}")
-    kind = getattr(getattr(target, "target", None), "kind", None)
-    return kind if isinstance(kind, str) else type(target).__name__
-
-
-def cost_unit(target: str | CostModel) -> str:
-    """What costs under `target` count: "µs" for strategies targets, "ops" for op counting."""
-    if target == "ops" or isinstance(target, OpCount):
-        return "ops"
-    import strategies
-    return "µs" if isinstance(target, (str, strategies.CostModel)) else "cost units"
+__all__ = ["Optimized", "optimize", "op_counts", "Saturated", "saturate_program", "Extracted", "extract_program",
+           "extract_for", "verify_extracted", "rewritten_boundaries"]
 
 
 def op_counts(mod: IRModule) -> Counter[str]:
@@ -156,6 +123,8 @@ class Extracted:
     """each node of `mod` that rules made -> its rule chain (see `eqsat.provenance`)."""
     built: Mapping[int, object] = field(default_factory=dict)
     """e-class -> the node of `mod` that computes it (empty when the input was kept)."""
+    verification: Verification | None = None
+    """how `extract_for` verified it (None when it was not)."""
 
 
 def extract_program(sat: Saturated, model: CostModel, extractor: str | Extractor) -> Extracted:
@@ -183,6 +152,31 @@ def extract_program(sat: Saturated, model: CostModel, extractor: str | Extractor
               if isinstance(node, ir.Expr) and (chain := sat.provenance.chain(choice.node_of[c]))}
     return Extracted(mod, params, choice, before, after, seconds, tuple(find_changes(sat.view, choice, costs, model)),
                      chains, built)
+
+
+VerifiedMemo = dict[tuple[int, str, bool], list[tuple[IRModule, Verification]]]
+"""(program hash, where it runs, contrib) -> the programs verified so, each with its verification."""
+
+
+def extract_for(sat: Saturated, spec: TargetSpec, extractor: str | Extractor, *,
+                source: tuple[IRModule, Mapping[str, Any] | None], trials: int, limits: Limits = Limits(),
+                memo: VerifiedMemo | None = None) -> Extracted:
+    """The program `extractor` takes from `sat` under `spec`'s cost model, typed, and verified against
+    `source` (the input module and params) on `trials` input sets where `spec`'s programs run (none
+    when `trials` is 0), with its `verification` set. Verification fails closed (`verify_extracted`).
+    A `memo` shared across calls verifies each distinct program once per place it runs."""
+    out = extract_program(sat, spec.model, extractor)
+    ir.infer_type(out.mod)
+    if not trials:
+        return out
+    seen = (memo if memo is not None else {}).setdefault(
+        (ir.structural_hash(out.mod), spec.runs_in, spec.contrib), [])
+    checked = next((v for m, v in seen if ir.structural_equal(m, out.mod)), None)
+    if checked is None:
+        mod, params = source
+        checked = verify_extracted(mod, params, sat, out, spec, trials, limits)
+        seen.append((out.mod, checked))
+    return dataclasses.replace(out, verification=checked)
 
 
 @dataclass(frozen=True)
@@ -217,6 +211,8 @@ class Optimized:
     """the saturated e-graph the program was extracted from (for `eqsat.why_not`)."""
     coverage: "Coverage | None" = None
     """with a tuning log: how many of the result's workloads were measured or estimated (`strategies.cost.Coverage`)."""
+    spec: TargetSpec | None = field(default=None, kw_only=True, repr=False)
+    """the resolved target (for the ONNX Runtime session an ort program is timed in)."""
 
     def op_changes(self) -> str:
         """"op before -> after" for every op whose count changed, e.g. "nn.conv2d 53 -> 0"."""
@@ -267,55 +263,57 @@ def _most_common(counts: Counter[str], count: int = 3) -> str:
     return ", ".join(f"{name} ({n} e-nodes)" for name, n in counts.most_common(count))
 
 
-def optimize(mod: IRModule, params: Mapping[str, Any] | None = None, *, target: str | CostModel = "cpu",
-             rules: Any = None, limits: Limits = Limits(), extractor: str | Extractor = "greedy",
-             scheduler: Scheduler | None = None, progress: Callable[[IterationRow], None] | None = None,
-             verify: bool | int = True, log: Any = None, standard_onnx: bool = False) -> Optimized:
+def optimize(mod: IRModule, params: Mapping[str, Any] | None = None, *,
+             target: "str | strategies.Target | CostModel | TargetSpec" = "cpu", rules: Any = None, limits: Limits = Limits(),
+             extractor: str | Extractor = "greedy", scheduler: Scheduler | None = None,
+             progress: Callable[[IterationRow], None] | None = None, verify: bool | int = True, log: Any = None,
+             standard_onnx: bool = False) -> Optimized:
     """Saturate `mod` under `rules` within `limits`; lift the cheapest equivalent for `target` back to IR.
 
-    `rules` defaults to the target's (`eqsat.rules.library.default_rules`: `default`, plus the
-    blocked-layout rules for ort unless `standard_onnx`: the program is for standard ONNX, written
-    by `to_onnx(..., contrib=False)` and verified so).
+    `target` is a target name ("cpu", "cuda", "ort", or "ops" to count ops), a `strategies.Target`
+    (for ort, the ONNX Runtime session its programs run in), any `CostModel`, or a `TargetSpec`
+    already resolved; it is resolved once
+    (`eqsat.target.resolve_target`), with `log`, a tuning log for a strategies target (e.g. ONNX
+    Runtime's measurements for "ort", see `strategies.tune`), whose coverage of the result is
+    `Optimized.coverage`. `rules` defaults to the target's (`eqsat.rules.library.default_rules`:
+    `default`, plus the blocked-layout rules for ort unless `standard_onnx`: the program is for
+    standard ONNX, written by `to_onnx(..., contrib=False)` and verified so).
 
     `params` are bound as constants while saturating (rules may read weights) and are parameters
-    again in the result, with their values in `Optimized.params`. `target` is a `strategies`
-    target name, `"ops"` (count ops), or any `CostModel`; `log` is a tuning log for a target name
-    (e.g. ONNX Runtime's measurements for "ort", see `strategies.tune`), whose coverage of the
-    result is `Optimized.coverage`. `verify` (default True: `DEFAULT_TRIALS` input sets, typical
-    values, edge values, infinities and NaN; a positive int: that many) runs the result and the
-    input on seeded random inputs where the target runs them (ONNX Runtime for "ort", else the
-    CPU executor), comparing the outputs and the values at the boundaries of the rewritten regions
-    element by element (see `eqsat.soundness.verify`). It raises `VerificationError`, naming the
-    applied rules and the first unsound rule application (when `eqsat.bisect_unsound` finds it
-    within `BISECT_SECONDS`), if they disagree, and also when the check is inconclusive or skipped:
-    verification fails closed, and `verify=False` is the one way to take an unverified program.
+    again in the result, with their values in `Optimized.params`. `verify` (default True:
+    `DEFAULT_TRIALS` input sets, typical values, edge values, infinities and NaN; a positive int:
+    that many) runs the result and the input on seeded random inputs where the target runs them
+    (ONNX Runtime for "ort", else the CPU executor), comparing the outputs and the values at the
+    boundaries of the rewritten regions element by element (see `eqsat.soundness.verify`). It
+    raises `VerificationError`, naming the applied rules and the first unsound rule application
+    (when `eqsat.bisect_unsound` finds it within `BISECT_SECONDS`), if they disagree, and also when
+    the check is inconclusive or skipped: verification fails closed, and `verify=False` is the one
+    way to take an unverified program.
     """
     trials = _trials(verify)
-    rules = default_rules(target_name(target), standard_onnx) if rules is None else rules
-    sat = saturate_program(mod, params, rules=rules, limits=limits, scheduler=scheduler, progress=progress)
-    model = cost_model(target, log)
-    out = extract_program(sat, model, extractor)
-    ir.infer_type(out.mod)
-    coverage = _coverage(model, out) if getattr(model, "logged", False) else None
-    checked = (verify_extracted(mod, params, sat, out, target_name(target), trials, limits, standard_onnx)
-               if trials else None)
-    return Optimized(out.mod, out.params, sat.report, out.cost_before, out.cost_after, target_name(target),
-                     str(getattr(extractor, "name", extractor)), out.choice, out.seconds, dict(out.choice.info),
-                     cost_unit(target), dict(sorted(op_counts(sat.input_module()[0]).items())),
-                     dict(sorted(op_counts(out.mod).items())), out.changes, checked, coverage,
-                     provenance=out.provenance, saturated=sat)
+    spec = resolve_target(target, log, standard_onnx=standard_onnx)
+    sat = saturate_program(mod, params, rules=spec.rules if rules is None else rules, limits=limits,
+                           scheduler=scheduler, progress=progress)
+    out = extract_for(sat, spec, extractor, source=(mod, params), trials=trials, limits=limits)
+    coverage = _coverage(spec.model, out) if getattr(spec.model, "logged", False) else None
+    return Optimized(mod=out.mod, params=out.params, report=sat.report, cost_before=out.cost_before,
+                     cost_after=out.cost_after, target=spec.name, extractor=str(getattr(extractor, "name", extractor)),
+                     choice=out.choice, extract_seconds=out.seconds, info=dict(out.choice.info), unit=spec.unit,
+                     op_counts_before=dict(sorted(op_counts(sat.input_module()[0]).items())),
+                     op_counts_after=dict(sorted(op_counts(out.mod).items())), changes=out.changes,
+                     verification=out.verification, coverage=coverage, provenance=out.provenance, saturated=sat,
+                     spec=spec)
 
 
-def verify_extracted(mod: IRModule, params: Mapping[str, Any] | None, sat: Saturated, out: Extracted, target: str,
-                     trials: int, limits: Limits, standard_onnx: bool = False) -> Verification:
-    """Verify `out` against the input `mod` where `target` runs it (ONNX Runtime for "ort", with
+def verify_extracted(mod: IRModule, params: Mapping[str, Any] | None, sat: Saturated, out: Extracted,
+                     spec: TargetSpec, trials: int, limits: Limits) -> Verification:
+    """Verify `out` against the input `mod` where `spec`'s programs run (ONNX Runtime for ort, with
     contrib ops unless `standard_onnx`; else the CPU executor), its rewritten regions' values
     included; fails closed: raises `VerificationError` (with the first unsound rule application
     when `eqsat.bisect_unsound` finds it) unless verified."""
-    where = "ort" if target == "ort" else "cpu"
     try:
         checked = check_program(mod, params, out.mod, out.params, trials, sat.report,
-                                boundaries=rewritten_boundaries(sat, out), where=where, contrib=not standard_onnx)
+                                boundaries=rewritten_boundaries(sat, out), where=spec.runs_in, contrib=spec.contrib)
     except VerificationError as err:
         raise VerificationError(f"{err}. {_bisection(mod, params, sat.rules, limits, sat.report)}") from None
     if not checked.passed:
@@ -370,6 +368,5 @@ def _bisection(mod: IRModule, params: Mapping[str, Any] | None, rules: Any, limi
 
 def _coverage(model: Any, out: Extracted) -> "Coverage":
     """The cost model's coverage of the extracted program, its parameters bound and constants folded."""
-    from strategies.executor import prepare_program
     return model.coverage(prepare_program(out.mod, out.params))
 

@@ -3,6 +3,7 @@
     cpu = Target("cpu")                 # keys ("cpu", "generic"), numpy kernels on the host
     with Target("cuda"):                # Target.current() is cuda inside the block
         ...
+    Target("ort", optimizer="disabled", threads=4)   # ONNX Runtime, in the session the program runs in
 
 A strategy or schedule registered for a key applies to every target that lists the key; keys
 are tried in order, most specific first, and `generic` comes last.
@@ -16,7 +17,7 @@ from dataclasses import dataclass, field
 from .errors import TargetError
 from .roofline import CPU_ROOFLINE, CUDA_ROOFLINE, Roofline
 
-__all__ = ["Target", "TARGET_KINDS", "as_target"]
+__all__ = ["Target", "TARGET_KINDS", "ORT_OPTIMIZERS", "as_target"]
 
 
 @dataclass(frozen=True)
@@ -35,6 +36,8 @@ TARGET_KINDS: dict[str, _Kind] = {
                  "host kernels plus ONNX Runtime's fused contrib forms "
                  "(FusedMatMul, BiasGelu, SkipLayerNormalization)"),
 }
+ORT_OPTIMIZERS = ("disabled", "basic", "extended", "all")
+"""ONNX Runtime's graph optimization levels, as an ort target's `optimizer` names them."""
 _ALIASES = {"llvm": "cpu", "x86": "cpu", "gpu": "cuda", "onnxruntime": "ort"}
 _CURRENT: contextvars.ContextVar[tuple["Target", ...]] = contextvars.ContextVar("strategies_target", default=())
 
@@ -45,15 +48,24 @@ class Target:
 
     `Target("cpu")`, `Target("cuda")` and `Target("ort")` are shipped; another kind needs its
     `keys` (e.g. `Target("mycpu", keys=("mycpu", "cpu", "generic"))`).
+
+    A target with the `ort` key also names the ONNX Runtime session its programs will run in:
+    `optimizer`, the graph optimization level ("all", ONNX Runtime's default, or "disabled",
+    "basic", "extended"), and `threads`, its intra-op threads. `threads` defaults to 1 rather than
+    ONNX Runtime's all-cores default: one thread is timed by its CPU time, which load on the machine
+    barely moves, so a decision taken from timing (`eqsat.speed`) is the same on a quiet and a
+    loaded machine.
     """
 
     kind: str
     keys: tuple[str, ...] = field(default=())
     device: str = ""
     roofline: Roofline | None = None
+    optimizer: str = "all"
+    threads: int = 1
 
     def __init__(self, kind: str, keys: tuple[str, ...] | list[str] | None = None, device: str | None = None,
-                 roofline: Roofline | None = None):
+                 roofline: Roofline | None = None, *, optimizer: str | None = None, threads: int | None = None):
         if not isinstance(kind, str) or not kind:
             raise TargetError(f"a target kind must be a non-empty str, got {kind!r}")
         kind = _ALIASES.get(kind, kind)
@@ -68,6 +80,14 @@ class Target:
         object.__setattr__(self, "keys", keys)
         object.__setattr__(self, "device", device or (known.device if known else "cpu"))
         object.__setattr__(self, "roofline", roofline or (known.roofline if known else CPU_ROOFLINE))
+        if (optimizer is not None or threads is not None) and "ort" not in keys:
+            raise TargetError(f"optimizer and threads name an ONNX Runtime session; target {kind!r} runs none")
+        if optimizer is not None and optimizer not in ORT_OPTIMIZERS:
+            raise TargetError(f"unknown ONNX Runtime optimizer {optimizer!r}; choose from {list(ORT_OPTIMIZERS)}")
+        if threads is not None and (not isinstance(threads, int) or isinstance(threads, bool) or threads < 1):
+            raise TargetError(f"threads must be a positive int, got {threads!r}")
+        object.__setattr__(self, "optimizer", optimizer or "all")
+        object.__setattr__(self, "threads", threads or 1)
 
     @staticmethod
     def current(allow_none: bool = True) -> "Target | None":

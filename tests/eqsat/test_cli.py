@@ -9,11 +9,8 @@ import numpy as np
 import onnx
 import pytest
 
-import strategies
 from eqsat import visualize
 from eqsat.cli import main
-from eqsat.extract import OpCount
-from eqsat.optimize import target_name
 from tests.ir.frontend.ort_helpers import run_ort
 
 
@@ -130,7 +127,3 @@ def test_optimize_writes_contrib_onnx_that_runs_like_the_standard_export(tmp_pat
     np.testing.assert_allclose(actual, expected, rtol=1e-4, atol=1e-4 * float(np.abs(expected).max()))
 
 
-def test_target_name_of_a_cost_model_is_its_target():
-    assert target_name(strategies.CostModel("cuda")) == "cuda"
-    assert target_name("cpu") == "cpu"
-    assert target_name(OpCount()) == "OpCount"

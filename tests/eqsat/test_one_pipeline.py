@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 import eqsat
 import ir
+import strategies
+from eqsat.extract import OpCount
+from eqsat.target import resolve_target
 
 
 @pytest.mark.parametrize("target", ["cpu", "ort"])
@@ -25,3 +30,38 @@ def test_compare_verifies_every_program_unless_told_not_to():
     assert all(c.verification.passed for c in cmp.candidates) and "verified on" in str(cmp)
     quick = eqsat.compare(mod, params, targets=["cpu"], limits=eqsat.Limits(iterations=2), verify=False)
     assert quick.candidates[0].verification is None
+
+
+def test_the_cli_compare_and_optimize_write_the_same_ort_program(tmp_path):
+    from eqsat.cli import main
+    optimized, compared = tmp_path / "optimize.json", tmp_path / "compare.json"
+    common = ["bert", "--small", "--iterations", "4", "--quiet"]
+    assert main(["optimize", *common, "--target", "ort", "--json", str(optimized)]) == 0
+    assert main(["compare", *common, "--targets", "ort", "--json", str(compared)]) == 0
+    one, other = json.loads(optimized.read_text()), json.loads(compared.read_text())
+    (candidate,) = other["candidates"]
+    assert candidate["program"] == one["program"] and candidate["target"] == one["target"] == "ort"
+    assert candidate["verification"]["verified"] and candidate["verification"]["runner"] == one["verification"]["runner"]
+    assert other["report"]["final"] == one["report"]["final"]
+
+
+def test_a_target_is_resolved_once_into_its_rules_cost_model_and_runner():
+    ort = resolve_target("ort")
+    assert (ort.name, ort.unit, ort.runs_in, ort.contrib) == ("ort", "µs", "ort", True)
+    standard = resolve_target("ort", standard_onnx=True)
+    assert standard.contrib is False and {r.name for r in standard.rules} < {r.name for r in ort.rules}
+    assert resolve_target(ort) is ort
+    cuda = resolve_target(strategies.CostModel("cuda"))
+    assert (cuda.name, cuda.runs_in) == ("cuda", "cpu")
+    ops = resolve_target(OpCount())
+    assert (ops.name, ops.unit) == ("ops", "ops")
+    session = resolve_target(strategies.Target("ort", optimizer="disabled", threads=2))
+    assert (session.target.optimizer, session.target.threads) == ("disabled", 2)
+    with pytest.raises(TypeError, match="target must be"):
+        resolve_target(3)
+    with pytest.raises(ValueError, match="tuning log"):
+        resolve_target("ops", log=[])
+    with pytest.raises(strategies.TargetError, match="ONNX Runtime session"):
+        strategies.Target("cpu", threads=2)
+    with pytest.raises(strategies.TargetError, match="unknown ONNX Runtime optimizer"):
+        strategies.Target("ort", optimizer="off")

@@ -8,7 +8,8 @@ import pytest
 import ir
 from eqsat.extract import Choice, GreedyDagExtractor, IlpExtractor, TreeExtractor
 from eqsat.extract.greedy import refine
-from eqsat.optimize import cost_model, extract_program, saturate_program
+from eqsat.optimize import extract_program, saturate_program
+from eqsat.target import resolve_target
 from eqsat.rules.library import default_rules
 
 from ..graphs import costs_by_op, view_of
@@ -51,8 +52,8 @@ def test_refinement_is_valid_and_never_worse(seed):
 def test_greedy_extracts_nasrnns_merged_matmuls_as_the_ilp_does():
     mod, params = ir.models.get("nasrnn", small=True)
     sat = saturate_program(mod, params, rules=default_rules("ort"))
-    greedy = extract_program(sat, cost_model("ort"), GreedyDagExtractor(refine=True))
-    ilp = extract_program(sat, cost_model("ort"), IlpExtractor(seconds=30))
+    greedy = extract_program(sat, resolve_target("ort").model, GreedyDagExtractor(refine=True))
+    ilp = extract_program(sat, resolve_target("ort").model, IlpExtractor(seconds=30))
     assert greedy.choice.info["refined_from"] > greedy.cost_after
     assert greedy.cost_after <= ilp.cost_after * 1.001
     splits = sum(1 for c in greedy.choice.classes(sat.view) if sat.view.nodes[greedy.choice.node_of[c]].op == "split")

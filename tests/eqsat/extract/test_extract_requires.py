@@ -14,7 +14,8 @@ from eqsat.extract import Choice, IlpExtractor, node_costs
 from eqsat.extract import requires
 from eqsat.extract.prune import reduce_problem
 from eqsat.extract.requires import requirements, strongly_connected
-from eqsat.optimize import cost_model, saturate_program
+from eqsat.optimize import saturate_program
+from eqsat.target import resolve_target
 from eqsat.rules.library import default_rules
 
 from ..graphs import costs_by_op, view_of
@@ -91,6 +92,6 @@ def test_every_valid_program_meets_every_requirement(seed):
 def test_the_ilp_proves_the_optimum_of_a_layout_grown_zoo_egraph():
     mod, params = ir.models.get("mobilenet_v2", small=True)
     sat = saturate_program(mod, params, rules=default_rules("ort"), limits=eqsat.Limits())
-    costs = node_costs(sat.view, cost_model("ort"))
+    costs = node_costs(sat.view, resolve_target("ort").model)
     choice = IlpExtractor(seconds=60).extract(sat.view, sat.view.roots, costs)
     assert choice.info["gap"] <= 1e-4 and choice.info["greedy_cost"] >= choice.dag_cost(sat.view, costs)
