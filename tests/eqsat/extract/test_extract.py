@@ -185,7 +185,7 @@ def test_a_region_may_use_its_own_classes_but_nothing_outside_may():
 
 def test_ilp_on_an_assoc_comm_blow_up_returns_in_time_and_no_worse_than_greedy():
     low = lower(ir.IRModule.from_expr(add_chain(10)[0]))
-    report = saturate(low.egraph, RULESETS["ac"], Limits(nodes=4000, seconds=20))
+    report = saturate(low.egraph, RULESETS["ac"], Limits(nodes=4000))
     view = low.view()
     assert report.enodes >= 2000
     costs = node_costs(view, strategies.CostModel("cpu"))

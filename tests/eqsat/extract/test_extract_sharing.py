@@ -33,7 +33,7 @@ def view_with_inputs(classes: dict[int, list[tuple[str, tuple[int, ...]]]], root
 
 def grown(mod: ir.IRModule, rules: str, nodes: int):
     low = eqsat.lower(mod)
-    eqsat.saturate(low.egraph, eqsat.resolve_rules(rules), eqsat.Limits(nodes=nodes, iterations=50, seconds=60))
+    eqsat.saturate(low.egraph, eqsat.resolve_rules(rules), eqsat.Limits(nodes=nodes, iterations=50))
     view = low.view()
     return view, node_costs(view, strategies.CostModel("cpu"))
 

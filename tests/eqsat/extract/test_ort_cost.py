@@ -17,7 +17,7 @@ from strategies.workload import Workload
 
 pytest.importorskip("onnxruntime")
 
-LIMITS = eqsat.Limits(iterations=8, nodes=5_000, seconds=10)
+LIMITS = eqsat.Limits(iterations=8, nodes=5_000)
 
 
 def conv_bias_relu():
