@@ -15,7 +15,7 @@ from __future__ import annotations
 from typing import Any, Mapping, Sequence
 
 from ir import Call, Expr, If, Let, Tuple, TupleGetItem, Var, get_op
-from ir.dataflow_pattern.explain import ExprGraph
+from ir.dataflow_pattern.walk import ExprGraph
 from ir.types import Type
 
 from .egraph import build_node

@@ -32,7 +32,8 @@ from ..expr import Call, Constant, Expr, Function, If, Let, Tuple, TupleGetItem,
 from ..op.registry import Op
 from ..visitor import operands, post_order, with_children
 from .indexed_graph import IndexedGraph
-from .match import DFPatternMatcher, _is_leaf
+from .match import DFPatternMatcher
+from .walk import is_leaf
 from .nodes import (
     CallPattern,
     ConstantPattern,
@@ -173,7 +174,7 @@ class _Grouper:
         out: dict[Expr, None] = {}
         for node in [*node_map.get(p.child, ()), *node_map.get(p.path, ())]:
             for inp in self.graph.path_inputs(node):
-                if _is_leaf(inp) and inp not in bound:
+                if is_leaf(inp) and inp not in bound:
                     out[inp] = None
         return list(out)
 
