@@ -20,6 +20,7 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
+import strategies
 from ir import Call, Expr, IRModule, Op, get_op, post_order
 from ir.printer import node_names
 
@@ -47,7 +48,6 @@ class Change:
 
 def _implementation(model: Any, view: EGraphView, n: NodeId) -> tuple[str | None, str | None]:
     """The implementation a `strategies.CostModel` assumed for call node `n`, and the reason."""
-    import strategies
     node = view.nodes[n]
     if not isinstance(model, strategies.CostModel) or node.kind is not Kind.CALL:
         return None, None

@@ -18,6 +18,8 @@ from typing import Any, Callable, Mapping
 
 import numpy as np
 
+from strategies.ort_timing import ort_session, timing_clock
+
 __all__ = ["SpeedCheck", "speed_check", "ROUNDS", "BATCH_SECONDS"]
 
 ROUNDS = 9
@@ -61,7 +63,6 @@ class SpeedCheck:
 def speed_check(original: Any, ours: Any, feeds: Mapping[str, np.ndarray], *, optimizer: str = "all",
                 threads: int = 1, rounds: int = ROUNDS) -> SpeedCheck:
     """Time `ours` against `original` (ONNX models or their bytes) on `feeds` as described above."""
-    from strategies.ort_timing import ort_session, timing_clock
     clock_name, clock = timing_clock(threads)
     sessions = [ort_session(m, threads, optimizer) for m in (original, ours)]
     runs = [_runner(s, feeds) for s in sessions]

@@ -44,6 +44,7 @@ from .egraph.pattern_graph import EGraphForms
 from .egraph.view import ClassId
 from .errors import EqsatError
 from .limits import StopReason
+from .optimize import Optimized, Saturated
 from .report import Report
 from .rules.callback import CallbackRule, DFMatch, find_matches
 from .rules.install import install_rule
@@ -93,7 +94,6 @@ class _Source:
     """The e-graph, its view, the saturation report and the input program's node names."""
 
     def __init__(self, source: Any):
-        from .optimize import Optimized, Saturated
         self.result: Optimized | None = None
         """the `optimize` result asked about, whose extraction the answer can comment on."""
         if isinstance(source, Optimized):

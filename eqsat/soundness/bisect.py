@@ -34,6 +34,9 @@ import numpy as np
 
 import ir
 from ir import Call, Expr, IRModule, Tuple, TupleGetItem, Var, get_op
+import strategies
+from strategies.interpreter import Evaluator
+from strategies.kernels.reference import run_reference
 
 from ..egraph.egraph import EGraph
 from ..egraph.lower import lower
@@ -200,8 +203,6 @@ class _Checker:
         self.iteration = 0
         self.checked = 0
         self.unchecked = 0
-        from strategies.interpreter import Evaluator
-        from strategies.kernels.reference import run_reference
         self.evaluator = Evaluator(lambda call, args: run_reference(call.op.name, call.attrs, args))
         self.selections: dict[str, Any] = {}
 
@@ -262,7 +263,6 @@ class _Checker:
     def _run_cpu(self, op: str, attrs: ir.Attrs, args: list[Any]) -> Any:
         """One call with the implementation the cpu target selects (BLAS-backed, unlike the reference
         kernels): class values only feed both sides of a check alike, so their kernel does not matter."""
-        import strategies
         workload = strategies.Workload.of_values(op, attrs, args)
         selection = self.selections.get(workload.key)
         if selection is None:

@@ -24,6 +24,7 @@ from ir.dtype_info import float_info, is_float, numpy_dtype
 from ir.expr import Call, Constant, Function, Var
 from ir.types import TensorType
 from ir.visitor import rebuild
+import strategies
 
 from ..egraph.lower import lift, lower
 from ..errors import ExtractionError, RuleError
@@ -101,7 +102,6 @@ def in_dtype(expr: Expr, dtype: str) -> Expr:
 def intermediate_scale(mod: IRModule, inputs: dict[str, np.ndarray]) -> float:
     """The largest finite magnitude of any value `mod` computes on `inputs` (the operands a
     reassociation may round against)."""
-    import strategies
     main = mod["main"]
     calls = [n for n in ir.post_order(main.body) if isinstance(n, Call)]
     if not calls:
@@ -137,7 +137,6 @@ def check_rule(rule: Rule | RuleSet, example: Expr | Callable[[], Expr], *, exac
     applied = sum(report.applied_per_rule.values())
     if not applied:
         raise RuleError(f"{rule.name} does not fire on its example:\n{ir.astext(mod)}")
-    import strategies
     input_sets = edge_inputs(mod, extreme=exact)
     try:
         with np.errstate(all="ignore"):

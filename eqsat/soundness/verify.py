@@ -45,6 +45,8 @@ import numpy as np
 import ir
 from ir import IRModule
 from ir.dtype_info import float_info, is_float
+import strategies
+from strategies.ort_timing import ort_session
 
 from ..errors import VerificationError
 from ..report import Report
@@ -148,7 +150,6 @@ Runner = Callable[[dict], list[np.ndarray]]
 def _cpu_runner(mod: IRModule, params: Mapping[str, Any]) -> tuple[Runner, str]:
     """The cpu executor; calls with no cpu implementation (another target's fused forms) run their
     reference kernels."""
-    import strategies
     exe = strategies.build(mod, "cpu", params, reference_fallback=True)
     references = sorted({s.workload.op for s in exe.selections if s.reason == "reference"})
     name = f"cpu executor (reference kernels for {', '.join(references)})" if references else "cpu executor"
@@ -157,7 +158,6 @@ def _cpu_runner(mod: IRModule, params: Mapping[str, Any]) -> tuple[Runner, str]:
 
 def _ort_runner(mod: IRModule, params: Mapping[str, Any], contrib: bool) -> tuple[Runner, str]:
     """ONNX Runtime with its graph optimizer off, on `mod` exported (with contrib ops when `contrib`)."""
-    from strategies.ort_timing import ort_session
     model = ir.frontend.to_onnx(mod, params, contrib=contrib)
     import onnxruntime
     session = ort_session(model, threads=1, optimization="disabled")
