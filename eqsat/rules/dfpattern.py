@@ -3,25 +3,29 @@
 A pattern becomes one or more conjunctive queries (alternatives multiply out); what a query
 cannot say is checked in Python on each row; what no single match can decide is left to
 extraction. A query matches e-nodes, so every sub-pattern may meet any equivalent form of its
-class, not only the form that was lowered. Per pattern kind:
+class, not only the form that was lowered. The semantics come from the pattern walk
+(`ir.dataflow_pattern.walk`), never restated here: argument orders (`argument_orders`),
+re-association (`reassociations`), attribute and type tests (`attr_mismatch`, the `TypeCheck`
+entries of `KINDS`), and the walk itself on lowered leaves. A kind whose `KINDS` entry is a
+`TypeCheck` compiles with no code here. Per pattern kind:
 
 | pattern                              | in the query                            | checked in Python per match    |
 |--------------------------------------|-----------------------------------------|--------------------------------|
 | `wildcard()`                         | a class variable; at the root, one query per kind of node | -            |
 | redirected `wildcard()`, no cycle    | its target                              | -                              |
-| `is_var(name)`                       | a `Var` node                            | the variable's name            |
+| `is_var(name)`                       | a `Var` node                            | the pattern walk on the variable |
 | `is_constant()`                      | a `Const` node                          | -                              |
 | `is_expr(e)`                         | `e`'s structure, its leaves by identity | call attributes equal `e`'s    |
 | `is_op(o)(args)`, `is_op(o)(None)`   | a `Call{n}` node of op `o`              | -                              |
 | callee `wildcard()` or alternatives  | any op at every arity, or a function call | op or function attributes    |
-| `add` / `multiply` calls             | also with the two arguments swapped     | -                              |
+| `is_op("add")` / `is_op("multiply")` | also with the two arguments swapped     | -                              |
 | `divide` / `multiply` association    | TVM's re-associated forms too           | -                              |
-| `FunctionPattern`                    | an (atomic) function node               | the direct matcher on it       |
+| `FunctionPattern`                    | an (atomic) function node               | the pattern walk on it         |
 | `is_tuple`, `is_tuple_get_item`      | the node and its children               | -                              |
 | `is_if`, `is_let`                    | the node and its children               | -                              |
 | alternatives, `optional`             | one query per alternative               | -                              |
 | `has_attr`                           | -                                       | call, op or function attributes |
-| `has_type`, `has_dtype`, `has_shape` | -                                       | the class's type (the analysis) |
+| `has_type`, `has_dtype`, `has_shape`, any `TypeCheck` kind | -                 | the class's type (the analysis) |
 | `dominates(parent, path, child)`     | the child                               | parent and path: the region search of `dominator`, over every form of every class |
 
 A recursive pattern (a wildcard redirected, through `redirect_to`, to a pattern containing it)
@@ -51,15 +55,14 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from ir import Attrs, Call, Constant, Expr, Function, If, Let, Op, Tuple, TupleGetItem, Var, get_op
-from ir.attrs import freeze_value
 from ir.dataflow_pattern import (
-    AltPattern, AttrPattern, CallPattern, ConstantPattern, DataTypePattern, DFPattern, DominatorPattern,
-    ExprPattern, FunctionPattern, IfPattern, LetPattern, ShapePattern, TupleGetItemPattern, TuplePattern,
-    TypePattern, VarPattern, WildcardPattern, is_recursive,
+    AltPattern, AttrPattern, CallPattern, ConstantPattern, DFPattern, DominatorPattern, ExprPattern,
+    FunctionPattern, IfPattern, LetPattern, TupleGetItemPattern, TuplePattern, VarPattern, WildcardPattern,
+    is_recursive, match,
 )
-from ir.dataflow_pattern.match import DFPatternMatcher
-from ir.structural import structural_equal
-from ir.types import TensorType
+from ir.dataflow_pattern.walk import (
+    KINDS, MISSING, TypeCheck, argument_orders, attr_lookup, attr_mismatch, reassociations,
+)
 
 from ..egraph.egraph import EGraph, constant_key
 from ..egraph.query import Atom, QVar, Query, is_plain_literal
@@ -69,8 +72,6 @@ from ..errors import PatternCompileError
 __all__ = ["CompiledDFPattern", "compile_dfpattern"]
 
 Check = Callable[[EGraph, dict], bool]
-_MISSING = object()
-_COMMUTATIVE = ("add", "multiply")
 
 
 @dataclass
@@ -102,30 +103,6 @@ class _Variant:
 Emitted = list[tuple[_Variant, QVar]]
 
 
-def _attr_equal(expected: Any, actual: Any) -> bool:
-    if isinstance(expected, Expr) or isinstance(actual, Expr):
-        return isinstance(expected, Expr) and isinstance(actual, Expr) and structural_equal(expected, actual)
-    return freeze_value(expected) == freeze_value(actual)
-
-
-def _attrs_hold(wanted: Attrs, lookup: Callable[[str], Any]) -> bool:
-    for key, value in wanted.items():
-        actual = lookup(key)
-        if actual is _MISSING or not _attr_equal(value, actual):
-            return False
-    return True
-
-
-def _op_of(p: DFPattern) -> str | None:
-    if isinstance(p, CallPattern) and isinstance(p.op, ExprPattern) and isinstance(p.op.expr, Op):
-        return p.op.expr.name
-    return None
-
-
-def _binary(p: DFPattern) -> bool:
-    return isinstance(p, CallPattern) and p.args is not None and len(p.args) == 2
-
-
 class _Compiler:
     """Turns one pattern into query variants for one e-graph (names of its variables and functions)."""
 
@@ -150,22 +127,22 @@ class _Compiler:
         return partial
 
     def _emit_new(self, p: DFPattern, v: _Variant) -> Emitted:
+        kind = KINDS.get(type(p))
+        if isinstance(kind, TypeCheck):  # has_type, has_dtype, has_shape, ...: the class's type is tested
+            out = self.emit(p.pattern, v)
+            for v2, var in out:
+                v2.checks.append(_type_check(kind, p, var))
+            return out
         if isinstance(p, WildcardPattern):
             return [(v, v.fresh())] if p.redirect is None else self.emit(p.redirect, v)
-        if isinstance(p, VarPattern):
-            key = v.fresh("String")
-            if p.name:
-                name = p.name
-                v.checks.append(lambda eg, vals: eg.variables[vals[key.name]].name_hint == name)
-            return [(v, v.atom(Kind.VAR, (key,), ()))]
+        if isinstance(p, (VarPattern, FunctionPattern)):
+            return self._leaf(p, v)
         if isinstance(p, ConstantPattern):
             return [(v, v.atom(Kind.CONST, (v.fresh("String"),), ()))]
         if isinstance(p, ExprPattern):
             return self._expr(p.expr, v)
         if isinstance(p, CallPattern):
             return self._call(p, v, associate=True)
-        if isinstance(p, FunctionPattern):
-            return self._function_value(p, v)
         if isinstance(p, TuplePattern):
             return self._tuple(p, v)
         if isinstance(p, TupleGetItemPattern):
@@ -178,11 +155,6 @@ class _Compiler:
             return [(v2, v2.atom(Kind.LET, (), tuple(kids))) for v2, kids in self.emit_all((p.var, p.value, p.body), v)]
         if isinstance(p, AltPattern):
             return self.emit(p.left, v.copy()) + self.emit(p.right, v.copy())
-        if isinstance(p, (TypePattern, DataTypePattern, ShapePattern)):
-            out = self.emit(p.pattern, v)
-            for v2, var in out:
-                v2.checks.append(_type_check(p, var))
-            return out
         if isinstance(p, AttrPattern):
             return self._attr(p, v)
         if isinstance(p, DominatorPattern):
@@ -277,10 +249,9 @@ class _Compiler:
                 out += self._op_call(p, what, op_attrs, v.copy())
             else:
                 out += self._function_call(p, what, v.copy())
-        name = _op_of(p)
-        if associate and name in ("divide", "multiply") and _binary(p):
-            for alt in _associated(p, name):
-                out += [(v2, var) for v2, var in self._call(alt, v.copy(), associate=False)]
+        if associate:
+            for alt in reassociations(p):
+                out += self._call(alt, v.copy(), associate=False)
         return out
 
     def _op_call(self, p: CallPattern, name: str | None, op_attrs: list[Attrs], v: _Variant) -> Emitted:
@@ -290,17 +261,13 @@ class _Compiler:
             arities = [get_op(name).num_inputs]
         else:
             arities = list(range(MAX_CALL_ARITY + 1))
-        orders = [p.args]
-        if name in _COMMUTATIVE and p.args is not None and len(p.args) == 2:
-            orders.append(p.args[::-1])  # patterns (b, a) against the arguments in order
         out: Emitted = []
         for n in arities:
             if name is not None and get_op(name).num_inputs != n:
                 continue
-            if name is not None and not all(
-                    _attrs_hold(w, lambda k: get_op(name).get_attr(k, _MISSING)) for w in op_attrs):
+            if name is not None and any(attr_mismatch(w, attr_lookup(get_op(name))) for w in op_attrs):
                 continue
-            for args in orders:
+            for args in argument_orders(p):  # (b, a) against the arguments in order, for add and multiply
                 if args is None:
                     branch = v.copy()
                     branches = [(branch, [branch.fresh() for _ in range(n)])]
@@ -324,10 +291,13 @@ class _Compiler:
                 out.append((v3, v3.atom(Kind.APPLY, (), (f, lst))))
         return out
 
-    def _function_value(self, p: FunctionPattern, v: _Variant) -> Emitted:
+    @staticmethod
+    def _leaf(p: VarPattern | FunctionPattern, v: _Variant) -> Emitted:
+        """A variable or (atomic) function node, which the pattern walk checks on the lowered leaf."""
         key = v.fresh("String")
-        v.checks.append(lambda eg, vals: DFPatternMatcher(eg.functions[vals[key.name]]).match(p))
-        return [(v, v.atom(Kind.FUNC, (key,), ()))]
+        kind, table = (Kind.VAR, "variables") if isinstance(p, VarPattern) else (Kind.FUNC, "functions")
+        v.checks.append(lambda eg, vals: match(p, getattr(eg, table)[vals[key.name]]))
+        return [(v, v.atom(kind, (key,), ()))]
 
     def _tuple(self, p: TuplePattern, v: _Variant) -> Emitted:
         if p.fields is None:
@@ -357,48 +327,27 @@ class _Compiler:
         atom = v.defining(var)[-1]
         if atom.kind is Kind.CALL:
             attrs = atom.payload[1]
-            v.checks.append(lambda eg, vals: _attrs_hold(wanted, lambda k: eg.attrs[vals[attrs.name]].get(k, _MISSING)))
+            v.checks.append(lambda eg, vals: attr_mismatch(wanted, lambda k: eg.attrs[vals[attrs.name]].get(k, MISSING))
+                            is None)
             return [(v, var)]
         if atom.kind is Kind.FUNC:
             key = atom.payload[0]
 
             def check(eg: EGraph, vals: dict) -> bool:
                 fn = eg.functions[vals[key.name] if isinstance(key, QVar) else key]
-                return _attrs_hold(wanted, lambda k: fn.attrs.get(k, _MISSING))
+                return attr_mismatch(wanted, attr_lookup(fn)) is None
             v.checks.append(check)
             return [(v, var)]
         return []  # variables, constants, tuples, ... carry no attributes: never a match
 
 
-def _type_check(p: DFPattern, var: QVar) -> Check:
-    """The class type condition of has_type / has_dtype / has_shape."""
-    if isinstance(p, TypePattern):
-        want = p.type
-        return lambda eg, vals: eg.type_of(vals[var.name]) == want
-    if isinstance(p, DataTypePattern):
-        dtype = p.dtype
-        return lambda eg, vals: isinstance(t := eg.type_of(vals[var.name]), TensorType) and t.dtype == dtype
-    shape = p.shape
-    return lambda eg, vals: isinstance(t := eg.type_of(vals[var.name]), TensorType) and t.shape == shape
+def _type_check(kind: TypeCheck, p: DFPattern, var: QVar) -> Check:
+    """The kind's type test on the class `var` matched."""
+    return lambda eg, vals: kind.test(p, eg.type_of(vals[var.name])) is None
 
 
 def _op_attr_check(op: QVar, wanted: Attrs) -> Check:
-    return lambda eg, vals: _attrs_hold(wanted, lambda k: get_op(vals[op.name]).get_attr(k, _MISSING))
-
-
-def _associated(p: CallPattern, name: str) -> list[CallPattern]:
-    """TVM's re-associated forms of a divide/multiply pattern (see ir.dataflow_pattern.match)."""
-    out = []
-    a, b = p.args
-    if name == "divide" and _op_of(a) == "multiply" and _binary(a):
-        for k in (0, 1):
-            out.append(CallPattern(a.op, (a.args[1 - k], CallPattern(p.op, (a.args[k], b)))))
-    elif name == "multiply":
-        for k in (0, 1):
-            inner = p.args[k]
-            if _op_of(inner) == "divide" and _binary(inner):
-                out.append(CallPattern(inner.op, (CallPattern(p.op, (inner.args[0], p.args[1 - k])), inner.args[1])))
-    return out
+    return lambda eg, vals: attr_mismatch(wanted, attr_lookup(get_op(vals[op.name]))) is None
 
 
 @dataclass(frozen=True)
