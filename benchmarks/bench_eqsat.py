@@ -42,7 +42,7 @@ import strategies
 from eqsat.optimize import Extracted, Saturated, extract_program, saturate_program
 from eqsat.target import resolve_target
 from ir.visitor import count_nodes
-from strategies.tuning import random_value
+from strategies.values import random_value
 
 from .report import Section, Stopwatch, write_results
 from .synthetic import dl_dag

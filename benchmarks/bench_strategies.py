@@ -47,7 +47,7 @@ import numpy as np
 import ir
 import strategies
 from ir.frontend import to_onnx
-from strategies.tuning import random_value
+from strategies.values import random_value
 
 from .report import Section, write_results
 

@@ -45,6 +45,7 @@ from ir.op.registry import get_op
 from ir.types import TensorType, TupleType, Type
 
 from .records import ORT_IMPLEMENTATION, ErrorCode, TuningRecord
+from .values import random_value
 from .work import nbytes
 from .workload import Workload
 
@@ -135,7 +136,6 @@ def workload_program(workload: Workload, constant: frozenset[int], rng: np.rando
     Inputs at the positions in `constant` are random constants, distinct per call; the others are
     parameters every call shares. A tuple-typed input is a tuple of parameters (or constants).
     """
-    from .tuning import random_value  # tuning runs this module's timing: imported here, not at the top
     params: list[Var] = []
     feeds: dict[str, np.ndarray] = {}
 

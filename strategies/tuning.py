@@ -6,7 +6,8 @@ configurations in turn, up to `trials` measurements per workload. Each is timed 
 runs it: inputs that are constants in the program (weights) are prepared once, outside the
 timing (`strategies.kernels.prepared`). Each measurement checks its output against the first
 candidate's (the one selection would pick untuned) and appends one JSON-lines record to the log
-(`strategies.records`), so an interrupted run keeps what it measured.
+(`strategies.records`), so an interrupted run keeps what it measured; with a tuning database
+(`strategies.tuning_db`) instead, workloads it already holds for this kind of device are skipped.
 
 On a target with the `ort` key the kernels are ONNX Runtime's: each workload is timed as ONNX
 Runtime runs it (`strategies.ort_timing`), one record per workload, all workloads interleaved
@@ -27,7 +28,6 @@ import numpy as np
 from ir.expr import Call, Constant, Expr
 from ir.module import IRModule
 from ir.op.registry import Op
-from ir.types import TensorType, TupleType, Type
 from ir.visitor import post_order
 
 from .devices import require_device, to_host, to_torch
@@ -38,9 +38,11 @@ from .records import ErrorCode, TuningRecord, append_records
 from .select import candidate_implementations, config_space
 from .strategy import OpImplementation
 from .target import Target, as_target
+from .values import random_value
+from .tuning_db import TuningDatabase, measure_once, this_device
 from .workload import Workload
 
-__all__ = ["tune", "tune_workloads", "program_workloads", "workload_constants", "program_weight_bytes",
+__all__ = ["tune", "tune_workloads", "measure_workloads", "program_workloads", "workload_constants", "program_weight_bytes",
            "random_value"]
 
 logger = logging.getLogger("strategies")
@@ -67,19 +69,6 @@ def program_weight_bytes(mod: IRModule | Expr, params: Mapping[str, Any] | None 
     """The bytes of a program's constants (weights), after binding params and folding constants."""
     return sum(np.asarray(node.data).nbytes for node in post_order(prepare_program(mod, params))
                if isinstance(node, Constant))
-
-
-def random_value(ty: Type, rng: np.random.Generator) -> Any:
-    """A random value of a static type: normal floats, small non-negative ints, random bools."""
-    if isinstance(ty, TupleType):
-        return tuple(random_value(f, rng) for f in ty.fields)
-    assert isinstance(ty, TensorType)
-    shape = ty.concrete_shape
-    if ty.dtype == "bool":
-        return rng.random(shape) < 0.5
-    if np.dtype(ty.dtype).kind in "iu":
-        return rng.integers(0, 2, size=shape).astype(ty.dtype)
-    return rng.standard_normal(shape).astype(ty.dtype)
 
 
 def _trial_plan(workload: Workload, candidates: list[OpImplementation], target: Target,
@@ -155,10 +144,11 @@ def _tune_workload(workload: Workload, target: Target, trials: int, repeat: int,
     return records
 
 
-def tune(mod: IRModule | Expr, target: Target | str = "cpu", log: str | os.PathLike = "tuning.jsonl",
+def tune(mod: IRModule | Expr, target: Target | str = "cpu", log: "str | os.PathLike | TuningDatabase" = "tuning.jsonl",
          trials: int = 16, params: Mapping[str, Any] | None = None, repeat: int = 3,
          seed: int = 0, threads: int | None = None) -> list[TuningRecord]:
-    """Measure every static workload of `mod` on `target`, appending one record per measurement to `log`.
+    """Measure every static workload of `mod` on `target`, adding one record per measurement to `log`
+    (a JSON-lines file, or a `TuningDatabase`, which skips workloads it holds: see `tune_workloads`).
 
     `trials` caps the measurements per workload; each measurement times `repeat` runs (after a
     warm-up) and records them in microseconds. Workloads with symbolic shapes are skipped (their
@@ -171,11 +161,14 @@ def tune(mod: IRModule | Expr, target: Target | str = "cpu", log: str | os.PathL
 
 
 def tune_workloads(items: Sequence[tuple[Workload, frozenset[int]]], target: Target | str = "cpu",
-                   log: str | os.PathLike = "tuning.jsonl", trials: int = 16, repeat: int = 3, seed: int = 0,
-                   threads: int | None = None, weight_bytes: int = 0) -> list[TuningRecord]:
+                   log: "str | os.PathLike | TuningDatabase" = "tuning.jsonl", trials: int = 16, repeat: int = 3,
+                   seed: int = 0, threads: int | None = None, weight_bytes: int = 0) -> list[TuningRecord]:
     """`tune` for given workloads, each paired with the input positions that are constants (weights)
     where it is called (see `workload_constants`); each distinct static workload is measured once.
 
+    `log` is a JSON-lines file the records are appended to, or a `TuningDatabase`: then a workload
+    it already holds for this kind of device (`this_device(threads)`) is not measured again, nor one
+    another process is measuring (its records are waited for; see `strategies.tuning_db`).
     `weight_bytes` is the size of the program's weights (`program_weight_bytes`): on an `ort`
     target each call's weights are timed as cold as in a program of that size (see
     `strategies.ort_timing`)."""
@@ -190,26 +183,36 @@ def tune_workloads(items: Sequence[tuple[Workload, frozenset[int]]], target: Tar
             logger.info("tune: %s has symbolic shapes; skipped", workload.describe())
             continue
         distinct.setdefault(workload.key, (workload, constant))
-    if "ort" in target.keys:
-        return _tune_in_ort(list(distinct.values()), target, log, repeat, seed, threads, weight_bytes)
-    rng = np.random.default_rng(seed)
+    measure = partial(measure_workloads, target=target, trials=trials, repeat=repeat, seed=seed, threads=threads,
+                      weight_bytes=weight_bytes)
+    if isinstance(log, TuningDatabase):
+        return measure_once(log, list(distinct.values()), target.kind, this_device(threads).key, measure)
     written: list[TuningRecord] = []
-    for workload, constant in distinct.values():
-        records = _tune_workload(workload, target, trials, repeat, rng, constant)
+    for records in measure(list(distinct.values())):
         append_records(log, records)
         written.extend(records)
-        best = min((r for r in records if r.ok), key=lambda r: r.latency_us, default=None)
-        logger.info("tune: %s: %d trial(s), best %s", workload.describe(), len(records),
-                    f"{best.implementation} {best.latency_us:.1f} us" if best else "none succeeded")
     return written
 
 
-def _tune_in_ort(items: list[tuple[Workload, frozenset[int]]], target: Target, log: str | os.PathLike,
-                 repeat: int, seed: int, threads: int | None, weight_bytes: int) -> list[TuningRecord]:
-    """One ONNX Runtime record per workload, all timed in the same rounds, appended together."""
-    records = time_workloads(items, target.kind, rounds=repeat, threads=threads, seed=seed, weight_bytes=weight_bytes)
-    append_records(log, records)
-    for record, (workload, _) in zip(records, items):
-        logger.info("tune: %s: %s", workload.describe(),
-                    f"{record.latency_us:.1f} us in ONNX Runtime" if record.ok else record.error_msg)
-    return records
+def measure_workloads(items: Sequence[tuple[Workload, frozenset[int]]], target: Target | str, trials: int = 16,
+                      repeat: int = 3, seed: int = 0, threads: int | None = None,
+                      weight_bytes: int = 0) -> Iterator[list[TuningRecord]]:
+    """Measure distinct static workloads (as `tune_workloads` does, writing nothing), yielding each
+    workload's records as soon as it is measured; on an `ort` target all are timed together, in the
+    same rounds, and yielded at once."""
+    target = as_target(target)
+    if "ort" in target.keys:
+        records = time_workloads(items, target.kind, rounds=repeat, threads=threads, seed=seed,
+                                 weight_bytes=weight_bytes)
+        for record, (workload, _) in zip(records, items):
+            logger.info("tune: %s: %s", workload.describe(),
+                        f"{record.latency_us:.1f} us in ONNX Runtime" if record.ok else record.error_msg)
+        yield records
+        return
+    rng = np.random.default_rng(seed)
+    for workload, constant in items:
+        records = _tune_workload(workload, target, trials, repeat, rng, constant)
+        best = min((r for r in records if r.ok), key=lambda r: r.latency_us, default=None)
+        logger.info("tune: %s: %d trial(s), best %s", workload.describe(), len(records),
+                    f"{best.implementation} {best.latency_us:.1f} us" if best else "none succeeded")
+        yield records

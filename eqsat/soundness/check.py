@@ -20,11 +20,12 @@ import numpy as np
 
 import ir
 from ir import Expr, IRModule
-from ir.dtype_info import float_info, is_float, numpy_dtype
+from ir.dtype_info import is_float, numpy_dtype
 from ir.expr import Call, Constant, Function, Var
 from ir.types import TensorType
 from ir.visitor import rebuild
 import strategies
+from strategies.values import scatter_specials, special_values
 
 from ..egraph.lower import lift, lower
 from ..errors import ExtractionError, RuleError
@@ -32,7 +33,7 @@ from ..extract import GreedyDagExtractor, OpCount, node_costs
 from ..limits import Limits
 from ..rules.rule import Rule, RuleSet, ruleset
 from ..runner import saturate
-from .verify import flat_outputs, scatter_specials
+from .verify import flat_outputs
 
 __all__ = ["RuleCheck", "check_rule", "edge_inputs", "in_dtype", "output_difference"]
 
@@ -64,21 +65,14 @@ def edge_inputs(mod: IRModule, extreme: bool, seed: int = 0) -> list[dict[str, n
             values = [rng.random(shape) < 0.5 for _ in sets]
         elif dtype.kind in "iu":
             info = np.iinfo(dtype)
-            specials = np.array([0, 1, info.max, info.min, info.max - 1] + ([-1, info.min + 1] if info.min else [])
-                                + ([2 ** 53 + 1, -(2 ** 53) - 1] if info.max > 2 ** 53 else []), dtype)
             values = [rng.integers(-5 if info.min else 0, 6, shape).astype(dtype),
                       rng.integers(info.min, info.max, shape, dtype=dtype, endpoint=True),
-                      scatter_specials(rng, np.empty(shape, dtype), specials, 1.0)]
+                      scatter_specials(rng, np.empty(shape, dtype), special_values(ty.dtype), 1.0)]
         else:
-            info = float_info(ty.dtype)
-            specials = [0.0, -0.0, float(info.tiny), 1.0, -1.0, np.inf, -np.inf, np.nan, 0.5, -2.0]
-            if extreme:
-                specials += [float(info.max), -float(info.max), float(info.max) / 3,
-                             float(info.smallest_subnormal), -float(info.smallest_subnormal)]
             normal = (rng.standard_normal(shape) * 2).astype(dtype)
             scale = 1e3 if extreme else 1e-3
             values = [normal, (normal.astype(np.float64) * scale).astype(dtype),
-                      scatter_specials(rng, np.empty(shape, dtype), np.array(specials, np.float64).astype(dtype), 1.0)]
+                      scatter_specials(rng, np.empty(shape, dtype), special_values(ty.dtype, extreme), 1.0)]
         for inputs, v in zip(sets, values):
             inputs[p.name_hint] = v
     return sets

@@ -1,15 +1,7 @@
 """Random input sets for checking programs: typical, edge and non-finite values, per dtype, at several
 sizes of the symbolic dimensions.
 
-Input set `k` is of kind `INPUT_KINDS[k % len(INPUT_KINDS)]`:
-
-| kind       | floats                                                     | integers            |
-|------------|------------------------------------------------------------|---------------------|
-| `normal`   | standard normal                                            | [0, 10)             |
-| `edge`     | normal, with +-0, denormals and +-1 in a quarter of places | the dtype's range   |
-| `nonfinite`| normal, with +-inf and NaN in a few places                 | the dtype's range   |
-| `small`    | normal x 1e-3                                              | [-3, 3]             |
-| `large`    | normal x 1e3                                               | the dtype's range   |
+Input set `k` is of kind `INPUT_KINDS[k % len(INPUT_KINDS)]` (`strategies.values` draws them).
 
 Every size variable of an input set takes one length (`symbolic_sizes` chooses them per set), so a
 rule that holds at one length only (a `mean` rewritten as a `sum` scaled by 4, say) is seen.
@@ -26,14 +18,14 @@ from ir import IRModule
 from ir.dtype_info import float_info, is_float, numpy_dtype
 from ir.types import DimExpr, FloorDiv, SizeVar, TensorType, dim_value
 from ir.visitor import rebuild
+from strategies.values import INPUT_KINDS, random_tensor
 
 from ..errors import VerificationError
 
-__all__ = ["INPUT_KINDS", "random_inputs", "scatter_specials", "symbolic_sizes", "has_symbolic_inputs",
+__all__ = ["INPUT_KINDS", "random_inputs", "symbolic_sizes", "has_symbolic_inputs",
            "size_variables", "size_assignments", "masked_rows", "perturbed", "perturb_array", "perturbed_program",
            "itemsize", "tensor_bytes"]
 
-INPUT_KINDS = ("normal", "edge", "nonfinite", "small", "large")
 SMALL_PRIME = 3
 """the first length a size variable takes; then 1, then a prime above every static input dimension."""
 
@@ -109,15 +101,8 @@ def random_inputs(mod: IRModule, skip: Sequence[str] = (), seed: int = 0, kind: 
     if kind not in INPUT_KINDS:
         raise ValueError(f"unknown input kind {kind!r}; choose from {INPUT_KINDS}")
     rng = np.random.default_rng(seed)
-    out: dict[str, np.ndarray] = {}
-    for name, ty in _input_types(mod, skip):
-        shape = tuple(dim_value(d, size, named) for d in ty.shape)
-        if ty.dtype == "bool":
-            out[name] = rng.random(shape) < 0.5
-        elif ty.dtype.startswith(("int", "uint")):
-            out[name] = _integers(rng, shape, np.dtype(ty.dtype), kind)
-        else:
-            out[name] = _floats(rng, shape, ty.dtype, kind)
+    out = {name: random_tensor(rng, tuple(dim_value(d, size, named) for d in ty.shape), ty.dtype, kind)
+           for name, ty in _input_types(mod, skip)}
     return masked_rows(out) if kind == "edge" else out
 
 
@@ -135,45 +120,6 @@ def masked_rows(values: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
                 v[1, ..., 0] = 0
             out[name] = v
     return out
-
-
-def _integers(rng: np.random.Generator, shape: tuple[int, ...], dtype: np.dtype, kind: str) -> np.ndarray:
-    if kind == "normal":
-        return rng.integers(0, 10, shape).astype(dtype)
-    if kind == "small":
-        low = -3 if dtype.kind == "i" else 0
-        return rng.integers(low, 4, shape).astype(dtype)
-    info = np.iinfo(dtype)
-    values = rng.integers(info.min, info.max, shape, dtype=dtype, endpoint=True)
-    specials = np.array([info.min, info.max, 0, 1, info.max - 1] + ([-1] if info.min < 0 else []), dtype)
-    return scatter_specials(rng, values, specials, 0.25)
-
-
-def _floats(rng: np.random.Generator, shape: tuple[int, ...], dtype: str, kind: str) -> np.ndarray:
-    np_dtype = numpy_dtype(dtype)
-    values = rng.standard_normal(shape, dtype=np.float32)
-    if kind == "small":
-        return (values * np.float32(1e-3)).astype(np_dtype)
-    if kind == "large":
-        return (values * np.float32(1e3)).astype(np_dtype)
-    values = values.astype(np_dtype)
-    if kind == "normal":
-        return values
-    tiny = float(float_info(np_dtype).smallest_subnormal)
-    if kind == "edge":
-        specials, share = [0.0, -0.0, tiny, -tiny, 3 * tiny, 1.0, -1.0], 0.25
-    else:
-        specials, share = [np.inf, -np.inf, np.nan], 0.05
-    return scatter_specials(rng, values, np.array(specials, np.float64).astype(np_dtype), share)
-
-
-def scatter_specials(rng: np.random.Generator, values: np.ndarray, specials: np.ndarray, share: float) -> np.ndarray:
-    """`values` with `specials` written over a random `share` of its places, each special at
-    least once where there is room (so a small tensor holds every edge value too)."""
-    count = min(values.size, max(len(specials), int(share * values.size)))
-    places = rng.permutation(values.size)[:count]
-    values.reshape(-1)[places] = np.resize(specials, count)
-    return values
 
 
 def perturbed(values: Mapping[str, np.ndarray], relative: Callable[[np.dtype], float], seed: int,

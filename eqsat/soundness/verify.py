@@ -47,13 +47,14 @@ from ir import IRModule
 from ir.dtype_info import float_info, is_float
 import strategies
 from strategies.ort_timing import ort_session
+from strategies.values import random_tensor
 
 from ..errors import VerificationError
 from ..report import Report
 from .inputs import (INPUT_KINDS, SMALL_PRIME, has_symbolic_inputs, masked_rows, perturbed, perturbed_program,
-                     random_inputs, scatter_specials, size_assignments, size_variables, symbolic_sizes, tensor_bytes)
+                     random_inputs, size_assignments, size_variables, symbolic_sizes, tensor_bytes)
 
-__all__ = ["Verification", "Boundaries", "verify", "random_inputs", "scatter_specials", "flat_outputs", "INPUT_KINDS",
+__all__ = ["Verification", "Boundaries", "verify", "random_inputs", "flat_outputs", "INPUT_KINDS",
            "RTOL", "MEMORY_CAP", "STATUSES"]
 
 RTOL = {"float16": 1e-2, "bfloat16": 3e-2, "float32": 1e-3, "float64": 1e-6}
@@ -344,7 +345,7 @@ def _run_original(original: IRModule, skip: Sequence[str], seed: int, kind: str,
     often indices or shapes: where the original fails on full-range ones, they are drawn from
     [0, 2), then all 0 (a reshape's "copy this dimension"), then all 1 (an expand to itself)."""
     rng = np.random.default_rng(seed)
-    integers = [lambda v: v, lambda v: rng.integers(0, 2, v.shape).astype(v.dtype), np.zeros_like, np.ones_like]
+    integers = [lambda v: v, lambda v: random_tensor(rng, v.shape, str(v.dtype), "index"), np.zeros_like, np.ones_like]
     failure: Exception | None = None
     for named in size_assignments(variables, size):
         inputs = random_inputs(original, skip=skip, seed=seed, kind=kind, size=size, named=named)

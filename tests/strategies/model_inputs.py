@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 import ir
-from strategies.tuning import random_value
+from strategies.values import random_value
 
 __all__ = ["random_inputs", "relative_error"]
 
