@@ -12,7 +12,7 @@ import pytest
 
 _TESTS = Path(__file__).resolve().parent
 #: files (or folders) whose every test is slow, relative to tests/
-SLOW = ("benchmarks", "test_notebooks.py", "eqsat/extract/test_extract_scale.py",
+SLOW = ("benchmarks", "test_notebooks.py", "test_readme.py", "eqsat/extract/test_extract_scale.py",
         "eqsat/soundness/test_soundness_property.py", "eqsat/test_determinism.py",
         "ir/dataflow_pattern/test_properties.py", "ir/test_structural_props.py")
 
