@@ -2,9 +2,10 @@
 
 `call(op, ...)` becomes `is_op(op)(...)` with its literal attributes as `has_attr`; one pattern
 variable becomes one `wildcard()` object wherever it is used (so it must meet one class, as in
-the rule's query); `const_pat` becomes `is_constant()`. Attribute variables (`avar`) and dtype
-groups are not patterns: they are checked when the rule fires. One difference: the walk also
-tries the two arguments of `add` and `multiply` swapped, which the rule's query does not.
+the rule's query); `const_pat` and a literal become `is_constant()` (a literal's value, attribute
+variables (`avar`) and dtype groups are not patterns: they are checked when the rule fires), and a
+`many` tuple, of no fixed size, a `wildcard()`. One difference: the walk also tries the two
+arguments of `add` and `multiply` swapped, which the rule's query does not.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from __future__ import annotations
 from ir.dataflow_pattern import DFPattern, is_constant, is_op, is_tuple, is_tuple_get_item, wildcard
 
 from .callback import CallbackRule
-from .pattern import AVar, Pat, PCall, PConst, PGetItem, PTuple, PVar
+from .pattern import AVar, Pat, PCall, PConst, PGetItem, PMany, PTuple, PVar
 from .rule import Rewrite, Rule
 
 __all__ = ["left_sides"]
@@ -39,6 +40,8 @@ def left_sides(rule: Rule) -> tuple[DFPattern, ...]:
             return is_tuple([convert(f) for f in p.fields])
         if isinstance(p, PGetItem):
             return is_tuple_get_item(convert(p.tup), p.index)
+        if isinstance(p, PMany):
+            return wildcard()
         raise TypeError(f"{rule.name}: cannot read left side {p!r}")
 
     return tuple(convert(p) for p in rule.lhs)

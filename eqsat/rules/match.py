@@ -27,6 +27,8 @@ class Match:
     constants: dict[str, Constant] = field(default_factory=dict)
     placeholders: dict[int, Handle] = field(default_factory=dict)
     """id of an IR leaf handed out by `expr` -> the class it stands for."""
+    parts: int | None = None
+    """the field count of the rule's `many` tuple in this match (None without one)."""
     _leaves: dict[str, Expr] = field(default_factory=dict)
 
     def __getitem__(self, name: str) -> Any:
@@ -52,6 +54,12 @@ class Match:
             self._leaves[name] = leaf
             self.placeholders[id(leaf)] = self.classes[name]
         return leaf
+
+    def each(self, name: str) -> list[str]:
+        """The per-field names of variable `name` of the rule's `many` tuple: `name.0`, `name.1`, ..."""
+        if self.parts is None:
+            raise KeyError(f"the rule has no many() tuple, so {name!r} is not bound per field")
+        return [f"{name}.{i}" for i in range(self.parts)]
 
     def root_type(self, index: int = 0) -> Type:
         """The type of the `index`-th matched root class."""

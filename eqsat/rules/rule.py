@@ -18,7 +18,8 @@ from ..egraph.query import Query
 from ..egraph.terms import Handle
 from ..errors import RuleError
 from .match import Match
-from .pattern import Pat, check_template, compile_patterns, instantiate, variables
+from .pattern import (MAX_PARTS, CompiledPattern, Pat, check_template, compile_patterns, copy_attributes, instantiate,
+                      name_literals, tuple_arities, variables, variadic)
 
 __all__ = ["DTYPE_GROUPS", "MatchQuery", "RETRY_LATER", "UNDECIDED", "Undecided", "Result", "Rule", "Rewrite", "rule",
            "birewrite", "RuleSet", "ruleset"]
@@ -104,21 +105,40 @@ class Rewrite(Rule):
     """a small program the rule fires on (its soundness test, see `check_rule`)."""
     near_misses: tuple[Callable[[], Expr], ...] = ()
     """programs that look like a match but where a guard must refuse (tests check it never fires)."""
-    _compiled: tuple = field(init=False, repr=False)
+    _forms: dict = field(init=False, repr=False)
+    """field count of the left side's `many` tuple (None without one) -> its compiled query."""
+    _min_parts: int | None = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
         if self.dtypes is not None and self.dtypes not in DTYPE_GROUPS:
             raise RuleError(f"{self.name}: unknown dtype group {self.dtypes!r}; choose from {sorted(DTYPE_GROUPS)}")
-        bound = set().union(*(variables(p) for p in self.lhs))
-        if not callable(self.rhs):
-            if len(self.rhs) != len(self.lhs):
-                raise RuleError(f"{self.name}: {len(self.lhs)} left side(s) but {len(self.rhs)} right side(s)")
-            for t in self.rhs:
+        lhs, rhs = self.lhs, self.rhs
+        if not callable(rhs):
+            if len(rhs) != len(lhs):
+                raise RuleError(f"{self.name}: {len(lhs)} left side(s) but {len(rhs)} right side(s)")
+            lhs, rhs = copy_attributes(lhs, rhs)
+            object.__setattr__(self, "rhs", rhs)
+            bound = set().union(*(variables(p) for p in lhs))
+            for t in rhs:
                 check_template(t, bound, self.name)
-        object.__setattr__(self, "_compiled", (compile_patterns(self.lhs),))
+        object.__setattr__(self, "lhs", name_literals(lhs))
+        object.__setattr__(self, "_min_parts", variadic(lhs))
+        object.__setattr__(self, "_forms", {})
+        if self._min_parts is None:
+            self._form(None)
+
+    def _form(self, parts: int | None) -> CompiledPattern:
+        """The query of the left side with its `many` tuple of `parts` fields."""
+        if parts not in self._forms:
+            self._forms[parts] = compile_patterns(self.lhs, parts)
+        return self._forms[parts]
 
     def queries(self, egraph) -> Sequence[MatchQuery]:
-        return self._compiled
+        """One query; with a `many` tuple, one per tuple size the e-graph holds (up to `MAX_PARTS`)."""
+        if self._min_parts is None:
+            return (self._form(None),)
+        sizes = sorted(n for n in tuple_arities(egraph) if self._min_parts <= n <= MAX_PARTS)
+        return tuple(self._form(n) for n in sizes)
 
     def fire(self, m: Match) -> list[Result]:
         if self.dtypes is not None and getattr(m.root_type(), "dtype", None) not in DTYPE_GROUPS[self.dtypes]:
@@ -133,7 +153,9 @@ class Rewrite(Rule):
                 return []
             exprs = (built,) if isinstance(built, Expr) else tuple(built)
         else:
-            exprs = tuple(instantiate(t, m) for t in self.rhs)
+            exprs = tuple(instantiate(t, m, i) for i, t in enumerate(self.rhs))
+            if any(e is None for e in exprs):
+                return []
         return [Result(root, e) for root, e in zip(m.roots, exprs)]
 
 
