@@ -11,7 +11,8 @@
     print(fused.partition(graph, {"Composite": "conv_relu"}))
 
 Semantics follow TVM's Relay implementation (`shared/seeds/pattern-matching-in-relay.txt`); the
-corners are documented where they live: matching in `match`, grouping of matches in `grouping`,
+corners are documented where they live: each pattern kind, once, in `walk` (its `KINDS` table,
+read by the matcher, the explainer and the e-matching compiler), grouping of matches in `grouping`,
 `partition` and `rewrite` in their modules; why a pattern did not match in `explain`. This
 direct matcher is the reference the e-graph path must agree with.
 
@@ -72,6 +73,7 @@ from .nodes import (
 )
 from .partition import partition
 from .rewrite import GROWTH_SLACK_NODES, MAX_GROWTH, MAX_REWRITE_PASSES, DFPatternCallback, rewrite
+from .walk import KINDS, TypeCheck
 
 __all__ = [
     # pattern kinds
@@ -85,6 +87,8 @@ __all__ = [
     "match", "find_matches", "DFPatternMatcher", "partition", "rewrite", "DFPatternCallback",
     "explain_match", "MatchExplanation", "Miss", "CAUSES", "is_recursive",
     "MAX_REWRITE_PASSES", "MAX_GROWTH", "GROWTH_SLACK_NODES",
+    # the per-kind table of the pattern walk (adding a kind: one entry)
+    "KINDS", "TypeCheck",
     # fusion kinds for has_attr({"TOpPattern": ...})
     "K_ELEMWISE", "K_BROADCAST", "K_INJECTIVE", "K_COMM_REDUCE", "K_OUT_ELEMWISE_FUSABLE", "K_TUPLE",
     "K_OPAQUE",

@@ -80,8 +80,9 @@ class DFPattern:
         return ()
 
     def _render(self, ref: Ref) -> str:
-        """This node in builder syntax, with `ref(child)` standing for each sub-pattern."""
-        raise NotImplementedError
+        """This node in builder syntax, with `ref(child)` standing for each sub-pattern (by default
+        its class called with its sub-patterns, for kinds added through `walk.KINDS`)."""
+        return f"{type(self).__name__}({', '.join(ref(c) for c in self.children())})"
 
     # -- composition ---------------------------------------------------------------------------
     def __call__(self, *args: Any) -> "CallPattern":

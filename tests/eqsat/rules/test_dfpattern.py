@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 import pytest
 
@@ -9,10 +11,12 @@ import ir
 import strategies
 from ir import relay
 from ir.dataflow_pattern import (
-    K_ELEMWISE, DFPatternCallback, FunctionPattern, dominates, has_dtype, has_shape, is_constant, is_expr, is_if,
-    is_let, is_op, is_tuple, is_tuple_get_item, is_var, rewrite, wildcard,
+    K_ELEMWISE, KINDS, DFPattern, DFPatternCallback, FunctionPattern, TypeCheck, dominates, explain_match,
+    has_dtype, has_shape, is_constant, is_expr, is_if, is_let, is_op, is_tuple, is_tuple_get_item, is_var, rewrite,
+    wildcard,
 )
 from ir.dataflow_pattern import find_matches as direct_matches
+from ir.types import TensorType
 from ir.visitor import bind_params_by_name, children, post_order
 
 from eqsat.egraph.lower import add_expr, lift, lower
@@ -122,6 +126,39 @@ def test_dominator_paths_skip_variables_and_constants_as_the_direct_matcher_does
     low = lower(ir.IRModule.from_expr(program))
     cls = classes_of(low.egraph, program)
     assert find_matches(pattern, low.egraph) == sorted({cls[id(n)] for n in direct}), name
+
+
+@dataclass(frozen=True, eq=False)
+class RankPattern(DFPattern):
+    """A kind defined outside the library: what `pattern` matches, when it is a tensor of `rank` dimensions."""
+
+    pattern: DFPattern
+    rank: int
+
+    def children(self) -> tuple[DFPattern, ...]:
+        return (self.pattern,)
+
+
+def rank_test(p: RankPattern, ty: ir.types.Type | None) -> tuple[str, str] | None:
+    return None if isinstance(ty, TensorType) and len(ty.shape) == p.rank else ("shape", f"is not of rank {p.rank}")
+
+
+def test_a_kind_added_by_one_table_entry_works_in_the_matcher_the_explainer_and_the_ematcher(monkeypatch):
+    monkeypatch.setitem(KINDS, RankPattern, TypeCheck(rank_test))
+    x = relay.var("x", shape=(2, 3))
+    flat = relay.reshape(relay.nn.relu(x), (6,))
+    program = relay.Tuple([flat, relay.sigmoid(x)])
+    ir.infer_type(program)
+    low = lower(ir.IRModule.from_expr(program))
+    cls = classes_of(low.egraph, program)
+    for pattern, expected in [(RankPattern(wildcard(), 2), 3), (is_op("nn.relu")(RankPattern(wildcard(), 2)), 1),
+                              (RankPattern(is_op("reshape")(wildcard()), 1), 1), (RankPattern(is_var(), 1), 0)]:
+        direct = direct_matches(pattern, program)
+        assert len(direct) == expected, repr(pattern)
+        assert find_matches(pattern, low.egraph) == sorted({cls[id(n)] for n in direct}), repr(pattern)
+    expl = explain_match(RankPattern(wildcard(), 2), flat, graph=program)
+    assert expl.cause == "shape" and "is not of rank 2" in expl.first_failure.reason
+    assert explain_match(RankPattern(wildcard(), 1), flat, graph=program).matched
 
 
 def test_a_pattern_that_cannot_be_compiled_is_named():
