@@ -14,8 +14,10 @@ at that element, where `noise` is how far the original's output moves there when
 input, constant and weight is scaled by `1 + u * RTOL` and by `1 - u * RTOL` (u uniform in
 [-1, 1]; both ways, since a kink such as relu's moves one way only): the scale of the rounding noise of the
 terms that made the element (an exact cancellation gets a tolerance from its terms, a
-well-conditioned element about twice `RTOL`). The tolerance is never scaled by a tensor's largest
-value, so a wrong slice beside a large one is seen. NaN and infinity positions (and the
+well-conditioned element about twice `RTOL`). The noise takes two more runs of the original per
+input set, so it is measured only when some value disagrees without it (it only widens the
+tolerance). The tolerance is never scaled by a tensor's largest value, so a wrong slice beside a
+large one is seen. NaN and infinity positions (and the
 infinities' signs) must be the same; integer and bool outputs must be equal. (The sign of a zero
 is left to `check_rule`, which runs each rule bit for bit on the reference kernels: the kernels a
 program runs on may give either sign for `max(-0.0, 0.0)`.) Where the original fails on an input
@@ -35,6 +37,7 @@ is observable.
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 import time
 from dataclasses import dataclass
@@ -277,8 +280,12 @@ def verify(original: IRModule, params: Mapping[str, Any] | None, optimized: IRMo
         labels += list(boundaries.labels)
     notes: list[str] = []
     run_original, runner = _runner(original, params, where, False, notes)
-    run_moved = [_runner(*perturbed_program(original, params, _rtol, 0, sign), where, False, [])[0]
-                 for sign in (1.0, -1.0)]
+
+    @functools.cache
+    def run_moved() -> list[Runner]:
+        """The original with its tensor constants and weights perturbed both ways (built when first needed)."""
+        return [_runner(*perturbed_program(original, params, _rtol, 0, sign), where, False, [])[0]
+                for sign in (1.0, -1.0)]
     variables = size_variables(original, skip)
     run_optimized, runner_optimized = _runner(optimized, optimized_params, where, contrib, notes)
     worst = _Comparison(True)
@@ -303,12 +310,10 @@ def verify(original: IRModule, params: Mapping[str, Any] | None, optimized: IRMo
                 _fail(report, f"the optimized program has {len(gots)} outputs, the original {len(wants)}")
             kinds.append(kind)
             seen.append(wants)
-            for k, (want, got) in enumerate(zip(wants, gots)):
-                if k >= outputs and kind == "nonfinite":
-                    continue  # inside a program, kernels may turn NaN and inf into other values (see above)
-                c = _compare(want, got, noise[k], k >= outputs)
+            compared = _compare_all(wants, gots, outputs, kind, noise)
+            for k, c in compared.items():
                 if not c.agrees:
-                    _fail(report, f"{labels[k]} (shape {want.shape}, {want.dtype}) differs on {at}: |diff| "
+                    _fail(report, f"{labels[k]} (shape {wants[k].shape}, {wants[k].dtype}) differs on {at}: |diff| "
                                   f"{c.diff:.3g} > tolerance {c.tolerance:.3g}{'; ' + c.why if c.why else ''}")
                 checked[k] += c.checked
                 if c.ratio >= worst.ratio:
@@ -336,14 +341,28 @@ def verify(original: IRModule, params: Mapping[str, Any] | None, optimized: IRMo
                         len(labels) - outputs)
 
 
+def _compare_all(wants: list[np.ndarray], gots: list[np.ndarray], outputs: int, kind: str,
+                 noise: Callable[[], list[np.ndarray | None]]) -> dict[int, _Comparison]:
+    """Each value compared (boundaries not on a non-finite set: inside a program, kernels may turn NaN
+    and inf into other values, see above), first without the noise term; the noise, which takes two
+    more runs of the original, is measured only when some value needs it: it only widens tolerances."""
+    values = [k for k in range(len(wants)) if not (k >= outputs and kind == "nonfinite")]
+    compared = {k: _compare(wants[k], gots[k], None, k >= outputs) for k in values}
+    if all(c.agrees for c in compared.values()):
+        return compared
+    scales = noise()
+    return {k: _compare(wants[k], gots[k], scales[k], k >= outputs) for k in values}
+
+
 def _run_original(original: IRModule, skip: Sequence[str], seed: int, kind: str, size: int, variables: list[str],
-                  run: Runner, run_moved: Sequence[Runner]) -> tuple[dict[str, np.ndarray], list[np.ndarray],
-                                                                  list[np.ndarray | None]]:
-    """An input set the original runs on, its outputs, and each output's noise scale (how far it
-    moves under the perturbation both ways). Size variables take `size`, then one at a time twice
-    that (`size_assignments`: a mask as long as past and new tokens together). Integer inputs are
-    often indices or shapes: where the original fails on full-range ones, they are drawn from
-    [0, 2), then all 0 (a reshape's "copy this dimension"), then all 1 (an expand to itself)."""
+                  run: Runner, run_moved: Callable[[], Sequence[Runner]]) -> tuple[dict[str, np.ndarray], list[np.ndarray],
+                                                                  Callable[[], list[np.ndarray | None]]]:
+    """An input set the original runs on, its outputs, and a function that measures each output's
+    noise scale (how far it moves under the perturbation both ways; None for each where a moved
+    run fails). Size variables take `size`, then one at a time twice that (`size_assignments`: a
+    mask as long as past and new tokens together). Integer inputs are often indices or shapes:
+    where the original fails on full-range ones, they are drawn from [0, 2), then all 0 (a
+    reshape's "copy this dimension"), then all 1 (an expand to itself)."""
     rng = np.random.default_rng(seed)
     integers = [lambda v: v, lambda v: random_tensor(rng, v.shape, str(v.dtype), "index"), np.zeros_like, np.ones_like]
     failure: Exception | None = None
@@ -355,12 +374,20 @@ def _run_original(original: IRModule, skip: Sequence[str], seed: int, kind: str,
             candidate = masked_rows(candidate) if kind == "edge" else candidate
             try:
                 wants = run(candidate)
-                moved = [r(perturbed(candidate, _rtol, seed, sign)) for r, sign in zip(run_moved, (1.0, -1.0))]
             except Exception as e:  # noqa: BLE001 - the input set, not the optimizer, is at fault
                 failure = e
                 continue
-            return candidate, wants, [_noise(w, [m[k] for m in moved]) for k, w in enumerate(wants)]
+            return candidate, wants, lambda c=candidate, w=wants: _noise_of(c, w, seed, run_moved)
     raise failure  # type: ignore[misc]
+
+
+def _noise_of(inputs: dict[str, np.ndarray], wants: list[np.ndarray], seed: int,
+              run_moved: Callable[[], Sequence[Runner]]) -> list[np.ndarray | None]:
+    try:
+        moved = [r(perturbed(inputs, _rtol, seed, sign)) for r, sign in zip(run_moved(), (1.0, -1.0))]
+    except Exception:  # noqa: BLE001 - no noise scale: the comparison stays as strict as without it
+        return [None] * len(wants)
+    return [_noise(w, [m[k] for m in moved]) for k, w in enumerate(wants)]
 
 
 def _noise(want: np.ndarray, moved: list[np.ndarray]) -> np.ndarray | None:
