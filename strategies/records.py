@@ -6,6 +6,8 @@ One line per measurement (AutoTVM-like):
      "implementation": "conv2d_winograd.cpu", "config": {}, "costs_us": [812.5, 809.1, 815.0],
      "error": 0, "error_msg": "", "timestamp": 1718000000.0}
 
+A record may also name the kind of device it was measured on (`"device"`, see `strategies.tuning_db`).
+
 Reading never crashes on a bad log: each line is checked on its own (UTF-8, JSON, nesting depth,
 finite numbers, the fields and their types, costs non-negative and at most `MAX_COST_US`, so that
 summing them over any program stays finite), and a bad line, a
@@ -31,7 +33,7 @@ from .strategy import ConfigSpace
 
 __all__ = [
     "FORMAT_VERSION", "MAX_COST_US", "ORT_IMPLEMENTATION", "ErrorCode", "TuningRecord", "TuningHistory", "SkippedLine", "TuningLog",
-    "read_log", "load_records", "append_records", "apply_history_best", "current_history",
+    "read_log", "parse_line", "load_records", "append_records", "apply_history_best", "current_history",
 ]
 
 logger = logging.getLogger("strategies")
@@ -86,9 +88,11 @@ class TuningRecord:
     error_msg: str = ""
     timestamp: float = 0.0
     version: int = FORMAT_VERSION
+    device: str = ""
+    """the kind of device it was measured on (`strategies.tuning_db.Device.key`); empty when not recorded."""
 
     def __post_init__(self) -> None:
-        for name in ("target", "workload", "op", "implementation", "error_msg"):
+        for name in ("target", "workload", "op", "implementation", "error_msg", "device"):
             if not isinstance(getattr(self, name), str):
                 raise ValueError(f"TuningRecord.{name} must be a string, got {type(getattr(self, name)).__name__}")
         if not isinstance(self.config, dict):
@@ -119,6 +123,8 @@ class TuningRecord:
         data = asdict(self)
         data["costs_us"] = list(self.costs_us)
         data["error"] = int(self.error)
+        if not self.device:
+            del data["device"]
         return json.dumps(data, sort_keys=True, allow_nan=False)
 
     @staticmethod
@@ -132,7 +138,7 @@ class TuningRecord:
             raise ValueError(f"missing field(s) {missing}")
         return TuningRecord(data["target"], data["workload"], data["op"], data["implementation"], data["config"],
                             data["costs_us"], data["error"], data.get("error_msg", ""), data.get("timestamp", 0.0),
-                            data["version"])
+                            data["version"], data.get("device", ""))
 
 
 @dataclass(frozen=True)
@@ -168,8 +174,9 @@ def _reject_constant(name: str) -> Any:
     raise ValueError(f"{name} is not a number")
 
 
-def _parse_line(raw: bytes) -> TuningRecord:
-    """The record on one line of a log; ValueError saying what is wrong with the line."""
+def parse_line(raw: bytes) -> TuningRecord:
+    """The record on one line of a log (or one row of a `strategies.tuning_db` database); ValueError saying
+    what is wrong with it."""
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as err:
@@ -199,7 +206,7 @@ def read_log(path: str | os.PathLike) -> TuningLog:
             if not raw.strip():
                 continue
             try:
-                records.append(_parse_line(raw))
+                records.append(parse_line(raw))
             except ValueError as err:
                 skipped.append(SkippedLine(os.fspath(path), number, str(err)))
     return TuningLog(records, skipped)
