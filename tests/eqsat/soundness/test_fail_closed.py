@@ -187,7 +187,7 @@ def test_the_noise_runs_happen_only_when_a_value_needs_them(monkeypatch):
     original = ir.IRModule.from_expr(relay.Function([x], relay.multiply(relay.add(x, x), relay.const(np.float32(3)))))
     scaled = ir.IRModule.from_expr(relay.Function([x], relay.multiply(x, relay.const(np.float32(6)))))
     assert eqsat.verify(original, {}, scaled, {}).passed and built == []  # agrees to the last bit: no noise
-    big = relay.const(np.full(8, 1e8, np.float32))  # a tensor constant: perturbed like a weight
-    cancel = ir.IRModule.from_expr(relay.Function([x], relay.subtract(relay.add(x, big), big)))
+    up, down = (relay.const(np.full(8, 1e8, np.float32)) for _ in range(2))  # tensor constants: perturbed apart
+    cancel = ir.IRModule.from_expr(relay.Function([x], relay.subtract(relay.add(x, up), down)))
     assert eqsat.verify(cancel, {}, ir.IRModule.from_expr(relay.Function([x], x)), {}).passed
     assert built == [1, 1]  # (x + 1e8) - 1e8 rounds x away: only the noise scale tells rounding from error
