@@ -9,7 +9,8 @@
     ops.concatenate(many(nn.relu(a)))          # a tuple of 2 or more fields, each a relu (below)
 
 A template (right-hand side) uses the same builders; an attribute there may be a literal, an
-`avar`, or a function of the match (`axes=lambda m: compose(m["p"], m["q"])`).
+`avar`, another call's attribute (`alpha=attr("act", "alpha")`) or a function of the match
+(`axes=lambda m: compose(m["p"], m["q"])`).
 
 Literals. On a left side a number matches a constant of any shape and dtype every element of which
 equals it exactly; a float zero matches only float zeros of its own sign (`x + -0.0` matches -0.0,
@@ -35,7 +36,7 @@ from __future__ import annotations
 import difflib
 import math
 from collections import Counter
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from typing import Any, Callable, Iterator
 
 import numpy as np
@@ -51,7 +52,7 @@ from ..errors import RuleError
 from .match import Match
 
 __all__ = [
-    "Pat", "PVar", "PConst", "PLit", "PCall", "PTuple", "PGetItem", "PMany", "AVar", "MAX_PARTS", "pvars", "avar",
+    "Pat", "PVar", "PConst", "PLit", "PCall", "PTuple", "PGetItem", "PMany", "AVar", "MAX_PARTS", "pvars", "avar", "attr",
     "const_pat", "call", "tuple_pat", "getitem", "many", "ops", "nn", "CompiledPattern", "compile_patterns",
     "instantiate", "check_template", "variables", "copy_attributes", "name_literals", "expand", "variadic",
     "tuple_arities", "literal_matches",
@@ -180,6 +181,11 @@ def avar(name: str) -> AVar:
 
 def const_pat(name: str) -> PConst:
     return PConst(name)
+
+
+def attr(bound: str, key: str) -> Callable[[Match], Any]:
+    """A template attribute's value: attribute `key` of the `Attrs` bound to `bound` (`bind_attrs`)."""
+    return lambda m: getattr(m[bound], key)
 
 
 def _pat(arg: Pat | Number) -> Pat:
