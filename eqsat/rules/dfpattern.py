@@ -3,8 +3,8 @@
 A pattern becomes one or more conjunctive queries (alternatives multiply out); what a query
 cannot say is checked in Python on each row; what no single match can decide is left to
 extraction. A query matches e-nodes, so every sub-pattern may meet any equivalent form of its
-class, not only the form that was lowered. The semantics come from the pattern walk
-(`ir.dataflow_pattern.walk`), never restated here: argument orders (`argument_orders`),
+class, not only the form that was lowered. The semantics come from the pattern walk's
+table (`ir.dataflow_pattern.semantics`), never restated here: argument orders (`argument_orders`),
 re-association (`reassociations`), attribute and type tests (`attr_mismatch`, the `TypeCheck`
 entries of `KINDS`), and the walk itself on lowered leaves. A kind whose `KINDS` entry is a
 `TypeCheck` compiles with no code here. Per pattern kind:
@@ -60,7 +60,7 @@ from ir.dataflow_pattern import (
     FunctionPattern, IfPattern, LetPattern, TupleGetItemPattern, TuplePattern, VarPattern, WildcardPattern,
     is_recursive, match,
 )
-from ir.dataflow_pattern.walk import (
+from ir.dataflow_pattern.semantics import (
     KINDS, MISSING, TypeCheck, argument_orders, attr_lookup, attr_mismatch, reassociations,
 )
 

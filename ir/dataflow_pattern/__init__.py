@@ -11,7 +11,7 @@
     print(fused.partition(graph, {"Composite": "conv_relu"}))
 
 Semantics follow TVM's Relay implementation (`shared/seeds/pattern-matching-in-relay.txt`); the
-corners are documented where they live: each pattern kind, once, in `walk` (its `KINDS` table,
+corners are documented where they live: each pattern kind, once, in `semantics` (its `KINDS` table,
 read by the matcher, the explainer and the e-matching compiler), grouping of matches in `grouping`,
 `partition` and `rewrite` in their modules; why a pattern did not match in `explain`. This
 direct matcher is the reference the e-graph path must agree with.
@@ -73,7 +73,7 @@ from .nodes import (
 )
 from .partition import partition
 from .rewrite import GROWTH_SLACK_NODES, MAX_GROWTH, MAX_REWRITE_PASSES, DFPatternCallback, rewrite
-from .walk import KINDS, TypeCheck
+from .semantics import KINDS, TypeCheck
 
 __all__ = [
     # pattern kinds

@@ -33,7 +33,7 @@ from ..op.registry import Op
 from ..visitor import operands, post_order, with_children
 from .indexed_graph import IndexedGraph
 from .match import DFPatternMatcher
-from .walk import is_leaf
+from .semantics import is_leaf
 from .nodes import (
     CallPattern,
     ConstantPattern,

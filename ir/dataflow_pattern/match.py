@@ -1,9 +1,9 @@
 """The matcher: TVM's `DFPatternMatcher` semantics, over an expression graph indexed once.
 
-It is the pattern walk of `walk` with recording off: the semantics of each pattern kind (and the
+It is the pattern walk (`walk`) with recording off. The semantics of each pattern kind (and the
 corners: memoized sub-patterns, commutative and re-associated calls, attribute lookup, types on
-demand, dominator paths) are written there, once, for the matcher, the explainer and the
-e-matching compiler alike.
+demand, dominator paths) are written once, in `semantics`, for the matcher, the explainer and
+the e-matching compiler alike.
 """
 
 from __future__ import annotations

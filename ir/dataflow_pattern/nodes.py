@@ -81,7 +81,7 @@ class DFPattern:
 
     def _render(self, ref: Ref) -> str:
         """This node in builder syntax, with `ref(child)` standing for each sub-pattern (by default
-        its class called with its sub-patterns, for kinds added through `walk.KINDS`)."""
+        its class called with its sub-patterns, for kinds added through `semantics.KINDS`)."""
         return f"{type(self).__name__}({', '.join(ref(c) for c in self.children())})"
 
     # -- composition ---------------------------------------------------------------------------
