@@ -33,7 +33,7 @@ from ir import Expr, relay
 from ir.op.registry import make_call
 
 from ..match import Match
-from ..pattern import Pat, call, const_pat, pvars
+from ..pattern import Pat, attr, call, const_pat, nn, ops, pvars
 from ..rule import Rewrite, rule, ruleset
 from .fusion import _fused, _vector_bias
 
@@ -61,9 +61,11 @@ def _close(m: Match, name: str, want: float) -> bool:
 
 
 def _is_gelu_tanh(m: Match) -> bool:
-    return (_close(m, "k", _CUBE_COEFFICIENT) and _close(m, "s", _SQRT_2_OVER_PI)
-            and m.scalar("one") == 1.0 and m.scalar("half") == 0.5 and m.type("x") == m.root_type()
-            and ("unit" not in m.constants or m.scalar("unit") == 1.0))
+    return _close(m, "k", _CUBE_COEFFICIENT) and _close(m, "s", _SQRT_2_OVER_PI) and _keeps_shape(m)
+
+
+def _keeps_shape(m: Match) -> bool:
+    return m.type("x") == m.root_type()
 
 
 def _quick_gelu(m: Match) -> Expr | None:
@@ -88,10 +90,9 @@ def _canonical_gelu_tanh(k: float = _CUBE_COEFFICIENT, factored: bool = False) -
     return relay.multiply(relay.multiply(v, relay.add(phi, _c(1.0))), _c(0.5))
 
 
-def _gelu_tanh(inner) -> Pat:
-    """`(x * (tanh(inner * s) + 1)) * half`."""
-    return call("multiply", call("multiply", x, call("add", call("tanh", call("multiply", inner, const_pat("s"))),
-                                                     const_pat("one"))), const_pat("half"))
+def _gelu_tanh(inner: Pat) -> Pat:
+    """`(x * (tanh(inner * s) + 1)) * 0.5`."""
+    return (x * (ops.tanh(inner * const_pat("s")) + 1.0)) * 0.5
 
 
 def _sigmoid_gated(alpha) -> Expr:
@@ -101,14 +102,12 @@ def _sigmoid_gated(alpha) -> Expr:
 
 def _through_crop(op: str, attrs: dict) -> Rewrite:
     """An element-wise activation computes each element alone, so it commutes with a crop."""
-    return rule(f"{op.split('.')[-1]}-through-crop",
-                call(op, call("strided_slice", x, bind_attrs="sl"), bind_attrs="f"),
-                call("strided_slice", call(op, x, attrs_from="f"), attrs_from="sl"),
+    return rule(f"{op.split('.')[-1]}-through-crop", call(op, ops.strided_slice(x)), ops.strided_slice(call(op, x)),
                 example=lambda: make_call(op, [relay.strided_slice(_v(1, 8, 3, 3), [0], [6], axes=[1])], attrs),
                 near_miss=lambda: make_call(op, [relay.transpose(_v(1, 8, 3, 3), (0, 2, 3, 1))], attrs))
 
 
-_CUBE = call("multiply", call("multiply", x, x), x)
+_CUBE = (x * x) * x
 _FUSED = {"dense": "nn.dense_bias_act", "conv": "nn.conv2d_bias_act"}
 #: activations with parameters that the fused conv / dense take in: op -> (activation, its attributes, example's)
 _PARAMETERIZED = {"nn.leaky_relu": ("leaky_relu", ("alpha",), {"alpha": 0.1}),
@@ -120,34 +119,27 @@ def _takes_in(kind: str, op: str) -> Rewrite:
     """The fused conv or dense of `kind` without activation, followed by `op`, takes it in with its parameters
     (FusedGemm has no Clip: no dense rule for it)."""
     fused, (activation, kept, attrs) = _FUSED[kind], _PARAMETERIZED[op]
-
-    def build(m: Match) -> Expr:
-        return make_call(fused, [m.expr("x"), m.expr("w"), m.expr("b")],
-                         {**m["f"], "activation": activation, **{k: getattr(m["act"], k) for k in kept}})
-    return rule(f"{kind}-bias-{activation}", call(op, call(fused, x, w, b, activation="none", bind_attrs="f"),
-                                                  bind_attrs="act"), build,
+    return rule(f"{kind}-bias-{activation}", call(op, call(fused, x, w, b, activation="none"), bind_attrs="act"),
+                call(fused, x, w, b, activation=activation, **{k: attr("act", k) for k in kept}),
                 example=lambda: make_call(op, [_fused(kind)], attrs),
                 near_miss=lambda: make_call(op, [_fused(kind, activation="relu")], attrs))
 
 
 ACTIVATIONS = ruleset("activations", [
-    rule("cube-as-product", call("power", x, const_pat("c")), _CUBE,
-         when=lambda m: m.scalar("c") == 3 and m.type("x") == m.root_type(), dtypes="float", exact=False,
+    rule("cube-as-product", ops.power(x, 3.0), _CUBE, when=_keeps_shape, dtypes="float", exact=False,
          example=lambda: relay.power(_v(2, 3), _c(3.0)), near_miss=lambda: relay.power(_v(2, 3), _c(3.5))),
-    rule("gelu-tanh", _gelu_tanh(call("add", x, call("multiply", _CUBE, const_pat("k")))),
-         call("nn.gelu", x, approximate="tanh"), when=_is_gelu_tanh, dtypes="float", exact=False,
+    rule("gelu-tanh", _gelu_tanh(x + _CUBE * const_pat("k")), nn.gelu(x, approximate="tanh"), when=_is_gelu_tanh,
+         dtypes="float", exact=False,
          example=_canonical_gelu_tanh, near_miss=lambda: _canonical_gelu_tanh(k=0.044)),
-    rule("gelu-tanh-factored",
-         _gelu_tanh(call("multiply", x, call("add", call("multiply", call("multiply", x, x), const_pat("k")),
-                                             const_pat("unit")))),
-         call("nn.gelu", x, approximate="tanh"), when=_is_gelu_tanh, dtypes="float", exact=False,
+    rule("gelu-tanh-factored", _gelu_tanh(x * ((x * x) * const_pat("k") + 1.0)), nn.gelu(x, approximate="tanh"),
+         when=_is_gelu_tanh, dtypes="float", exact=False,
          example=lambda: _canonical_gelu_tanh(factored=True),
          near_miss=lambda: _canonical_gelu_tanh(k=0.044, factored=True)),
-    rule("bias-gelu-tanh", call("nn.gelu", call("add", x, b), approximate="tanh"),
-         call("nn.bias_gelu", x, b, approximate="tanh"), when=_vector_bias, dtypes="float", exact=False,
+    rule("bias-gelu-tanh", nn.gelu(x + b, approximate="tanh"), nn.bias_gelu(x, b, approximate="tanh"),
+         when=_vector_bias, dtypes="float", exact=False,
          example=lambda: relay.nn.gelu(relay.add(_v(2, 5), _v(5, name="b")), approximate="tanh"),
          near_miss=lambda: relay.nn.gelu(relay.add(_v(2, 5), _v(2, 5, name="b")), approximate="tanh")),
-    rule("quick-gelu", call("multiply", x, call("sigmoid", call("multiply", x, const_pat("a")))), _quick_gelu,
+    rule("quick-gelu", x * ops.sigmoid(x * const_pat("a")), _quick_gelu,
          dtypes="float", exact=False,
          example=lambda: _sigmoid_gated(1.702), near_miss=lambda: _sigmoid_gated([1.702] * 8)),
     *(_takes_in(kind, op) for kind in _FUSED for op in _PARAMETERIZED if (kind, op) != ("dense", "clip")),
