@@ -8,6 +8,9 @@ made before that handle count, which is how provenance looks at the e-graph as a
 Dominator post-dominance depends on which users the extracted program keeps; given the lowered
 `program` (`EGraph.program_nodes`), `escape` decides it there, as `rules.callback.find_matches`
 does, and otherwise reports nothing.
+
+`snapshot_forms` gives the current snapshot of a live e-graph this way, for the e-matching
+compiler to walk a pattern kind it has no query for.
 """
 
 from __future__ import annotations
@@ -18,11 +21,11 @@ from ir import Call, Expr, If, Let, Tuple, TupleGetItem, Var, get_op
 from ir.dataflow_pattern.walk import ExprGraph
 from ir.types import Type
 
-from .egraph import build_node
+from .egraph import EGraph, build_node
 from .terms import Kind
 from .view import ClassId, EGraphView, NodeId
 
-__all__ = ["EGraphForms"]
+__all__ = ["EGraphForms", "snapshot_forms"]
 
 
 class EGraphForms:
@@ -144,3 +147,17 @@ class EGraphForms:
             return ExprGraph(value).describe(value)
         name = self.names.get(value)
         return f"e-class {value}" + (f" ({name} in the input)" if name else "")
+
+
+def snapshot_forms(egraph: EGraph) -> EGraphForms:
+    """The classes of `egraph`'s current snapshot as pattern-walk values (read from its Python
+    tables, no egglog read), kept until the next refresh."""
+    forms = egraph.snapshot_cache.get("pattern-forms")
+    if forms is None:
+        classes = egraph.class_nodes()
+        nodes = [(t.kind, (t.payload[0], egraph.attrs[t.payload[1]]) if t.kind is Kind.CALL else t.payload,
+                  t.children, c) for c, terms in classes.items() for t in terms]
+        view = EGraphView.build(nodes, {c: egraph.type_of(c) for c in classes}, (), variables=egraph.variables,
+                                constants=egraph.constants, functions=egraph.functions)
+        forms = egraph.snapshot_cache["pattern-forms"] = EGraphForms(view)
+    return forms  # type: ignore[return-value]

@@ -6,8 +6,8 @@ extraction. A query matches e-nodes, so every sub-pattern may meet any equivalen
 class, not only the form that was lowered. The semantics come from the pattern walk's
 table (`ir.dataflow_pattern.semantics`), never restated here: argument orders (`argument_orders`),
 re-association (`reassociations`), attribute and type tests (`attr_mismatch`, the `TypeCheck`
-entries of `KINDS`), and the walk itself on lowered leaves. A kind whose `KINDS` entry is a
-`TypeCheck` compiles with no code here. Per pattern kind:
+entries of `KINDS`), and the walk itself on lowered leaves and on kinds with no query here, so
+a kind added to `KINDS` compiles with no code here. Per pattern kind:
 
 | pattern                              | in the query                            | checked in Python per match    |
 |--------------------------------------|-----------------------------------------|--------------------------------|
@@ -27,6 +27,7 @@ entries of `KINDS`), and the walk itself on lowered leaves. A kind whose `KINDS`
 | `has_attr`                           | -                                       | call, op or function attributes |
 | `has_type`, `has_dtype`, `has_shape`, any `TypeCheck` kind | -                 | the class's type (the analysis) |
 | `dominates(parent, path, child)`     | the child                               | parent and path: the region search of `dominator`, over every form of every class |
+| any other kind in `KINDS`            | a class variable                        | the pattern walk on the class (`snapshot_forms`); its sub-patterns are neither joined with the query nor part of the match's interior |
 
 A recursive pattern (a wildcard redirected, through `redirect_to`, to a pattern containing it)
 is refused with a `PatternCompileError`: a query is a finite conjunction of atoms, and a
@@ -63,8 +64,10 @@ from ir.dataflow_pattern import (
 from ir.dataflow_pattern.semantics import (
     KINDS, MISSING, TypeCheck, argument_orders, attr_lookup, attr_mismatch, reassociations,
 )
+from ir.dataflow_pattern.walk import Walker
 
 from ..egraph.egraph import EGraph, constant_key
+from ..egraph.pattern_graph import snapshot_forms
 from ..egraph.query import Atom, QVar, Query, is_plain_literal
 from ..egraph.terms import MAX_CALL_ARITY, Handle, Kind, Term
 from ..errors import PatternCompileError
@@ -162,6 +165,11 @@ class _Compiler:
             for v2, var in out:
                 v2.dominators.append((p, var))
             return out
+        if type(p) in KINDS:  # a kind with no query of its own: any class, where the pattern walk matches
+            var = v.fresh()
+            v.checks.append(lambda eg, vals: Walker(snapshot_forms(eg), record=False).visit(
+                p, eg.canonical(vals[var.name])) is None)
+            return [(v, var)]
         raise PatternCompileError(f"cannot compile a {type(p).__name__} into an e-matching query")
 
     # -- leaves and expressions -----------------------------------------------------------------

@@ -161,6 +161,42 @@ def test_a_kind_added_by_one_table_entry_works_in_the_matcher_the_explainer_and_
     assert explain_match(RankPattern(wildcard(), 1), flat, graph=program).matched
 
 
+@dataclass(frozen=True, eq=False)
+class OneArgument(DFPattern):
+    """A kind with a handler of its own, defined outside the library: a `call` whose arguments are one value."""
+
+    call: DFPattern
+
+    def children(self) -> tuple[DFPattern, ...]:
+        return (self.call,)
+
+
+def one_argument(w, p: OneArgument, value, form: ir.Expr, depth: int):
+    miss = w.visit_form(p.call, value, form, depth + 1)
+    if miss is not None or (isinstance(form, ir.Call) and len({w.graph.value_of(a) for a in form.args}) == 1):
+        return miss
+    return w.fail(p, value, "binding", depth, lambda: f"{w.graph.describe(value)} takes different arguments")
+
+
+def test_a_kind_with_a_handler_of_its_own_works_in_the_matcher_the_explainer_and_the_ematcher(monkeypatch):
+    monkeypatch.setitem(KINDS, OneArgument, one_argument)
+    x, y = relay.var("x", shape=(3,)), relay.var("y", shape=(3,))
+    square = x * x
+    program = relay.Tuple([square + square, x + y, relay.nn.relu(x)])
+    ir.infer_type(program)
+    low = lower(ir.IRModule.from_expr(program))
+    cls = classes_of(low.egraph, program)
+    add = is_op("add")(wildcard(), wildcard())
+    for pattern, expected in [(OneArgument(wildcard()(None)), 3), (OneArgument(add), 1),
+                              (is_op("add")(OneArgument(wildcard()(None)), wildcard()), 1),
+                              (is_op("nn.relu")(OneArgument(wildcard()(None))), 0)]:
+        direct = direct_matches(pattern, program)
+        assert len(direct) == expected, repr(pattern)
+        assert find_matches(pattern, low.egraph) == sorted({cls[id(n)] for n in direct}), repr(pattern)
+    expl = explain_match(OneArgument(add), program.fields[1], graph=program)
+    assert expl.cause == "binding" and "takes different arguments" in str(expl)
+
+
 def test_a_pattern_that_cannot_be_compiled_is_named():
     low = lower(ir.IRModule.from_expr(relay.nn.relu(relay.var("x", shape=(2,)))))
     with pytest.raises(PatternCompileError, match="DFPattern|pattern"):
