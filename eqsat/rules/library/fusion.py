@@ -12,7 +12,7 @@ from ir import Expr, relay
 from ir.op.registry import make_call
 
 from ..match import Match
-from ..pattern import call, const_pat, pvars
+from ..pattern import attr, call, const_pat, nn, pvars
 from ..rule import rule, ruleset
 
 __all__ = ["FUSION"]
@@ -28,13 +28,6 @@ def _vector_bias(m: Match) -> bool:
 
 def _last_axis(m: Match) -> bool:
     return m["ln"].axis in (-1, m.ndim("x") - 1)
-
-
-def _scaled_matmul(m: Match) -> Expr:
-    mm = m["mm"]
-    return make_call("nn.fused_matmul", [m.expr("x"), m.expr("w")],
-                     {"transpose_a": mm.transpose_a, "transpose_b": mm.transpose_b,
-                      "alpha": m.scalar("c")})
 
 
 def _float32_scalar(m: Match) -> bool:
@@ -105,19 +98,18 @@ def _skip_layer_norm(axis: int = -1) -> Expr:
     return relay.nn.layer_norm(relay.add(_v("x", 2, 5), _v("s", 2, 5)), _v("g", size), _v("be", size), axis=axis)
 
 FUSION = ruleset("fusion", [
-    rule("conv-bias",        call("nn.bias_add", call("nn.conv2d", x, w, bind_attrs="c"), b, axis=1),
-         call("nn.conv2d_bias_act", x, w, b, attrs_from="c", activation="none"),
+    rule("conv-bias",        nn.bias_add(nn.conv2d(x, w, bind_attrs="c"), b, axis=1),
+         nn.conv2d_bias_act(x, w, b, attrs_from="c", activation="none"),
          when=lambda m: m["c"].data_layout == "NCHW",
          example=lambda: relay.nn.bias_add(_conv(), _v("b", 4)),
          near_miss=lambda: relay.nn.bias_add(_conv("NHWC"), _v("b", 6), axis=1)),
     _activated("conv"),
-    rule("dense-bias",       call("add", call("nn.dense", x, w, bind_attrs="d"), b),
-         call("nn.dense_bias_act", x, w, b, attrs_from="d", activation="none"),
+    rule("dense-bias",       nn.dense(x, w, bind_attrs="d") + b, nn.dense_bias_act(x, w, b, attrs_from="d", activation="none"),
          when=_vector_bias,
          example=lambda: relay.add(relay.nn.dense(_v("x", 2, 5), _v("w", 3, 5)), _v("b", 3)),
          near_miss=lambda: relay.add(relay.nn.dense(_v("x", 2, 5), _v("w", 3, 5)), _v("b", 2, 3))),
     _activated("dense"),
-    rule("bias-gelu",        call("nn.gelu", call("add", x, b), approximate="none"), call("nn.bias_gelu", x, b),
+    rule("bias-gelu",        nn.gelu(x + b, approximate="none"), nn.bias_gelu(x, b),
          when=_vector_bias,
          example=lambda: relay.nn.gelu(relay.add(_v("x", 2, 5), _v("b", 5))),
          near_miss=lambda: relay.nn.gelu(relay.add(_v("x", 2, 5), _v("b", 5)), approximate="tanh")),
@@ -128,15 +120,15 @@ FUSION = ruleset("fusion", [
          call("nn.feed_forward", x, w, b, w2, b2), when=_plain_denses, dtypes="float",
          exact=False,  # the kernels round the hidden values and sum the column chunks in their own order
          example=_feed_forward, near_miss=lambda: _feed_forward(approximate="tanh")),
-    rule("skip-layer-norm",  call("nn.layer_norm", call("add", x, s), g, be, bind_attrs="ln"),
-         call("nn.skip_layer_norm", x, s, g, be, attrs_from="ln"),
+    rule("skip-layer-norm",  nn.layer_norm(x + s, g, be, bind_attrs="ln"), nn.skip_layer_norm(x, s, g, be, attrs_from="ln"),
          when=_last_axis, example=_skip_layer_norm, near_miss=lambda: _skip_layer_norm(axis=0)),
-    rule("scaled-matmul",    call("multiply", call("nn.matmul", x, w, out_dtype="", bind_attrs="mm"), const_pat("c")),
-         _scaled_matmul, when=_float32_scalar, dtypes="float",
+    rule("scaled-matmul",    nn.matmul(x, w, out_dtype="", bind_attrs="mm") * const_pat("c"),
+         nn.fused_matmul(x, w, transpose_a=attr("mm", "transpose_a"), transpose_b=attr("mm", "transpose_b"),
+                         alpha=lambda m: m.scalar("c")), when=_float32_scalar, dtypes="float",
          example=lambda: relay.multiply(relay.nn.matmul(_v("a", 2, 3), _v("b", 3, 4)), relay.const(np.float32(0.5))),
          near_miss=lambda: relay.multiply(relay.nn.matmul(_v("a", 2, 3), _v("b", 3, 4)),
                                           relay.const(np.array([0.5, 1.0, 2.0, 4.0], "float32")))),
-    rule("bias-add-as-add",  call("nn.bias_add", x, b, bind_attrs="ba"), _bias_add_as_add,
+    rule("bias-add-as-add",  nn.bias_add(x, b, bind_attrs="ba"), _bias_add_as_add,
          example=lambda: relay.nn.bias_add(_v("x", 1, 4, 3, 3), _v("b", 4)),
          near_miss=lambda: relay.add(_v("x", 1, 4, 3, 3), _v("b", 3))),
 ])
