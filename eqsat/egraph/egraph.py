@@ -22,6 +22,8 @@ import hashlib
 from dataclasses import dataclass
 from typing import Callable, Iterable, Mapping
 
+import numpy as np
+
 from ir import Attrs, Call, Constant, Expr, Function, If, Let, Tuple, TupleGetItem, Var, get_op
 from ir.structural import structural_equal, structural_hash
 from ir.type_infer import types_compatible
@@ -55,11 +57,12 @@ class Application:
 
 
 def constant_key(c: Constant) -> str:
-    """Content digest of a constant (dtype, shape and bytes): equal tensors share one e-node."""
-    h = hashlib.blake2b(digest_size=16)
-    h.update(f"{c.dtype}{c.shape}".encode())
-    h.update(c.data.tobytes())
-    return h.hexdigest()
+    """Content digest of a constant (dtype, shape and bytes): equal tensors share one e-node. SHA-256,
+    which x86's SHA extensions run at twice BLAKE2's speed: the layout and merge rules make hundreds
+    of megabytes of weights on a CNN, each digested once."""
+    h = hashlib.sha256(f"{c.dtype}{c.shape}".encode())
+    h.update(np.ascontiguousarray(c.data).reshape(-1).view(np.uint8))
+    return h.hexdigest()[:32]
 
 
 def attrs_key(attrs: Attrs) -> str:

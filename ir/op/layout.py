@@ -20,6 +20,7 @@ data layout).
 
 from __future__ import annotations
 
+import functools
 import re
 from typing import Sequence
 
@@ -44,6 +45,12 @@ def parse_layout(layout: str) -> tuple[tuple[str, int | None], ...]:
     """
     if not isinstance(layout, str) or not layout:
         raise ValueError(f"a layout is a non-empty string such as 'NCHW16c', got {layout!r}")
+    return _parse_layout(layout)
+
+
+@functools.lru_cache(maxsize=256)
+def _parse_layout(layout: str) -> tuple[tuple[str, int | None], ...]:
+    """`parse_layout` of a string, remembered: type relations ask it for the same few layouts often."""
     axes: list[tuple[str, int | None]] = []
     pos = 0
     for found in _TOKEN.finditer(layout):
