@@ -33,7 +33,7 @@ from ir.dtype_info import numpy_dtype
 from ir.op.registry import make_call
 
 from ..match import Match
-from ..pattern import call, const_pat, pvars
+from ..pattern import call, const_pat, nn, ops, pvars
 from ..rule import rule, ruleset
 from .exact import constant, rounded, subnormal
 
@@ -63,12 +63,8 @@ def _last_axis(m: Match, *names: str) -> bool:
                and tuple(a % ndim for a in m[n].axis) == (ndim - 1,) for n in names)
 
 
-def _mean(data, name: str):
-    return call("mean", data, bind_attrs=name)
-
-
 def _centered():
-    return call("subtract", x, _mean(x, "m1"))
+    return x - ops.mean(x, bind_attrs="m1")
 
 
 def _ones_zeros(m: Match) -> tuple[Expr, Expr] | None:
@@ -93,15 +89,17 @@ def _unit(m: Match, name: str, value: float) -> bool:
     return name in m.constants and bool(np.all(m.const(name) == value))
 
 
-def _affine_layer_norm(m: Match) -> Expr | None:
-    if not (_unit(m, "one", 1.0) and _unit(m, "zero", 0.0)):
-        return None
-    n = m.shape("x")[-1]
-    for p in ("g", "b"):
-        ty = m.tensor_type(p)
-        if ty is None or ty.shape not in ((n,),):
-            return None
-    return make_call("nn.layer_norm", [m.expr("x"), m.expr("g"), m.expr("b")], dict(m["ln"]))
+def _vectors_over_last_axis(*names: str):
+    """Guard: each constant or variable of `names` is a vector as long as the last axis of `x`."""
+    def guard(m: Match) -> bool:
+        types = [m.tensor_type(p) for p in names]
+        return all(ty is not None and ty.shape == (m.shape("x")[-1],) for ty in types)
+    return guard
+
+
+def _affine_layer_norm(m: Match) -> bool:
+    """A unit layer norm (its shift all zeros of either sign), then a scale and a shift over its axis."""
+    return _unit(m, "zero", 0.0) and _vectors_over_last_axis("g", "b")(m)
 
 
 def _rms_norm(m: Match) -> Expr | None:
@@ -113,33 +111,28 @@ def _rms_norm(m: Match) -> Expr | None:
     return make_call("nn.rms_norm", [m.expr("x"), ones], {"axis": -1, "epsilon": eps})
 
 
-def _scaled_rms_norm(m: Match) -> Expr | None:
-    ty = m.tensor_type("g")
-    if not (_unit(m, "one", 1.0) and ty is not None and ty.shape == (m.shape("x")[-1],)):
-        return None
-    return make_call("nn.rms_norm", [m.expr("x"), m.expr("g")], dict(m["rn"]))
+def _keeps_shape(m: Match) -> bool:
+    return m.type("x") == m.root_type()
 
 
 def _is_gelu(m: Match) -> bool:
-    return (_close(m.scalar("s"), _SQRT_HALF) and m.scalar("one") == 1.0 and m.scalar("half") == 0.5
-            and m.type("x") == m.root_type())
+    return _close(m.scalar("s"), _SQRT_HALF) and _keeps_shape(m)
 
 
-def _hard_sigmoid_affine(m: Match) -> Expr | None:
-    alpha, beta = m.scalar("alpha"), m.scalar("beta")
-    if alpha is None or beta is None or m["c"].a_min != 0.0 or m["c"].a_max != 1.0 or m.type("x") != m.root_type():
-        return None
-    return make_call("nn.hard_sigmoid", [m.expr("x")], {"alpha": alpha, "beta": beta})
+def _scalar(name: str):
+    """A template attribute: the one value of constant `name`."""
+    return lambda m: m.scalar(name)
 
 
-def _hard_sigmoid_shifted(m: Match) -> Expr | None:
+def _scalars(*names: str):
+    """Guard: each constant of `names` holds one value, and the result keeps the shape of `x`."""
+    return lambda m: all(m.scalar(n) is not None for n in names) and _keeps_shape(m)
+
+
+def _unit_clip_scale(m: Match) -> bool:
     """clip(x + b, 0, u) * k with k * u == 1 is clip(x * k + b * k, 0, 1)."""
-    shift, scale, upper = m.scalar("beta"), m.scalar("k"), m["c"].a_max
-    if shift is None or scale is None or m["c"].a_min != 0.0 or upper <= 0 or not _close(scale * upper, 1.0):
-        return None
-    if m.type("x") != m.root_type():
-        return None
-    return make_call("nn.hard_sigmoid", [m.expr("x")], {"alpha": scale, "beta": shift * scale})
+    scale, upper = m.scalar("k"), m["c"].a_max
+    return _scalars("beta", "k")(m) and m["c"].a_min == 0.0 and upper > 0 and _close(scale * upper, 1.0)
 
 
 def _is_hard_swish_gate(m: Match) -> bool:
@@ -147,10 +140,6 @@ def _is_hard_swish_gate(m: Match) -> bool:
     return _close(hs.alpha, 1 / 6) and _close(hs.beta, 0.5) and m.type("x") == m.root_type()
 
 
-def _softmax(m: Match) -> Expr | None:
-    if not _last_axis(m, "mx", "sm"):
-        return None
-    return make_call("nn.softmax", [m.expr("x")], {"axis": -1})
 
 
 _DENSE_DTYPES = frozenset({"float16", "float32", "float64", "int8", "int16", "int32", "int64", "uint8", "uint16",
@@ -165,13 +154,11 @@ def _constant_weight_dense(m: Match) -> Expr | None:
     return make_call("nn.dense", [m.expr("x"), constant(np.ascontiguousarray(weight.T))])
 
 
-def _transposed_weight_dense(m: Match) -> Expr | None:
+def _transposed_weight(m: Match) -> bool:
+    """A 2-D weight `w` transposed (as `nn.dense` reads it), data of 2 axes or more, a dtype dense runs."""
     axes = m["t"].axes
-    if m.ndim("w") != 2 or m.ndim("x") < 2 or m.dtype("x") not in _DENSE_DTYPES:
-        return None
-    if axes is not None and tuple(a % 2 for a in axes) != (1, 0):
-        return None
-    return make_call("nn.dense", [m.expr("x"), m.expr("w")])
+    return (m.ndim("w") == 2 and m.ndim("x") >= 2 and m.dtype("x") in _DENSE_DTYPES
+            and (axes is None or tuple(a % 2 for a in axes) == (1, 0)))
 
 
 def _swap_last_two(m: Match, name: str) -> Expr:
@@ -329,62 +316,53 @@ def _conv(weight_shape=(4, 3, 3, 3)) -> Expr:
                            padding=(1, 1))
 
 
-_LN_ONES = call("nn.layer_norm", x, const_pat("one"), const_pat("zero"), bind_attrs="ln")
-_RMS_ONES = call("nn.rms_norm", x, const_pat("one"), bind_attrs="rn")
 
 IDIOMS = ruleset("idioms", [
-    rule("layer-norm",
-         call("divide", _centered(), call("sqrt", call("add", _mean(call("multiply", _centered(), _centered()), "m2"),
-                                                        const_pat("eps")))),
+    rule("layer-norm", _centered() / ops.sqrt(ops.mean(_centered() * _centered(), bind_attrs="m2") + const_pat("eps")),
          _layer_norm, dtypes="float", exact=False,
          example=_layer_norm_example, near_miss=_layer_norm_wrong_axis),
-    rule("layer-norm-affine", call("add", call("multiply", _LN_ONES, g), b), _affine_layer_norm,
-         dtypes="float", exact=False,
+    rule("layer-norm-affine", nn.layer_norm(x, 1.0, const_pat("zero")) * g + b, nn.layer_norm(x, g, b),
+         when=_affine_layer_norm, dtypes="float", exact=False,
          example=lambda: relay.add(relay.multiply(relay.nn.layer_norm(_v(2, 8), _c(np.ones(8)), _c(np.zeros(8))),
                                                   _v(8, name="g")), _v(8, name="b")),
          near_miss=lambda: relay.add(relay.multiply(relay.nn.layer_norm(_v(2, 8), _c(np.ones(8)), _c(np.zeros(8))),
                                                     _v(2, 8, name="g")), _v(8, name="b"))),
-    rule("rms-norm",
-         call("divide", x, call("sqrt", call("add", _mean(call("multiply", x, x), "m1"), const_pat("eps")))),
-         _rms_norm, dtypes="float", exact=False,
+    rule("rms-norm", x / ops.sqrt(ops.mean(x * x, bind_attrs="m1") + const_pat("eps")), _rms_norm, dtypes="float", exact=False,
          example=_rms_example, near_miss=lambda: _rms_example(axis=0)),
-    rule("rms-norm-scaled", call("multiply", _RMS_ONES, g), _scaled_rms_norm, dtypes="float", exact=False,
+    rule("rms-norm-scaled", nn.rms_norm(x, 1.0) * g, nn.rms_norm(x, g), when=_vectors_over_last_axis("g"),
+         dtypes="float", exact=False,
          example=lambda: relay.multiply(relay.nn.rms_norm(_v(2, 8), _c(np.ones(8))), _v(8, name="g")),
          near_miss=lambda: relay.multiply(relay.nn.rms_norm(_v(2, 8), _c(np.full(8, 2.0))), _v(8, name="g"))),
-    rule("gelu-erf",
-         call("multiply", call("multiply", x, call("add", call("erf", call("multiply", x, const_pat("s"))),
-                                                     const_pat("one"))), const_pat("half")),
-         call("nn.gelu", x, approximate="none"), when=_is_gelu, dtypes="float", exact=False,
+    rule("gelu-erf", (x * (ops.erf(x * const_pat("s")) + 1.0)) * 0.5, nn.gelu(x, approximate="none"), when=_is_gelu,
+         dtypes="float", exact=False,
          example=_gelu_example, near_miss=lambda: _gelu_example(scale=0.8)),
-    rule("silu", call("multiply", x, call("sigmoid", x)), call("nn.silu", x), dtypes="float", exact=False,
+    rule("silu", x * ops.sigmoid(x), nn.silu(x), dtypes="float", exact=False,
          example=lambda: _gated(relay.sigmoid),
          near_miss=lambda: _gated(lambda v: relay.sigmoid(relay.multiply(v, _c(1.702))))),
-    rule("hard-sigmoid",
-         call("clip", call("add", call("multiply", x, const_pat("alpha")), const_pat("beta")), bind_attrs="c"),
-         _hard_sigmoid_affine, dtypes="float", exact=False,
+    rule("hard-sigmoid", ops.clip(x * const_pat("alpha") + const_pat("beta"), a_min=0.0, a_max=1.0),
+         nn.hard_sigmoid(x, alpha=_scalar("alpha"), beta=_scalar("beta")), when=_scalars("alpha", "beta"),
+         dtypes="float", exact=False,
          example=lambda: relay.clip(relay.add(relay.multiply(_v(2, 8), _c(0.2)), _c(0.5)), 0.0, 1.0),
          near_miss=lambda: relay.clip(relay.add(relay.multiply(_v(2, 8), _c(0.2)), _c(0.5)), 0.0, 6.0)),
-    rule("hard-sigmoid-shifted",
-         call("multiply", call("clip", call("add", x, const_pat("beta")), bind_attrs="c"), const_pat("k")),
-         _hard_sigmoid_shifted, dtypes="float", exact=False,
+    rule("hard-sigmoid-shifted", ops.clip(x + const_pat("beta"), bind_attrs="c") * const_pat("k"),
+         nn.hard_sigmoid(x, alpha=_scalar("k"), beta=lambda m: m.scalar("beta") * m.scalar("k")),
+         when=_unit_clip_scale, dtypes="float", exact=False,
          example=lambda: relay.multiply(relay.clip(relay.add(_v(2, 8), _c(3.0)), 0.0, 6.0), _c(1 / 6)),
          near_miss=lambda: relay.multiply(relay.clip(relay.add(_v(2, 8), _c(3.0)), 0.0, 6.0), _c(0.5))),
-    rule("hard-swish", call("multiply", x, call("nn.hard_sigmoid", x, bind_attrs="hs")), call("nn.hard_swish", x),
+    rule("hard-swish", x * nn.hard_sigmoid(x, bind_attrs="hs"), nn.hard_swish(x),
          when=_is_hard_swish_gate, dtypes="float", exact=False,
          example=lambda: _gated(lambda v: relay.nn.hard_sigmoid(v, alpha=1 / 6, beta=0.5)),
          near_miss=lambda: _gated(relay.nn.hard_sigmoid)),
-    rule("softmax",
-         call("divide", call("exp", call("subtract", x, call("max", x, bind_attrs="mx"))),
-              call("sum", call("exp", call("subtract", x, call("max", x, bind_attrs="mx"))), bind_attrs="sm")),
-         _softmax, dtypes="float", exact=False,
+    rule("softmax", ops.exp(x - ops.max(x, bind_attrs="mx")) / ops.sum(ops.exp(x - ops.max(x, bind_attrs="mx")),
+                                                                      bind_attrs="sm"),
+         nn.softmax(x, axis=-1), when=lambda m: _last_axis(m, "mx", "sm"), dtypes="float", exact=False,
          example=_softmax_example, near_miss=lambda: _softmax_example(axis=0)),
-    rule("matmul-constant-weight", call("nn.matmul", x, const_pat("w"), transpose_a=False, transpose_b=False),
+    rule("matmul-constant-weight", nn.matmul(x, const_pat("w"), transpose_a=False, transpose_b=False),
          _constant_weight_dense, exact=False,
          example=lambda: relay.nn.matmul(_v(2, 4, 8), _c(np.arange(48).reshape(8, 6) / 48)),
          near_miss=lambda: relay.nn.matmul(_v(2, 4, 8), _c(np.ones((2, 8, 6))))),
-    rule("matmul-transposed-weight", call("nn.matmul", x, call("transpose", w, bind_attrs="t"),
-                                          transpose_a=False, transpose_b=False),
-         _transposed_weight_dense, exact=False,
+    rule("matmul-transposed-weight", nn.matmul(x, ops.transpose(w, bind_attrs="t"), transpose_a=False, transpose_b=False),
+         nn.dense(x, w), when=_transposed_weight, exact=False,
          example=lambda: relay.nn.matmul(_v(2, 4, 8), relay.transpose(_v(6, 8, name="w"), (1, 0))),
          near_miss=lambda: relay.nn.matmul(_v(2, 4, 8), relay.transpose(_v(8, 6, name="w"), (0, 1)))),
     *(rule(f"{name}{suffix}", _attention_pattern(product, scaled, masked), _attention(scaled, masked),
@@ -400,11 +378,11 @@ IDIOMS = ruleset("idioms", [
            example=lambda s=scaled, k=masked: _guarded_attention_example(s, k),
            near_miss=lambda s=scaled, k=masked: _guarded_attention_example(s, k, fill=-0.0))
       for scaled in (False, True) for masked in (False, True)),
-    rule("conv-channel-scale", call("multiply", call("nn.conv2d", x, const_pat("w"), bind_attrs="c"), const_pat("s")),
+    rule("conv-channel-scale", nn.conv2d(x, const_pat("w"), bind_attrs="c") * const_pat("s"),
          _fold_scale_into_conv, dtypes="float", exact=False,
          example=lambda: relay.multiply(_conv(), _c(np.linspace(0.5, 2, 4).reshape(4, 1, 1))),
          near_miss=lambda: relay.multiply(_conv(), _c(np.linspace(0.5, 2, 6).reshape(1, 1, 6)))),
-    rule("conv-channel-shift", call("add", call("nn.conv2d", x, w, bind_attrs="c"), const_pat("t")),
+    rule("conv-channel-shift", nn.conv2d(x, w, bind_attrs="c") + const_pat("t"),
          _shift_as_bias, dtypes="float",
          example=lambda: relay.add(_conv(), _c(np.linspace(-1, 1, 4).reshape(1, 4, 1, 1))),
          near_miss=lambda: relay.add(_conv(), _c(np.linspace(-1, 1, 6).reshape(6)))),
