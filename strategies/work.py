@@ -98,8 +98,11 @@ def op_work(op_name: str, attrs: Attrs, in_types: Sequence[Type], out_type: Type
         return Work(flops, moved)
     if op_name in ("nn.matmul", "nn.batch_matmul", "nn.fused_matmul"):
         return Work(2.0 * _matmul_macs(attrs, in_types, out_type, assumed_dim), moved)
-    if op_name in ("nn.attention", "nn.masked_attention"):
+    if op_name in ("nn.attention", "nn.masked_attention", "nn.cached_attention"):
         q, k, v = in_types[:3]
+        if op_name == "nn.cached_attention":  # ONNX Runtime writes the present K/V (outputs), then reads them again
+            q, k, v = in_types[0], *out_type.fields[1:]
+            moved += nbytes(k, assumed_dim) + nbytes(v, assumed_dim)
         scores = numel(q, assumed_dim) // dim_size(q.shape[-1], assumed_dim) * dim_size(k.shape[-2], assumed_dim)
         head_sizes = dim_size(q.shape[-1], assumed_dim) + dim_size(v.shape[-1], assumed_dim)
         return Work(2.0 * scores * head_sizes + _NORMALIZATION["nn.softmax"] * scores, moved)

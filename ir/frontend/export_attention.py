@@ -2,6 +2,8 @@
 
     nn.attention(q, k, v; scale)              -> Attention(Q, K, V; scale)           (opset >= 23)
     nn.masked_attention(q, k, v, mask; scale) -> Attention(Q, K, V, attn_mask; scale)
+    nn.cached_attention(q, k, v, past_k, past_v, mask; scale)
+                      -> Y, present_key, present_value = Attention(Q, K, V, attn_mask, past_key, past_value; scale)
 
 Where q, k and v are (batch, sequence, heads x head size) values with their heads split off by
 static reshapes and transposes (`EmitContext.relayouts`), as a dense layer's heads are, `Attention`
@@ -11,7 +13,7 @@ Otherwise a 3-D call (heads, sequence, head size) is written as one batch of 4-D
 A row the mask hides entirely (-inf throughout) is NaN in the op, as in its spelled-out form, but 0
 in ONNX Runtime's kernel; a `ReduceMax`/`Where` guard on the (small) mask puts the NaN back, and a
 row hidden by the lowest finite value is uniform in the op but 0 in the kernel, so the mask is
-raised to -1e30 where it is lower.
+raised to -1e30 where it is lower but finite.
 With `nan_rows="zero"` (torch SDPA's `where(isnan(p), 0, p)` guard) a hidden row is 0 in the op
 and in the kernel, and only the floor is applied; the kernel gives NaN, not 0, for a row whose
 scores are NaN because Q or K hold NaN or infinity (or their products overflow), which the op gives as 0.
@@ -28,9 +30,9 @@ from typing import Sequence
 
 import numpy as np
 
-from ..expr import Call
+from ..expr import Call, Expr
 from ..op.shapes import known
-from ..types import is_static
+from ..types import TensorType, is_static
 from .export_context import ONE_NODE_OPSETS, EmitContext, Relayout, Value, emits
 from .export_tensor import relayout_of, unsqueeze
 
@@ -38,7 +40,7 @@ __all__ = ["ATTENTION_OPSET"]
 
 #: the first opset that defines `Attention`
 ATTENTION_OPSET = 23
-ONE_NODE_OPSETS.update({"nn.attention": ATTENTION_OPSET, "nn.masked_attention": ATTENTION_OPSET})
+ONE_NODE_OPSETS.update(dict.fromkeys(("nn.attention", "nn.masked_attention", "nn.cached_attention"), ATTENTION_OPSET))
 #: ONNX's `Attention` takes 4-D (batch, heads, sequence, head size) inputs (3-D ones pack the heads);
 #: a 3-D call's leading axis is taken as the heads of one batch
 _ATTENTION_RANK = 4
@@ -46,18 +48,22 @@ _ATTENTION_RANK = 4
 _ATTENTION_DTYPES = ("float32",)
 
 
-def _mask_over_scores(ctx: EmitContext, call: Call, args: Sequence[Value], mask: Value) -> Value:
-    """The mask as ONNX Runtime takes it: 4-D, its last two axes as long as the scores' (ONNX
-    Runtime broadcasts only the leading axes of `attn_mask`), expanded where they are not (to
-    lengths read when the model runs where they are symbolic)."""
-    shape = ctx.type_of(call.args[3]).shape
-    rows, cols = ctx.type_of(call.args[0]).shape[-2], ctx.type_of(call.args[1]).shape[-2]
+def _mask_over_scores(ctx: EmitContext, mask_expr: Expr, mask: Value, rows, cols,
+                      sources: Sequence[Sequence[Value]]) -> Value:
+    """The mask as ONNX Runtime takes it: 4-D, its last two axes as long as the scores' (`rows`, `cols`;
+    ONNX Runtime broadcasts only the leading axes of `attn_mask`), expanded where they are not; where
+    the lengths are symbolic they are read when the model runs, each as the sum of the second-to-last
+    axes of its `sources` (the query's; the keys', or the past and new keys' of a cache)."""
+    shape = ctx.type_of(mask_expr).shape
     if len(shape) == _ATTENTION_RANK and tuple(shape[-2:]) == (rows, cols):
         return mask
     if known(rows) and known(cols):
         target = ctx.ints((1, 1, rows, cols))  # Expand broadcasts both ways: the 1s keep the mask's axes
     else:
-        lengths = [ctx.node("Shape", [value], start=-2, end=-1) for value in args[:2]]
+        lengths = []
+        for values in sources:
+            parts = [ctx.node("Shape", [value], start=-2, end=-1) for value in values]
+            lengths.append(parts[0] if len(parts) == 1 else ctx.node("Add", parts))
         target = ctx.node("Concat", [ctx.ints((1, 1)), *lengths], axis=0)
     return ctx.node("Expand", [mask, target])
 
@@ -69,29 +75,21 @@ def _mask_over_scores(ctx: EmitContext, call: Call, args: Sequence[Value], mask:
 _MASK_FLOOR = -1e30
 
 
-def _nan_in_hidden_rows(ctx: EmitContext, mask: Value, dtype: str) -> Value:
-    """The mask as ONNX Runtime's `Attention` must read it to compute the op: NaN in its rows that
-    are -inf throughout (softmax divides 0 by 0 there, which the op and its spelled-out form give as
-    NaN and the kernel as 0; a NaN in the mask makes the row NaN), and no value below `_MASK_FLOOR`.
-    The mask is small (it broadcasts), so this is cheap."""
-    row_max = ctx.node("ReduceMax", [mask, ctx.ints([-1])], keepdims=1)
-    hidden = ctx.node("Equal", [row_max, ctx.const(-float("inf"), dtype)])
-    floor = ctx.const(_MASK_FLOOR, dtype)
-    raised = ctx.node("Where", [ctx.node("Less", [mask, floor]), floor, mask])
-    return ctx.node("Where", [hidden, ctx.const(float("nan"), dtype), raised])
-
-
 def _kernel_mask(ctx: EmitContext, call: Call, mask: Value) -> Value:
-    """The mask as ONNX Runtime's `Attention` reads it to compute `call`: NaN put back in its hidden
-    rows where the op keeps them NaN (`_nan_in_hidden_rows`); where it makes them 0 (`nan_rows="zero"`)
-    the kernel does too, and only finite values below `_MASK_FLOOR` are raised (-inf stays: the
-    kernel gives its rows 0, as the op)."""
-    dtype = ctx.type_of(call).dtype
-    if getattr(call.attrs, "nan_rows", "keep") == "keep":
-        return _nan_in_hidden_rows(ctx, mask, dtype)
-    floor = ctx.const(_MASK_FLOOR, dtype)
-    finite_low = ctx.node("And", [ctx.node("Less", [mask, floor]), ctx.node("Greater", [mask, ctx.const(-float("inf"), dtype)])])
-    return ctx.node("Where", [finite_low, floor, mask])
+    """The mask as ONNX Runtime's `Attention` reads it to compute `call`: its finite values below
+    `_MASK_FLOOR` raised to it (-inf stays: a row hidden in part keeps its -inf columns at 0 weight),
+    and, where the op keeps a row NaN (`nan_rows="keep"`), NaN in its rows that are -inf throughout
+    (softmax divides 0 by 0 there, which the op and its spelled-out form give as NaN and the kernel
+    as 0, as the op does with `nan_rows="zero"`; a NaN in the mask makes the row NaN). The mask is
+    small (it broadcasts), so this is cheap."""
+    dtype = ctx.type_of(call.args[0]).dtype
+    floor, low = ctx.const(_MASK_FLOOR, dtype), ctx.const(-float("inf"), dtype)
+    finite_low = ctx.node("And", [ctx.node("Less", [mask, floor]), ctx.node("Greater", [mask, low])])
+    raised = ctx.node("Where", [finite_low, floor, mask])
+    if getattr(call.attrs, "nan_rows", "keep") == "zero":
+        return raised
+    hidden = ctx.node("Equal", [ctx.node("ReduceMax", [mask, ctx.ints([-1])], keepdims=1), low])
+    return ctx.node("Where", [hidden, ctx.const(float("nan"), dtype), raised])
 
 
 def _split_heads(batch: int, heads: int, shape: Sequence[int]) -> np.ndarray:
@@ -140,7 +138,7 @@ def _attention_over_tokens(ctx: EmitContext, call: Call, args: Sequence[Value]) 
         tokens = (batch, sequence, heads * size)
         inputs.append(r.base if r.shape == tokens else ctx.node("Reshape", [r.base, ctx.ints(tokens)]))
     if len(args) > 3:
-        inputs.append(_mask_over_scores(ctx, call, args, _kernel_mask(ctx, call, args[3])))
+        inputs.append(_scores_mask(ctx, call, args))
     out = ctx.node("Attention", inputs, scale=call.attrs.scale, q_num_heads=heads, kv_num_heads=heads)
     shape = tuple(ctx.type_of(call).concrete_shape)
     sequence, size = shape[-2], shape[-1]
@@ -158,39 +156,71 @@ def _attention_over_tokens(ctx: EmitContext, call: Call, args: Sequence[Value]) 
     return value
 
 
+def _scores_mask(ctx: EmitContext, call: Call, args: Sequence[Value]) -> Value:
+    """The mask of an `nn.masked_attention` call as ONNX Runtime's `Attention` reads it."""
+    rows, cols = ctx.type_of(call.args[0]).shape[-2], ctx.type_of(call.args[1]).shape[-2]
+    return _mask_over_scores(ctx, call.args[3], _kernel_mask(ctx, call, args[3]), rows, cols, ([args[0]], [args[1]]))
+
+
+def _one_node(ctx: EmitContext, query: TensorType) -> bool:
+    return ctx.opset >= ATTENTION_OPSET and query.dtype in _ATTENTION_DTYPES
+
+
 @emits("nn.attention", "nn.masked_attention")
 def emit_attention(ctx: EmitContext, call: Call, args: Sequence[Value]) -> Value:
     query = ctx.type_of(call.args[0])
-    scale = call.attrs.scale
-    if ctx.opset >= ATTENTION_OPSET and query.ndim in (3, 4) and query.dtype in _ATTENTION_DTYPES:
+    if _one_node(ctx, query) and query.ndim in (3, 4):
         over_tokens = _attention_over_tokens(ctx, call, args) if is_static(query.shape) else None
         if over_tokens is not None:
             return over_tokens
         added = list(range(_ATTENTION_RANK - query.ndim))
         inputs = [unsqueeze(ctx, a, added) for a in args[:3]]
         if len(args) > 3:
-            inputs.append(_mask_over_scores(ctx, call, args, _kernel_mask(ctx, call, args[3])))
-        out = ctx.node("Attention", inputs, scale=scale)
+            inputs.append(_scores_mask(ctx, call, args))
+        out = ctx.node("Attention", inputs, scale=call.attrs.scale)
         return ctx.node("Squeeze", [out, ctx.ints(added)]) if added else out
+    kv_heads = ctx.type_of(call.args[1]).shape[-3]
+    return _spelled_out(ctx, call, query, kv_heads, *args[:3], args[3] if len(args) > 3 else None)
+
+
+@emits("nn.cached_attention")
+def emit_cached_attention(ctx: EmitContext, call: Call, args: Sequence[Value]) -> Value:
+    """`Attention` with `past_key`/`past_value` inputs and `present_key`/`present_value` outputs (4-D
+    float32 from opset 23); otherwise each cache's `Concat` and the attention spelled out."""
+    query = ctx.type_of(call.args[0])
+    if _one_node(ctx, query) and query.ndim == _ATTENTION_RANK:
+        rows, cols = query.shape[-2], call.checked_type.fields[1].shape[-2]
+        mask = _mask_over_scores(ctx, call.args[5], _kernel_mask(ctx, call, args[5]), rows, cols,
+                                 ([args[0]], [args[3], args[1]]))
+        return tuple(ctx.node("Attention", [*args[:3], mask, *args[3:5]], outputs=3, scale=call.attrs.scale))
+    present = [ctx.node("Concat", [past, new], axis=-2) for past, new in ((args[3], args[1]), (args[4], args[2]))]
+    out = _spelled_out(ctx, call, query, ctx.type_of(call.args[1]).shape[-3], args[0], *present, args[5])
+    return (out, *present)
+
+
+def _spelled_out(ctx: EmitContext, call: Call, query: TensorType, kv_heads, q: Value, k: Value, v: Value,
+                 mask: Value | None) -> Value:
+    """`MatMul(Q, Transpose(K))` (K and V with fewer heads gathered to the query's first), `Mul` by the
+    scale, `Add` of the mask, `Softmax` over the last axis (its NaN rows made 0 for `nan_rows="zero"`)
+    and `MatMul` with V."""
     perm = list(range(query.ndim))
     perm[-2:] = perm[-1], perm[-2]
-    key, value = _repeat_kv(ctx, call, args)
-    scores = ctx.node("MatMul", [args[0], ctx.node("Transpose", [key], perm=perm)])
-    if scale != 1.0:
-        scores = ctx.node("Mul", [scores, ctx.const(scale, query.dtype)])
-    if len(args) > 3:
-        scores = ctx.node("Add", [scores, args[3]])
+    key, value = _repeat_kv(ctx, query.shape[-3], kv_heads, k, v)
+    scores = ctx.node("MatMul", [q, ctx.node("Transpose", [key], perm=perm)])
+    if call.attrs.scale != 1.0:
+        scores = ctx.node("Mul", [scores, ctx.const(call.attrs.scale, query.dtype)])
+    if mask is not None:
+        scores = ctx.node("Add", [scores, mask])
     probs = ctx.node("Softmax", [scores], axis=-1)
     if getattr(call.attrs, "nan_rows", "keep") == "zero":
         probs = ctx.node("Where", [ctx.node("IsNaN", [probs]), ctx.const(0.0, query.dtype), probs])
     return ctx.node("MatMul", [probs, value])
 
 
-def _repeat_kv(ctx: EmitContext, call: Call, args: Sequence[Value]) -> tuple[Value, Value]:
+def _repeat_kv(ctx: EmitContext, q_heads, kv_heads, key: Value, value: Value) -> tuple[Value, Value]:
     """K and V with each of their heads repeated for its group of query heads (a `Gather` of the
     head axis, which takes symbolic lengths elsewhere), or as they are where the head counts agree."""
-    q_heads, kv_heads = ctx.type_of(call.args[0]).shape[-3], ctx.type_of(call.args[1]).shape[-3]
     if q_heads == kv_heads:
-        return args[1], args[2]
+        return key, value
     heads = ctx.ints(np.repeat(np.arange(kv_heads), q_heads // kv_heads))
-    return tuple(ctx.node("Gather", [a, heads], axis=-3) for a in args[1:3])  # type: ignore[return-value]
+    return ctx.node("Gather", [key, heads], axis=-3), ctx.node("Gather", [value, heads], axis=-3)

@@ -13,11 +13,12 @@ from typing import Sequence
 
 from ..attrs import Attrs
 from ..errors import ShapeError
-from ..types import TensorType, Type
+from ..types import TensorType, TupleType, Type
 from .nn import CONV_ATTRS, conv2d_rel, dense_rel, layer_norm_rel, matmul_rel
 from .registry import AttrField, OpPattern, register_op
 from .shapes import broadcast_shapes, dims_match, known, same_dtype, tensor
 from .tensor import broadcast_rel
+from .transform import concatenate_rel
 
 #: the fused forms' activations: leaky relu's slope is `alpha`, hard sigmoid's `alpha` and `beta`, clip's bounds
 #: `a_min` and `a_max` (ONNX Runtime's FusedConv takes each, its FusedGemm all but clip)
@@ -111,6 +112,18 @@ def attention_rel(args: Sequence[Type], attrs: Attrs) -> Type:
     return TensorType((*lead, q.shape[-2], v.shape[-1]), dtype)
 
 
+_SEQUENCE_AXIS = Attrs({"axis": -2})
+
+
+def cached_attention_rel(args: Sequence[Type], attrs: Attrs) -> Type:
+    """query, key, value (the new tokens'), past_key, past_value, mask -> (attention of the query over
+    the present keys and values, present_key, present_value), each present one the past's and the new
+    tokens' concatenated on the sequence axis (second-to-last); the mask covers the present length."""
+    present = [concatenate_rel([TupleType([tensor(past, name), tensor(new, name[5:])])], _SEQUENCE_AXIS)
+               for past, new, name in ((args[3], args[1], "past_key"), (args[4], args[2], "past_value"))]
+    return TupleType([attention_rel([args[0], *present, args[5]], attrs), *present])
+
+
 ACT = [AttrField("activation", "str", "none", choices=ACTIVATIONS),
        AttrField("alpha", "float", 0.01, doc="leaky relu's slope, hard sigmoid's scale"),
        AttrField("beta", "float", 0.5, doc="hard sigmoid's offset"),
@@ -148,3 +161,8 @@ register_op("nn.masked_attention", ["query", "key", "value", "mask"], attention_
             attrs=_SCALE,
             doc="softmax(query @ key^T * scale + mask, last axis) @ value, an additive mask (ONNX Attention); "
                 "`nan_rows` says what a NaN row of the softmax is.")
+register_op("nn.cached_attention", ["query", "key", "value", "past_key", "past_value", "mask"], cached_attention_rel,
+            OpPattern.OPAQUE, attrs=_SCALE,
+            doc="(masked_attention(query, K, V, mask), K, V) with K = concatenate((past_key, key), -2) and V "
+                "likewise: a decode step's attention over its key/value cache, returning the grown cache (ONNX "
+                "Attention with past_key/past_value and present_key/present_value).")

@@ -502,6 +502,13 @@ def _attention(attrs: Attrs, q: np.ndarray, k: np.ndarray, v: np.ndarray, mask: 
     return np.matmul(probs, v)
 
 
+@_ref("nn.cached_attention")
+def _cached_attention(attrs: Attrs, q: np.ndarray, k: np.ndarray, v: np.ndarray, past_k: np.ndarray,
+                      past_v: np.ndarray, mask: np.ndarray) -> tuple:
+    present_k, present_v = np.concatenate([past_k, k], axis=-2), np.concatenate([past_v, v], axis=-2)
+    return _attention(attrs, q, present_k, present_v, mask), present_k, present_v
+
+
 @_ref("nn.log_softmax")
 def _log_softmax(attrs: Attrs, x: np.ndarray) -> np.ndarray:
     shifted = x - x.max(axis=attrs.axis, keepdims=True)

@@ -1,8 +1,8 @@
 """ONNX Runtime's fused contrib forms, for targets with the `ort` key (ONNX Runtime's kernels).
 
 `nn.fused_matmul` (FusedMatMul), `nn.bias_gelu` (BiasGelu), `nn.skip_layer_norm`
-(SkipLayerNormalization), `nn.attention` / `nn.masked_attention` (ONNX Attention, which ONNX
-Runtime runs from opset 23) and `nn.feed_forward` (Gemm, Gelu, Gemm in cache-sized column chunks)
+(SkipLayerNormalization), `nn.attention` / `nn.masked_attention` / `nn.cached_attention` (ONNX
+Attention, which ONNX Runtime runs from opset 23, with past and present keys and values for the last) and `nn.feed_forward` (Gemm, Gelu, Gemm in cache-sized column chunks)
 have no generic strategy: a target runs them only if its keys say it
 has such kernels, so the e-graph extracts them only for such a target. `nn.bias_gelu` is legal in
 float32 only: ONNX Runtime's CPU kernels of BiasGelu and FastGelu take no float16.
@@ -47,7 +47,7 @@ def skip_layer_norm_strategy_ort(attrs: Attrs, in_types: Sequence[Type], out_typ
 
 
 get_op("nn.fused_matmul").get_attr("FTVMStrategy").register("ort", matmul_strategy_cpu("nn.fused_matmul"))
-for _name in ("nn.attention", "nn.masked_attention", "nn.feed_forward"):
+for _name in ("nn.attention", "nn.masked_attention", "nn.cached_attention", "nn.feed_forward"):
     get_op(_name).get_attr("FTVMStrategy").register("ort", reference_strategy_ort(_name))
 get_op("nn.bias_gelu").get_attr("FTVMStrategy").register("ort", reference_strategy_ort("nn.bias_gelu", ("float32",)))
 get_op("nn.skip_layer_norm").get_attr("FTVMStrategy").register("ort", skip_layer_norm_strategy_ort)

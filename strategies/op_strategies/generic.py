@@ -33,7 +33,7 @@ __all__ = ["FUSED_OPS", "no_knobs", "host_reference", "reference_strategy", "REF
 
 #: fused forms: no generic strategy, only the targets that have such kernels run them
 FUSED_OPS = ("nn.conv2d_bias_act", "nn.dense_bias_act", "nn.fused_matmul", "nn.bias_gelu", "nn.skip_layer_norm",
-             "nn.attention", "nn.masked_attention", "nn.feed_forward", "nn.rotary_embedding")
+             "nn.attention", "nn.masked_attention", "nn.cached_attention", "nn.feed_forward", "nn.rotary_embedding")
 #: the reference convolution and matmul kernels are einsum loops, far from a tuned GEMM
 REFERENCE_EFFICIENCY = 0.25
 

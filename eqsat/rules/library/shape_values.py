@@ -9,8 +9,9 @@ spelled-out ops did), some e-node of the target's class reads the shape of a typ
         = (batch, 2, 2, seq, 16)                            y: Tensor[(batch, seq, ...)]
 
 `shape_value` evaluates such a class over the symbolic dimensions (shape_of, take, reshape,
-expand_dims, concatenate, strided_slice, cast, and TorchScript's `where(x == -1, 1, x)`), trying
-each e-node of a class. A target that evaluates is a static one:
+expand_dims, concatenate, strided_slice, cast, add (a cache's past plus the new length), and
+TorchScript's `where(x == -1, 1, x)`), trying each e-node of a class. A target that evaluates is
+a static one:
 
     dyn.reshape(x, t) -> reshape(x, newshape)    each entry an int, a copy (0) of x's same symbolic
                                                  dimension at that position, or one inferred (-1)
@@ -21,7 +22,7 @@ each e-node of a class. A target that evaluates is a static one:
 
 A class keeps the type it was made with, so the shape of x is the most precise one its e-nodes'
 relations give over their operands' (`precise_shape`: a fused op may know what the spelled-out
-ops did not). Where the target or the shape does not evaluate yet, the rule answers `UNDECIDED`
+ops did not; a concatenation reads its tuple's fields so). Where the target or the shape does not evaluate yet, the rule answers `UNDECIDED`
 and the runner asks again after the next change (the rewrites that type it may come later).
 
 At run time a symbolic entry has the size it names; only a zero-length dimension read by a
@@ -39,7 +40,7 @@ from ir import Expr, relay
 from ir.dtype_info import numpy_dtype
 from ir.op.registry import make_call
 from ir.op.shapes import known
-from ir.types import Any, AnyDim, TensorType
+from ir.types import Any, AnyDim, TensorType, TupleType
 
 from ...egraph.egraph import EGraph
 from ...egraph.terms import Handle, Kind
@@ -103,6 +104,10 @@ def _call_value(egraph: EGraph, nodes, op: str, attrs, args: tuple[Handle, ...],
         return values[0].reshape(1)
     if op == "strided_slice" and values[0].ndim == 1 and list(attrs.axes or [0]) == [0] and attrs.slice_mode == "end":
         return values[0][slice(attrs.begin[0], attrs.end[0], (attrs.strides or [1])[0])]
+    if op == "add" and all(v.dtype == object for v in values):  # sizes summed (a past and a new length)
+        total = np.empty(np.broadcast_shapes(*(v.shape for v in values)), dtype=object)
+        total[...] = values[0] + values[1]  # a 0-d sum is the size itself, not an array
+        return total
     if op == "equal":
         a, b = np.broadcast_arrays(*values)
         out = [_equal(p, q) for p, q in zip(a.reshape(-1), b.reshape(-1))]
@@ -181,11 +186,7 @@ def _class_shape(egraph: EGraph, nodes, handle: Handle, depth: int = 8) -> tuple
             if term.kind is not Kind.CALL:
                 continue
             op, key = term.payload
-            types = []
-            for c in term.children:
-                cty = egraph.type_of(c)
-                shape = _class_shape(egraph, nodes, c, depth - 1) if isinstance(cty, TensorType) else None
-                types.append(cty if shape is None else TensorType(shape, cty.dtype))
+            types = [_precise_type(egraph, nodes, c, depth - 1) for c in term.children]
             try:
                 out = relay.op.get(op).relation(types, egraph.attrs[key])
             except Exception:  # noqa: BLE001 - an operand type the relation refuses: no information
@@ -199,6 +200,20 @@ def _class_shape(egraph: EGraph, nodes, handle: Handle, depth: int = 8) -> tuple
 
 
 _SHAPE_PATH: set[Handle] = set()
+
+
+def _precise_type(egraph: EGraph, nodes, handle: Handle, depth: int):
+    """The class's type with its shape as precise as `_class_shape` finds; a tuple's fields each so
+    (the operands of a `concatenate`)."""
+    ty = egraph.type_of(handle)
+    if isinstance(ty, TensorType):
+        shape = _class_shape(egraph, nodes, handle, depth)
+        return ty if shape is None else TensorType(shape, ty.dtype)
+    tuples = [n for n in nodes.get(egraph.canonical(handle), ()) if n.kind is Kind.TUPLE]
+    fields = _list(egraph, nodes, tuples[0].children[0]) if isinstance(ty, TupleType) and tuples else None
+    if fields is None or len(fields) != len(ty.fields):
+        return ty
+    return TupleType([_precise_type(egraph, nodes, f, depth) for f in fields])
 
 
 def _fewer_any(a: tuple, b: tuple) -> bool:
