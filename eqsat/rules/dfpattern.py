@@ -27,7 +27,7 @@ a kind added to `KINDS` compiles with no code here. Per pattern kind:
 | `has_attr`                           | -                                       | call, op or function attributes |
 | `has_type`, `has_dtype`, `has_shape`, any `TypeCheck` kind | -                 | the class's type (the analysis) |
 | `dominates(parent, path, child)`     | the child                               | parent and path: the region search of `dominator`, over every form of every class |
-| any other kind in `KINDS`            | a class variable                        | the pattern walk on the class (`snapshot_forms`); its sub-patterns are neither joined with the query nor part of the match's interior |
+| any other kind in `KINDS`            | a class variable                        | the pattern walk on the class; its sub-patterns stay out of the query |
 
 A recursive pattern (a wildcard redirected, through `redirect_to`, to a pattern containing it)
 is refused with a `PatternCompileError`: a query is a finite conjunction of atoms, and a
@@ -165,7 +165,7 @@ class _Compiler:
             for v2, var in out:
                 v2.dominators.append((p, var))
             return out
-        if type(p) in KINDS:  # a kind with no query of its own: any class, where the pattern walk matches
+        if kind is not None:  # a kind with no query of its own: any class, where the pattern walk matches
             var = v.fresh()
             v.checks.append(lambda eg, vals: Walker(snapshot_forms(eg), record=False).visit(
                 p, eg.canonical(vals[var.name])) is None)
@@ -273,7 +273,7 @@ class _Compiler:
         for n in arities:
             if name is not None and get_op(name).num_inputs != n:
                 continue
-            if name is not None and any(attr_mismatch(w, attr_lookup(get_op(name))) for w in op_attrs):
+            if name is not None and any(attr_mismatch(w, attr_lookup(get_op(name))) is not None for w in op_attrs):
                 continue
             for args in argument_orders(p):  # (b, a) against the arguments in order, for add and multiply
                 if args is None:

@@ -2,9 +2,9 @@
 
 The direct matcher and the explainer are the pattern walk (`walk.Walker`) over this table, with
 recording off and on; the e-matching compiler (`eqsat.rules.dfpattern`) reads the same table
-(`TypeCheck` entries) and the helpers below. A handler gets the walker, the pattern, the value
-and one form of it, and the depth in the pattern; it returns None when the form matches, else
-the walker's `fail(...)`.
+(it walks the kinds it has no query for) and the helpers below. A handler gets the walker, the
+pattern, the value and one form of it, and the depth in the pattern; it returns None when the
+form matches, else the walker's `fail(...)`.
 
 Rules worth knowing (each is TVM's, but where said otherwise):
 
@@ -296,8 +296,8 @@ class TypeCheck:
 
     `test` gets the matched value's type (None: untypeable) and returns None, or a cause
     (`explain.CAUSES`) and why, worded after the value's name (`"has shape (1, 3), not (2, 3)"`).
-    The walker and the e-matching compiler (a check on the class's type) both read it, so a kind
-    of this form is complete with its `KINDS` entry.
+    The e-matching compiler reads it as a check on the class's type, so `pattern` stays part of
+    the query (a kind with a handler of its own is walked there on its own).
     """
 
     test: Callable[[Any, Type | None], tuple[str, str] | None]

@@ -301,7 +301,6 @@ class Walker:
                          f"meet one node: it met {describe(bound)} before, here {describe(value)}")
 
 
-
 def short(p: DFPattern) -> str:
     """The pattern's text on one line, cut to a readable length."""
     text = " ".join(repr(p).split())
