@@ -127,6 +127,11 @@ GOOD = {
     "nn.masked_attention": (lambda: relay.nn.masked_attention(v((2, 3, 5, 4)), v((2, 3, 6, 4), name="k"),
                                                               v((2, 3, 6, 2), name="w"), v((5, 6), name="m")),
                             "Tensor[(2, 3, 5, 2), float32]"),
+    "nn.cached_attention": (lambda: relay.nn.cached_attention(v((2, 4, 3, 4)), v((2, 2, 3, 4), name="k"),
+                                                              v((2, 2, 3, 2), name="w"), v((2, 2, 5, 4), name="pk"),
+                                                              v((2, 2, 5, 2), name="pw"), v((3, 8), name="m")),
+                            "(Tensor[(2, 4, 3, 2), float32], Tensor[(2, 2, 8, 4), float32], "
+                            "Tensor[(2, 2, 8, 2), float32])"),
     "nn.conv1d": (lambda: relay.nn.conv1d(v((1, 4, 9)), v((6, 2, 3), name="w"), strides=2, padding=1, groups=2),
                   "Tensor[(1, 6, 5), float32]"),
     "nn.conv3d": (lambda: relay.nn.conv3d(v((1, 5, 6, 7, 4)), v((2, 3, 3, 4, 2), name="w"), padding=(1, 0, 1),

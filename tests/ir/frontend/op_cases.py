@@ -207,6 +207,9 @@ CASES += [
          lambda q, k, v: R.softmax(q @ k.swapaxes(-1, -2) * np.float32(0.5), -1) @ v),
     Case("nn.masked_attention", {"q": fx(2, 3, 5, 4), "k": fx(2, 3, 6, 4), "v": fx(2, 3, 6, 2), "m": fx(2, 1, 1, 6)},
          relay.nn.masked_attention, lambda q, k, v, m: R.softmax(q @ k.swapaxes(-1, -2) + m, -1) @ v),
+    Case("nn.cached_attention", {"q": fx(2, 4, 3, 4), "k": fx(2, 2, 3, 4), "v": fx(2, 2, 3, 2), "pk": fx(2, 2, 5, 4),
+                                 "pv": fx(2, 2, 5, 2), "m": fx(2, 1, 3, 8)},
+         lambda *args: relay.nn.cached_attention(*args, scale=0.5)),
     Case("nn.rotary_embedding", {"x": fx(2, 3, 5, 8), "c": fx(1, 5, 2), "s": fx(1, 5, 2)}, relay.nn.rotary_embedding,
          lambda x, c, s: np.concatenate([x[..., :4] * np.concatenate([c, c], -1)[:, None] + np.concatenate(
              [-x[..., 2:4], x[..., :2]], -1) * np.concatenate([s, s], -1)[:, None], x[..., 4:]], -1)),
