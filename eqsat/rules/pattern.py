@@ -6,6 +6,7 @@
     ops.power(x, 3.0)                          # a literal (below)
     ops.transpose(x, axes=avar("p"))           # binds the attribute to "p"
     x * const_pat("c")                         # any constant operand, its value in m.const("c")
+    x * const_pat("c", 1.0)                    # a literal with a name, for a guard to read
     ops.concatenate(many(nn.relu(a)))          # a tuple of 2 or more fields, each a relu (below)
 
 A template (right-hand side) uses the same builders; an attribute there may be a literal, an
@@ -179,8 +180,9 @@ def avar(name: str) -> AVar:
     return AVar(name)
 
 
-def const_pat(name: str) -> PConst:
-    return PConst(name)
+def const_pat(name: str, value: Number | None = None) -> PConst:
+    """A constant, its value `m.const(name)`; with `value`, a literal a guard can read by `name`."""
+    return PConst(name) if value is None else replace(_pat(value), name=name)
 
 
 def attr(bound: str, key: str) -> Callable[[Match], Any]:
@@ -328,11 +330,11 @@ def check_template(template: Pat, bound: set[str], where: str) -> None:
 
 
 def name_literals(roots: tuple[Pat, ...]) -> tuple[Pat, ...]:
-    """`roots` with every literal named `#0`, `#1`, ... in order (each its own constant)."""
+    """`roots` with every literal without a name named `#0`, `#1`, ... in order (each its own constant)."""
     counter = iter(range(1 << 30))
 
     def name(p: Pat) -> Pat:
-        return replace(p, name=f"#{next(counter)}") if isinstance(p, PLit) else p
+        return replace(p, name=f"#{next(counter)}") if isinstance(p, PLit) and not p.name else p
     return tuple(_rebuild(r, name) for r in roots)
 
 
@@ -398,7 +400,7 @@ def variadic(roots: tuple[Pat, ...]) -> int | None:
 def _suffixed(p: Pat, suffix: str) -> Pat:
     """`p` with every variable name (and attribute binding) followed by `suffix`."""
     def rename(q: Pat) -> Pat:
-        if isinstance(q, PVar) or isinstance(q, PConst) and not isinstance(q, PLit):
+        if isinstance(q, (PVar, PConst)) and q.name:
             return replace(q, name=q.name + suffix)
         if isinstance(q, PCall):
             attrs = tuple((k, AVar(v.name + suffix) if isinstance(v, AVar) else v) for k, v in q.attrs)

@@ -27,7 +27,7 @@ from ir.op.registry import make_call
 
 from ...egraph.terms import Kind
 from ..match import Match
-from ..pattern import call, const_pat, pvars
+from ..pattern import const_pat, nn, ops, pvars
 from ..rule import rule, ruleset
 from .exact import constant, fold, rounded
 
@@ -115,26 +115,24 @@ def _bound(m: Match, name: str) -> int | float | None:
     return value
 
 
-def _clip(lo: str, hi: str):
-    def build(m: Match) -> Expr | None:
-        low, high = _bound(m, lo), _bound(m, hi)
-        if low is None or high is None or not low <= high:
-            return None
-        return make_call("clip", [m.expr("x")], {"a_min": low, "a_max": high})
-    return build
+def _bounds(lo: str | None, hi: str):
+    """Guard: the clip bounds `lo` (None: 0) and `hi` are exact one-element constants, in order, and the
+    result keeps the shape of `x`."""
+    def guard(m: Match) -> bool:
+        low, high = 0 if lo is None else _bound(m, lo), _bound(m, hi)
+        return low is not None and high is not None and low <= high and _keeps_shape(m)
+    return guard
 
 
-def _relu_clip(m: Match) -> Expr | None:
-    high = _bound(m, "hi")
-    return None if high is None or high < 0 else make_call("clip", [m.expr("x")], {"a_min": 0, "a_max": high})
+def _bound_of(name: str):
+    """A template attribute: the clip bound held by constant `name`."""
+    return lambda m: _bound(m, name)
 
 
-def _zero_floor(m: Match) -> bool:
+def _relu_of(m: Match) -> bool:
     """`max(x, +0)` of a float or signed integer `x` (ONNX's Relu takes no unsigned or bool tensors;
     for those `max(x, 0)` is `x` anyway)."""
-    c = m.const("c")
-    return (c.size == 1 and exact_value(c) == 0 and not np.signbit(c.astype(np.float64)).any()
-            and m.dtype("x") in RELU_DTYPES and _keeps_shape(m))
+    return m.dtype("x") in RELU_DTYPES and _keeps_shape(m)
 
 
 def _moderate(values: np.ndarray, dtype: str) -> bool:
@@ -247,128 +245,111 @@ def _difference_of_products(s: Expr, t: Expr | None = None) -> Expr:
 
 ALGEBRA = ruleset("algebra", [
     # -- division, powers and roots ------------------------------------------------------------
-    rule("divide-by-constant",   call("divide", x, const_pat("c")),                _inverse,
+    rule("divide-by-constant",   x / const_pat("c"),                               _inverse,
          dtypes="float", exact=False,
          example=lambda: relay.divide(_v(2, 3), _c(1.4142135)),
          near_miss=lambda: relay.divide(_v(2, 3), _c(0.0))),
-    rule("square-as-product",    call("power", x, const_pat("c")),                 call("multiply", x, x),
-         when=lambda m: m.scalar("c") == 2 and _keeps_shape(m), dtypes="float",
+    rule("square-as-product",    ops.power(x, 2.0),                                x * x, when=_keeps_shape, dtypes="float",
          example=lambda: relay.power(_v(2, 3), _c(2.0)),
          near_miss=lambda: relay.power(_v(2, 3), _c([2.0, 2.0, 3.0]))),
-    rule("half-power-as-sqrt",   call("power", x, const_pat("c")),                 call("sqrt", x),
-         when=lambda m: m.scalar("c") == 0.5 and _keeps_shape(m) and nonnegative(m, "x"), dtypes="float",
-         exact=False,
+    rule("half-power-as-sqrt",   ops.power(x, 0.5),                                ops.sqrt(x),
+         when=lambda m: _keeps_shape(m) and nonnegative(m, "x"), dtypes="float", exact=False,
          example=lambda: relay.power(relay.abs(_v(2, 3)), _c(0.5)),
          near_miss=lambda: relay.power(_v(2, 3), _c(0.5))),        # sqrt(-0.0) is -0.0, pow gives +0.0
-    rule("rsqrt-as-power",       call("power", x, const_pat("c")),                 call("rsqrt", x),
-         when=lambda m: m.scalar("c") == -0.5 and _keeps_shape(m) and nonnegative(m, "x"), dtypes="float",
-         exact=False,
+    rule("rsqrt-as-power",       ops.power(x, -0.5),                               ops.rsqrt(x),
+         when=lambda m: _keeps_shape(m) and nonnegative(m, "x"), dtypes="float", exact=False,
          example=lambda: relay.power(relay.exp(_v(2, 3)), _c(-0.5)),
          near_miss=lambda: relay.power(relay.exp(_v(2, 3)), _c(-1.5))),
-    rule("reciprocal-sqrt",      call("divide", const_pat("c"), call("sqrt", x)),  call("rsqrt", x),
-         when=lambda m: m.scalar("c") == 1 and m.type("x") == m.root_type(), dtypes="float", exact=False,
+    rule("reciprocal-sqrt",      1.0 / ops.sqrt(x),                                ops.rsqrt(x),
+         when=_keeps_shape, dtypes="float", exact=False,
          example=lambda: relay.divide(_c(1.0), relay.sqrt(relay.exp(_v(2, 3)))),
          near_miss=lambda: relay.divide(_c(2.0), relay.sqrt(relay.exp(_v(2, 3))))),
-    rule("times-rsqrt",          call("multiply", a, call("rsqrt", b)),            call("divide", a, call("sqrt", b)),
-         dtypes="float", exact=False,
+    rule("times-rsqrt",          a * ops.rsqrt(b),                                 a / ops.sqrt(b), dtypes="float",
+         exact=False,
          example=lambda: relay.multiply(_v(2, 3, name="a"), relay.rsqrt(relay.exp(_v(2, 3, name="b")))),
          near_miss=lambda: relay.multiply(_v(2, 3, name="a"), relay.sqrt(_v(2, 3, name="b")))),
-    rule("times-reciprocal",     call("multiply", a, call("divide", const_pat("c"), b)), call("divide", a, b),
-         when=lambda m: m.scalar("c") == 1 and m.const("c").ndim <= m.ndim("b"), dtypes="float", exact=False,
+    rule("times-reciprocal",     a * (const_pat("c", 1.0) / b),                    a / b,
+         when=lambda m: m.const("c").ndim <= m.ndim("b"), dtypes="float", exact=False,
          example=lambda: relay.multiply(_v(2, 3, name="a"), relay.divide(_c(1.0), relay.exp(_v(2, 3, name="b")))),
          near_miss=lambda: relay.multiply(_v(2, 3, name="a"), relay.divide(_c(2.0), relay.exp(_v(2, 3, name="b"))))),
-    rule("sigmoid-from-exp",     call("divide", a, call("add", call("exp", call("negative", x)), const_pat("c"))),
-         call("multiply", a, call("sigmoid", x)),
-         when=lambda m: m.scalar("c") == 1 and m.const("c").ndim <= m.ndim("x"), dtypes="float", exact=False,
+    rule("sigmoid-from-exp",     a / (ops.exp(-x) + const_pat("c", 1.0)),          a * ops.sigmoid(x),
+         when=lambda m: m.const("c").ndim <= m.ndim("x"), dtypes="float", exact=False,
          example=lambda: _logistic(_v(2, 3), 1.0), near_miss=lambda: _logistic(_v(2, 3), 2.0)),
     # -- distributing a common factor ------------------------------------------------------------
-    rule("regroup-difference",   call("add", a, call("subtract", b, x)), call("add", call("subtract", a, x), b),
-         dtypes="float", exact=False,
+    rule("regroup-difference",   a + (b - x),                                      (a - x) + b, dtypes="float", exact=False,
          example=lambda: relay.add(_v(2, 3, name="a"), relay.subtract(_v(3, name="b"), _v(2, 3))),
          near_miss=lambda: relay.add(_v(2, 3, name="a"), relay.add(_v(3, name="b"), _v(2, 3)))),
-    rule("factor-difference",    call("subtract", call("multiply", a, x), call("multiply", b, x)),
-         call("multiply", call("subtract", a, b), x), dtypes="float", exact=False,
+    rule("factor-difference",    a * x - b * x,                                    (a - b) * x, dtypes="float", exact=False,
          example=lambda: _difference_of_products(_v(3)),
          near_miss=lambda: _difference_of_products(_v(3), _v(3, name="y"))),
-    rule("group-constant-factor", call("multiply", a, call("multiply", b, const_pat("w"))),
-         call("multiply", call("multiply", a, b), const_pat("w")), when=_moderate_factors("w", scalar=False),
-         dtypes="float", exact=False,
+    rule("group-constant-factor", a * (b * const_pat("w")),                        (a * b) * const_pat("w"),
+         when=_moderate_factors("w", scalar=False), dtypes="float", exact=False,
          example=lambda: relay.multiply(_v(2, 3, name="a"), relay.multiply(_v(2, 3, name="b"), _c([0.5, 1.0, 2.0]))),
          near_miss=lambda: relay.multiply(_v(2, 3, name="a"), relay.add(_v(2, 3, name="b"), _c([0.5, 1.0, 2.0])))),
-    rule("expand-constant",      call("expand_dims", const_pat("c")), _expanded_constant,
+    rule("expand-constant",      ops.expand_dims(const_pat("c")),                  _expanded_constant,
          example=lambda: relay.add(_v(2, 3, 4), relay.expand_dims(_c([1.0, 2.0, 3.0]), 1, 1)),
          near_miss=lambda: relay.add(_v(2, 3, 4), relay.expand_dims(_v(3, name="b"), 1, 1))),
-    rule("distribute-constant-scale", call("multiply", call("add", a, const_pat("c1")), const_pat("c2")),
-         _distributed, dtypes="float", exact=False,
+    rule("distribute-constant-scale", (a + const_pat("c1")) * const_pat("c2"),     _distributed, dtypes="float", exact=False,
          example=lambda: relay.multiply(relay.add(_v(2, 3, 4), _c(np.ones((3, 1)))), _c(np.full((3, 1), 0.5))),
          near_miss=lambda: relay.multiply(relay.add(_v(2, 3, 4), _v(3, 1, name="b")), _c(np.full((3, 1), 0.5)))),
-    rule("fold-constant-addends", call("add", call("add", a, const_pat("c1")), const_pat("c2")),
-         _constant_sum, dtypes="float", exact=False,
+    rule("fold-constant-addends", (a + const_pat("c1")) + const_pat("c2"),         _constant_sum, dtypes="float", exact=False,
          example=lambda: relay.add(relay.add(_v(2, 3, 4), _c(np.ones((3, 1)))), _c(np.full((3, 1), 0.5))),
          near_miss=lambda: relay.add(relay.add(_v(2, 3, 4), _v(3, 1, name="b")), _c(np.full((3, 1), 0.5)))),
     # -- the variance two ways: to the form that does not cancel ----------------------------------
     rule("variance-centered",
-         call("subtract", call("mean", call("multiply", x, x), bind_attrs="m1"),
-              call("multiply", call("mean", x, bind_attrs="m2"), call("mean", x, bind_attrs="m3"))),
-         call("mean", call("multiply", call("subtract", x, call("mean", x, attrs_from="m2")),
-                           call("subtract", x, call("mean", x, attrs_from="m2"))), attrs_from="m1"),
+         ops.mean(x * x, bind_attrs="m1") - ops.mean(x, bind_attrs="m2") * ops.mean(x, bind_attrs="m3"),
+         ops.mean((x - ops.mean(x, attrs_from="m2")) * (x - ops.mean(x, attrs_from="m2")), attrs_from="m1"),
          when=_same_means, dtypes="float", exact=False,
          example=_moments_variance, near_miss=lambda: _moments_variance(keepdims=False)),
     # -- signs ---------------------------------------------------------------------------------
-    rule("add-negative",         call("add", a, call("negative", b)),              call("subtract", a, b),
+    rule("add-negative",         a + -b,                                           a - b,
          example=lambda: relay.add(_v(2, 3, name="a"), relay.negative(_v(3, name="b"))),
          near_miss=lambda: relay.add(_v(2, 3, name="a"), relay.abs(_v(3, name="b")))),
     # -- max, min and clip ---------------------------------------------------------------------
     # exact for integers; for floats up to the sign of a zero result, which max / min / relu / clip
     # kernels choose differently (ONNX Runtime's float32 Max(-0, +0) is +0, its Relu(-0) and numpy's
     # maximum(-0, +0) are -0), so these are exact=False
-    rule("max-zero-as-relu",     call("maximum", x, const_pat("c")),               call("nn.relu", x),
-         when=_zero_floor, exact=False,
+    rule("max-zero-as-relu",     ops.maximum(x, 0.0),                              nn.relu(x), when=_relu_of, exact=False,
          example=lambda: relay.maximum(_v(2, 3), _c(0.0)),
          near_miss=[lambda: relay.maximum(_v(2, 3), _c(0.5)),
                     lambda: relay.maximum(_v(2, 3, dtype="uint8"), _c(0, "uint8"))]),  # ONNX has no unsigned Relu
-    rule("min-of-max-as-clip",   call("minimum", call("maximum", x, const_pat("lo")), const_pat("hi")),
-         _clip("lo", "hi"), when=_keeps_shape, exact=False,
+    rule("min-of-max-as-clip",   ops.minimum(ops.maximum(x, const_pat("lo")), const_pat("hi")),
+         ops.clip(x, a_min=_bound_of("lo"), a_max=_bound_of("hi")), when=_bounds("lo", "hi"), exact=False,
          example=lambda: relay.minimum(relay.maximum(_v(2, 3), _c(0.0)), _c(6.0)),
          near_miss=lambda: relay.minimum(relay.maximum(_v(2, 3), _c(6.0)), _c(0.0))),
-    rule("max-of-min-as-clip",   call("maximum", call("minimum", x, const_pat("hi")), const_pat("lo")),
-         _clip("lo", "hi"), when=_keeps_shape, exact=False,
+    rule("max-of-min-as-clip",   ops.maximum(ops.minimum(x, const_pat("hi")), const_pat("lo")),
+         ops.clip(x, a_min=_bound_of("lo"), a_max=_bound_of("hi")), when=_bounds("lo", "hi"), exact=False,
          example=lambda: relay.maximum(relay.minimum(_v(2, 3), _c(6.0)), _c(0.0)),
          near_miss=lambda: relay.maximum(relay.minimum(_v(2, 3), _c([6.0, 5.0, 4.0])), _c(0.0))),
-    rule("min-of-relu-as-clip",  call("minimum", call("nn.relu", x), const_pat("hi")), _relu_clip,
-         when=_keeps_shape, exact=False,
+    rule("min-of-relu-as-clip",  ops.minimum(nn.relu(x), const_pat("hi")),         ops.clip(x, a_min=0, a_max=_bound_of("hi")),
+         when=_bounds(None, "hi"), exact=False,
          example=lambda: relay.minimum(relay.nn.relu(_v(2, 3)), _c(6.0)),
          near_miss=lambda: relay.minimum(relay.nn.relu(_v(2, 3)), _c(-1.0))),
     # -- products with a scalar constant -------------------------------------------------------
-    rule("float-scalar-factor",  call("multiply", call("multiply", a, const_pat("k")), b),
-         call("multiply", call("multiply", a, b), const_pat("k")), when=_scalar_operand, dtypes="float",
-         exact=False,
+    rule("float-scalar-factor",  (a * const_pat("k")) * b,                         (a * b) * const_pat("k"),
+         when=_scalar_operand, dtypes="float", exact=False,
          example=lambda: relay.multiply(relay.multiply(_v(2, 3, name="a"), _c(0.5)), _v(2, 3, name="b")),
          near_miss=lambda: relay.multiply(relay.multiply(_v(2, 3, name="a"), _c([0.5, 1.0, 2.0])),
                                           _v(2, 3, name="b"))),
-    rule("sink-scalar-factor",   call("multiply", call("multiply", a, b), const_pat("k")),
-         call("multiply", a, call("multiply", b, const_pat("k"))), when=_scalar_operand, dtypes="float",
-         exact=False,
+    rule("sink-scalar-factor",   (a * b) * const_pat("k"),                         a * (b * const_pat("k")),
+         when=_scalar_operand, dtypes="float", exact=False,
          example=lambda: relay.multiply(relay.multiply(_v(2, 3, name="a"), _v(2, 3, name="b")), _c(1 / 6)),
          near_miss=lambda: relay.multiply(relay.multiply(_v(2, 3, name="a"), _v(2, 3, name="b")),
                                           _c([0.5, 1.0, 2.0]))),
-    rule("fold-scalar-factors",  call("multiply", call("multiply", x, const_pat("k1")), const_pat("k2")),
-         _scalar_product, dtypes="float", exact=False,
+    rule("fold-scalar-factors",  (x * const_pat("k1")) * const_pat("k2"),           _scalar_product, dtypes="float", exact=False,
          example=lambda: relay.multiply(relay.multiply(_v(2, 3), _c(0.35355339)), _c(0.35355339)),
          near_miss=lambda: relay.multiply(relay.multiply(_v(2, 3), _c(1e30)), _c(1e-30))),
     # -- scale placement in products (attention scales Q, K, both, or the scores) -----------------
-    rule("scalar-out-of-transpose", call("transpose", call("multiply", x, const_pat("k")), bind_attrs="t"),
-         call("multiply", call("transpose", x, attrs_from="t"), const_pat("k")), when=_scalar_factor_of("x"),
+    rule("scalar-out-of-transpose", ops.transpose(x * const_pat("k")), ops.transpose(x) * const_pat("k"),
+         when=_scalar_factor_of("x"),
          example=lambda: relay.transpose(relay.multiply(_v(2, 3, 4), _c(0.5)), (0, 2, 1)),
          near_miss=lambda: relay.transpose(relay.multiply(_v(3, 4), _c(np.full((1, 1, 1), 0.5))), (0, 2, 1))),
-    rule("scalar-out-of-matmul-a", call("nn.matmul", call("multiply", a, const_pat("k")), b, bind_attrs="mm"),
-         call("multiply", call("nn.matmul", a, b, attrs_from="mm"), const_pat("k")),
+    rule("scalar-out-of-matmul-a", nn.matmul(a * const_pat("k"), b), nn.matmul(a, b) * const_pat("k"),
          when=_scalar_factor_of("a", moderate=True), dtypes="float", exact=False,
          example=lambda: relay.nn.matmul(relay.multiply(_v(2, 3, 4, name="a"), _c(0.25)), _v(2, 4, 5, name="b")),
          near_miss=lambda: relay.nn.matmul(relay.multiply(_v(3, 4, name="a"), _c(np.full((1, 1, 1), 0.25))),
                                            _v(2, 4, 5, name="b"))),
-    rule("scalar-out-of-matmul-b", call("nn.matmul", a, call("multiply", b, const_pat("k")), bind_attrs="mm"),
-         call("multiply", call("nn.matmul", a, b, attrs_from="mm"), const_pat("k")),
+    rule("scalar-out-of-matmul-b", nn.matmul(a, b * const_pat("k")), nn.matmul(a, b) * const_pat("k"),
          when=_scalar_factor_of("b", moderate=True), dtypes="float", exact=False,
          example=lambda: relay.nn.matmul(_v(2, 3, 4, name="a"), relay.multiply(_v(2, 4, 5, name="b"), _c(0.25))),
          near_miss=lambda: relay.nn.matmul(_v(2, 3, 4, name="a"),
