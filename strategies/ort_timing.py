@@ -36,7 +36,7 @@ import os
 import statistics
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
@@ -81,8 +81,11 @@ def timing_clock(threads: int) -> tuple[str, Callable[[], float]]:
     return ("thread_cpu", time.thread_time) if threads == 1 else ("wall", time.perf_counter)
 
 
-def ort_session(model: Any, threads: int, optimization: str = GRAPH_OPTIMIZATION) -> Any:
-    """A CPU `InferenceSession` of an ONNX model with `threads` intra-op threads at an optimization level.
+def ort_session(model: Any, threads: int, optimization: str = GRAPH_OPTIMIZATION,
+                initializers: Mapping[str, np.ndarray] | None = None) -> Any:
+    """A CPU `InferenceSession` of an ONNX model (a `ModelProto` or its bytes) with `threads` intra-op
+    threads (0: ONNX Runtime's default) at an optimization level; `initializers` replace the model's
+    initializers of those names (the session keeps their buffers alive).
 
     Idle worker threads sleep instead of spinning, so sessions left open do not hold the cores.
     """
@@ -99,8 +102,14 @@ def ort_session(model: Any, threads: int, optimization: str = GRAPH_OPTIMIZATION
     options.inter_op_num_threads = 1
     options.add_session_config_entry("session.intra_op.allow_spinning", "0")
     options.graph_optimization_level = levels[optimization]
+    values = [(name, ort.OrtValue.ortvalue_from_numpy(np.ascontiguousarray(value)))
+              for name, value in (initializers or {}).items()]
+    for name, value in values:
+        options.add_initializer(name, value)
     data = model if isinstance(model, bytes) else model.SerializeToString()
-    return ort.InferenceSession(data, options, providers=["CPUExecutionProvider"])
+    session = ort.InferenceSession(data, options, providers=["CPUExecutionProvider"])
+    session.replaced_initializers = values  # ONNX Runtime reads their buffers for the session's lifetime
+    return session
 
 
 def _weight_bytes(workload: Workload, constant: frozenset[int]) -> int:

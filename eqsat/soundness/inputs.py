@@ -133,14 +133,21 @@ def perturbed(values: Mapping[str, np.ndarray], relative: Callable[[np.dtype], f
 
 def perturb_array(value: np.ndarray, relative: Callable[[np.dtype], float], rng: np.random.Generator,
                   sign: float = 1.0) -> np.ndarray:
+    """`value` with every float element scaled by 1 + sign * u * relative(dtype), u uniform in [-1, 1],
+    computed in float32 (float64 for float64 values) and clipped to the dtype's finite range."""
     value = np.asarray(value)
     if not is_float(value.dtype):
         return value
-    wide = value.astype(np.float64)
-    moved = wide * (1.0 + sign * relative(value.dtype) * rng.uniform(-1.0, 1.0, value.shape))
-    top = float(float_info(value.dtype).max)
-    moved = np.where(np.isfinite(wide), np.clip(moved, -top, top), wide)
-    return moved.astype(value.dtype)
+    work = np.float64 if value.dtype == np.float64 else np.float32
+    wide = value.astype(work)
+    factor = rng.random(value.shape, dtype=work)
+    factor *= work(2 * sign * relative(value.dtype))
+    factor += work(1 - sign * relative(value.dtype))
+    with np.errstate(over="ignore", invalid="ignore"):
+        moved = wide * factor
+    top = work(float_info(value.dtype).max)
+    np.clip(moved, -top, top, out=moved)
+    return np.where(np.isfinite(wide), moved, wide).astype(value.dtype)
 
 
 def perturbed_program(mod: IRModule, params: Mapping[str, np.ndarray], relative: Callable[[np.dtype], float],

@@ -54,8 +54,8 @@ from strategies.values import random_tensor
 
 from ..errors import VerificationError
 from ..report import Report
-from .inputs import (INPUT_KINDS, SMALL_PRIME, has_symbolic_inputs, masked_rows, perturbed, perturbed_program,
-                     random_inputs, size_assignments, size_variables, symbolic_sizes, tensor_bytes)
+from .inputs import (INPUT_KINDS, SMALL_PRIME, has_symbolic_inputs, masked_rows, perturb_array, perturbed,
+                     perturbed_program, random_inputs, size_assignments, size_variables, symbolic_sizes, tensor_bytes)
 
 __all__ = ["Verification", "Boundaries", "verify", "random_inputs", "flat_outputs", "INPUT_KINDS",
            "RTOL", "MEMORY_CAP", "STATUSES"]
@@ -151,29 +151,54 @@ def _with_values(mod: IRModule, extra: Sequence[ir.Expr]) -> IRModule:
 Runner = Callable[[dict], list[np.ndarray]]
 
 
-def _cpu_runner(mod: IRModule, params: Mapping[str, Any]) -> tuple[Runner, str]:
+Moved = Callable[[], list[Runner]]
+"""builds the original's two runners with its tensor constants and weights perturbed (see `_noise`)."""
+
+
+def _cpu_runner(mod: IRModule, params: Mapping[str, Any]) -> tuple[Runner, str, Moved]:
     """The cpu executor; calls with no cpu implementation (another target's fused forms) run their
     reference kernels."""
     exe = strategies.build(mod, "cpu", params, reference_fallback=True)
     references = sorted({s.workload.op for s in exe.selections if s.reason == "reference"})
     name = f"cpu executor (reference kernels for {', '.join(references)})" if references else "cpu executor"
-    return (lambda inputs: flat_outputs(exe.run(inputs))), name
+
+    def moved() -> list[Runner]:
+        return [_cpu_runner(*perturbed_program(mod, params, _rtol, 0, sign))[0] for sign in (1.0, -1.0)]
+    return (lambda inputs: flat_outputs(exe.run(inputs))), name, moved
 
 
-def _ort_runner(mod: IRModule, params: Mapping[str, Any], contrib: bool) -> tuple[Runner, str]:
+def _ort_runner(mod: IRModule, params: Mapping[str, Any], contrib: bool) -> tuple[Runner, str, Moved]:
     """ONNX Runtime with its graph optimizer off and its default threads (every core: verification is
-    what the run waits for), on `mod` exported (with contrib ops when `contrib`)."""
+    what the run waits for), on `mod` exported (with contrib ops when `contrib`). Its perturbed twins
+    are the same model with its float initializers of more than one element replaced at session
+    creation (no second export; bfloat16 models are exported perturbed)."""
     model = ir.frontend.to_onnx(mod, params, contrib=contrib)
+    data = model.SerializeToString()
+
+    def moved() -> list[Runner]:
+        import onnx.numpy_helper  # onnx is installed wherever ONNX Runtime runs; the cpu path needs neither
+        rng = np.random.default_rng(0xC0457)
+        weights = {t.name: onnx.numpy_helper.to_array(t) for t in model.graph.initializer}
+        if any(is_float(w.dtype) and w.dtype.name not in ("float16", "float32", "float64") for w in weights.values()):
+            # ONNX Runtime takes no bfloat16 array from numpy: export the perturbed programs instead
+            return [_ort_runner(*perturbed_program(mod, params, _rtol, 0, sign), contrib)[0] for sign in (1.0, -1.0)]
+        return [_ort_run(ort_session(data, threads=0, optimization="disabled", initializers={
+                    name: perturb_array(w, _rtol, rng, sign) for name, w in weights.items()
+                    if is_float(w.dtype) and w.size > 1}))
+                for sign in (1.0, -1.0)]
+    return _ort_run(ort_session(data, threads=0, optimization="disabled")), "onnxruntime (optimizer off)", moved
+
+
+def _ort_run(session: Any) -> Runner:
     import onnxruntime
-    session = ort_session(model, threads=0, optimization="disabled")
     names = [i.name for i in session.get_inputs()]
     quiet = onnxruntime.RunOptions()
     quiet.log_severity_level = 4  # a failing input set is reported by verify, not logged by the session
-    return (lambda inputs: [np.asarray(v) for v in session.run(None, {n: inputs[n] for n in names}, quiet)]), \
-        "onnxruntime (optimizer off)"
+    return lambda inputs: [np.asarray(v) for v in session.run(None, {n: inputs[n] for n in names}, quiet)]
 
 
-def _runner(mod: IRModule, params: Mapping[str, Any], where: str, contrib: bool, notes: list[str]) -> tuple[Runner, str]:
+def _runner(mod: IRModule, params: Mapping[str, Any], where: str, contrib: bool,
+            notes: list[str]) -> tuple[Runner, str, Moved]:
     if where == "ort" and importlib.util.find_spec("onnxruntime") is not None:
         return _ort_runner(mod, params, contrib=contrib)
     if where == "ort":
@@ -280,15 +305,10 @@ def verify(original: IRModule, params: Mapping[str, Any] | None, optimized: IRMo
         optimized = _with_values(optimized, boundaries.optimized)
         labels += list(boundaries.labels)
     notes: list[str] = []
-    run_original, runner = _runner(original, params, where, False, notes)
-
-    @functools.cache
-    def run_moved() -> list[Runner]:
-        """The original with its tensor constants and weights perturbed both ways (built when first needed)."""
-        return [_runner(*perturbed_program(original, params, _rtol, 0, sign), where, False, [])[0]
-                for sign in (1.0, -1.0)]
+    run_original, runner, moved = _runner(original, params, where, False, notes)
+    run_moved = functools.cache(moved)  # built when some value first needs the noise scale
     variables = size_variables(original, skip)
-    run_optimized, runner_optimized = _runner(optimized, optimized_params, where, contrib, notes)
+    run_optimized, runner_optimized, _ = _runner(optimized, optimized_params, where, contrib, notes)
     worst = _Comparison(True)
     kinds: list[str] = []
     checked = [0] * len(labels)

@@ -178,16 +178,24 @@ def _check_planted(seed: int) -> None:
         eqsat.optimize(mod, params, target=Prefers(op, avoid), rules=ruleset("planted", [wrong]))
 
 
-def test_the_noise_runs_happen_only_when_a_value_needs_them(monkeypatch):
+@pytest.mark.parametrize("where", ["cpu", "ort"])
+def test_the_noise_runs_happen_only_when_a_value_needs_them(monkeypatch, where):
+    import eqsat.soundness.inputs as inputs_module
     import eqsat.soundness.verify as verify_module
-    built = []
-    real = verify_module.perturbed_program
-    monkeypatch.setattr(verify_module, "perturbed_program", lambda *a, **k: built.append(1) or real(*a, **k))
+    if where == "ort":
+        pytest.importorskip("onnxruntime")
+    moved = []
+    real = inputs_module.perturb_array
+    def counted(value, *args, **kwargs):
+        moved.append(np.size(value))
+        return real(value, *args, **kwargs)
+    for module in (inputs_module, verify_module):
+        monkeypatch.setattr(module, "perturb_array", counted)
     x = relay.var("x", shape=(4, 8))
     original = ir.IRModule.from_expr(relay.Function([x], relay.multiply(relay.add(x, x), relay.const(np.float32(3)))))
     scaled = ir.IRModule.from_expr(relay.Function([x], relay.multiply(x, relay.const(np.float32(6)))))
-    assert eqsat.verify(original, {}, scaled, {}).passed and built == []  # agrees to the last bit: no noise
+    assert eqsat.verify(original, {}, scaled, {}, where=where).passed and moved == []  # agrees to the last bit
     up, down = (relay.const(np.full(8, 1e8, np.float32)) for _ in range(2))  # tensor constants: perturbed apart
     cancel = ir.IRModule.from_expr(relay.Function([x], relay.subtract(relay.add(x, up), down)))
-    assert eqsat.verify(cancel, {}, ir.IRModule.from_expr(relay.Function([x], x)), {}).passed
-    assert built == [1, 1]  # (x + 1e8) - 1e8 rounds x away: only the noise scale tells rounding from error
+    assert eqsat.verify(cancel, {}, ir.IRModule.from_expr(relay.Function([x], x)), {}, where=where).passed
+    assert moved.count(8) == 4  # both constants, both ways: (x + 1e8) - 1e8 rounds x away, the noise tells why
