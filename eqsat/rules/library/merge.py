@@ -14,12 +14,13 @@ deeper merges.
 
 from __future__ import annotations
 
+from typing import Callable
+
 from ir import Attrs, Expr, relay
-from ir.op.registry import make_call
 
 from ...egraph.terms import Kind
 from ..match import Match
-from ..pattern import call, pvars
+from ..pattern import Pat, PVar, nn, ops, pvars, tuple_pat
 from ..rule import rule, ruleset
 
 __all__ = ["MERGE", "convs_mergeable", "same_but_width", "widened"]
@@ -46,12 +47,20 @@ def same_but_width(a1: Attrs, a2: Attrs, width: str) -> bool:
     return {k: v for k, v in a1.items() if k != width} == {k: v for k, v in a2.items() if k != width}
 
 
-def widened(m: Match, name: str, width: str, weights: tuple[str, str]) -> dict:
-    """The attributes bound to `name`, with `width` the two weights' output sizes summed when it is set."""
-    attrs = dict(m[name])
-    if attrs.get(width) is not None:
-        attrs[width] = sum(m.shape(w)[0] for w in weights)
-    return attrs
+def widened(name: str, width: str) -> Callable[[Match], int | None]:
+    """A template attribute: the output width `width` of the call bound to `name`, as the output sizes of
+    weights `w1` and `w2` summed (unset when it is unset)."""
+    return lambda m: None if getattr(m[name], width) is None else m.shape("w1")[0] + m.shape("w2")[0]
+
+
+def _weights(*names: str) -> Pat:
+    return ops.concatenate(tuple_pat(*(PVar(n) for n in names)), axis=0)
+
+
+def _split(wide: Pat, axis: int) -> tuple[Pat, Pat]:
+    """The two parts of `wide` along `axis`: the first as wide as weight `w1`'s output."""
+    parts = ops.split(wide, indices_or_sections=lambda m: [m.shape("w1")[0]], axis=axis)
+    return parts[0], parts[1]
 
 
 def convs_mergeable(m: Match) -> bool:
@@ -66,22 +75,8 @@ def _convs_mergeable(m: Match) -> bool:
     return convs_mergeable(m) and _mergeable_pair(m)
 
 
-def _merged_convs(m: Match) -> tuple[Expr, Expr]:
-    weights = make_call("concatenate", [[m.expr("w1"), m.expr("w2")]], {"axis": 0})
-    wide = make_call("nn.conv2d", [m.expr("x"), weights], widened(m, "c1", "channels", ("w1", "w2")))
-    parts = make_call("split", [wide], {"indices_or_sections": [m.shape("w1")[0]], "axis": 1})
-    return parts[0], parts[1]
-
-
 def _denses_mergeable(m: Match) -> bool:
     return same_but_width(m["d1"], m["d2"], "units") and _mergeable_pair(m)
-
-
-def _merged_denses(m: Match) -> tuple[Expr, Expr]:
-    weights = make_call("concatenate", [[m.expr("w1"), m.expr("w2")]], {"axis": 0})
-    wide = make_call("nn.dense", [m.expr("x"), weights], widened(m, "d1", "units", ("w1", "w2")))
-    parts = make_call("split", [wide], {"indices_or_sections": [m.shape("w1")[0]], "axis": -1})
-    return parts[0], parts[1]
 
 
 def _fused_mergeable(same_calls):
@@ -91,17 +86,6 @@ def _fused_mergeable(same_calls):
         return (same_calls(m) and _mergeable_pair(m) and m.dtype("b1") == m.dtype("b2")
                 and _holds_leaf(m, "b1") and _holds_leaf(m, "b2"))
     return guard
-
-
-def _merged_fused(op: str, width: str, axis: int):
-    """Builder: one `op` over concatenated weights and biases, then a split of its output on `axis`."""
-    def build(m: Match) -> tuple[Expr, Expr]:
-        weights = make_call("concatenate", [[m.expr("w1"), m.expr("w2")]], {"axis": 0})
-        biases = make_call("concatenate", [[m.expr("b1"), m.expr("b2")]], {"axis": 0})
-        wide = make_call(op, [m.expr("x"), weights, biases], widened(m, "c1", width, ("w1", "w2")))
-        parts = make_call("split", [wide], {"indices_or_sections": [m.shape("w1")[0]], "axis": axis})
-        return parts[0], parts[1]
-    return build
 
 
 def _fused_pair(op: str, activation: str) -> Expr:
@@ -143,19 +127,24 @@ def _dense_of_computed_weight() -> Expr:
 
 
 MERGE = ruleset("merge", [
-    rule("merge-parallel-conv", (call("nn.conv2d", x, w1, bind_attrs="c1"), call("nn.conv2d", x, w2, bind_attrs="c2")),
-         _merged_convs, when=_convs_mergeable, example=lambda: _merge_example("conv"),
+    rule("merge-parallel-conv", (nn.conv2d(x, w1, bind_attrs="c1"), nn.conv2d(x, w2, bind_attrs="c2")),
+         _split(nn.conv2d(x, _weights("w1", "w2"), attrs_from="c1", channels=widened("c1", "channels")), axis=1),
+         when=_convs_mergeable, example=lambda: _merge_example("conv"),
          near_miss=lambda: _two_convs(0)),
-    rule("merge-parallel-dense", (call("nn.dense", x, w1, bind_attrs="d1"), call("nn.dense", x, w2, bind_attrs="d2")),
-         _merged_denses, when=_denses_mergeable, example=lambda: _merge_example("dense"),
+    rule("merge-parallel-dense", (nn.dense(x, w1, bind_attrs="d1"), nn.dense(x, w2, bind_attrs="d2")),
+         _split(nn.dense(x, _weights("w1", "w2"), attrs_from="d1", units=widened("d1", "units")), axis=-1),
+         when=_denses_mergeable, example=lambda: _merge_example("dense"),
          near_miss=_dense_of_computed_weight),
     rule("merge-parallel-conv-bias-act",
-         (call("nn.conv2d_bias_act", x, w1, b1, bind_attrs="c1"), call("nn.conv2d_bias_act", x, w2, b2, bind_attrs="c2")),
-         _merged_fused("nn.conv2d_bias_act", "channels", 1), when=_fused_mergeable(convs_mergeable),
+         (nn.conv2d_bias_act(x, w1, b1, bind_attrs="c1"), nn.conv2d_bias_act(x, w2, b2, bind_attrs="c2")),
+         _split(nn.conv2d_bias_act(x, _weights("w1", "w2"), _weights("b1", "b2"), attrs_from="c1",
+                                   channels=widened("c1", "channels")), axis=1),
+         when=_fused_mergeable(convs_mergeable),
          example=lambda: _fused_pair("conv", "relu"), near_miss=lambda: _fused_pair("conv", "sigmoid")),
     rule("merge-parallel-dense-bias-act",
-         (call("nn.dense_bias_act", x, w1, b1, bind_attrs="c1"), call("nn.dense_bias_act", x, w2, b2, bind_attrs="c2")),
-         _merged_fused("nn.dense_bias_act", "units", -1),
+         (nn.dense_bias_act(x, w1, b1, bind_attrs="c1"), nn.dense_bias_act(x, w2, b2, bind_attrs="c2")),
+         _split(nn.dense_bias_act(x, _weights("w1", "w2"), _weights("b1", "b2"), attrs_from="c1",
+                                  units=widened("c1", "units")), axis=-1),
          when=_fused_mergeable(lambda m: same_but_width(m["c1"], m["c2"], "units")),
          example=lambda: _fused_pair("dense", "relu"), near_miss=lambda: _fused_pair("dense", "tanh")),
 ])

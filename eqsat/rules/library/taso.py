@@ -22,10 +22,9 @@ from __future__ import annotations
 import numpy as np
 
 from ir import Expr, relay
-from ir.op.registry import make_call
 
 from ..match import Match
-from ..pattern import call, getitem, pvars, tuple_pat
+from ..pattern import nn, ops, pvars, tuple_pat
 from ..rule import rule, ruleset
 from .merge import convs_mergeable, widened
 
@@ -59,11 +58,6 @@ def _split_sizes(sections, size: int) -> list[int]:
 
 def _convs_concatenable(m: Match) -> bool:
     return convs_mergeable(m) and _axis(m["cat"].axis, 4) == 1
-
-
-def _wide_conv(m: Match) -> Expr:
-    weights = make_call("concatenate", [[m.expr("w1"), m.expr("w2")]], {"axis": 0})
-    return make_call("nn.conv2d", [m.expr("x"), weights], widened(m, "c1", "channels", ("w1", "w2")))
 
 
 def _two_convs(kernel: int) -> Expr:
@@ -113,12 +107,6 @@ def _bias_adds_concatenable(m: Match) -> bool:
             and m.dtype("b1") == m.dtype("b2"))
 
 
-def _bias_add_of_concat(m: Match) -> Expr:
-    data = make_call("concatenate", [[m.expr("a"), m.expr("c")]], dict(m["cat"]))
-    bias = make_call("concatenate", [[m.expr("b1"), m.expr("b2")]], {"axis": 0})
-    return make_call("nn.bias_add", [data, bias], dict(m["ba1"]))
-
-
 def _two_bias_adds(axis: int) -> Expr:
     first = relay.nn.bias_add(_v("a", 1, 2, 3, 3), _v("b1", 2), axis=1)
     second = relay.nn.bias_add(_v("c", 1, 2 if axis == 2 else 3, 4 if axis == 2 else 3, 3), _v("b2", 2 if axis == 2 else 3),
@@ -157,36 +145,35 @@ def _chain(shapes: tuple[tuple[int, int], ...], right: bool) -> Expr:
 _TALL, _WIDE = ((8, 2), (2, 8), (8, 2)), ((2, 8), (8, 2), (2, 8))
 
 TASO = ruleset("taso", [
-    rule("concat-conv-merge",
-         call("concatenate", tuple_pat(call("nn.conv2d", x, w1, bind_attrs="c1"), call("nn.conv2d", x, w2, bind_attrs="c2")),
-              bind_attrs="cat"),
-         _wide_conv, when=_convs_concatenable,
+    rule("concat-conv-merge", ops.concatenate(tuple_pat(nn.conv2d(x, w1, bind_attrs="c1"), nn.conv2d(x, w2, bind_attrs="c2")),
+                                              bind_attrs="cat"),
+         nn.conv2d(x, ops.concatenate(tuple_pat(w1, w2), axis=0), attrs_from="c1", channels=widened("c1", "channels")),
+         when=_convs_concatenable,
          example=lambda: _two_convs(3), near_miss=lambda: _two_convs(1)),       # 1x1 + 3x3: see above
-    rule("split-concat-first", getitem(call("split", call("concatenate", tuple_pat(a, b), bind_attrs="cat"),
-                                            bind_attrs="sp"), 0), a, when=_split_undoes_concat,
+    rule("split-concat-first", ops.split(ops.concatenate(tuple_pat(a, b), bind_attrs="cat"), bind_attrs="sp")[0], a,
+         when=_split_undoes_concat,
          example=lambda: _split_of_concat(0, 3), near_miss=lambda: _split_of_concat(0, 2)),
-    rule("split-concat-second", getitem(call("split", call("concatenate", tuple_pat(a, b), bind_attrs="cat"),
-                                             bind_attrs="sp"), 1), b, when=_split_undoes_concat,
+    rule("split-concat-second", ops.split(ops.concatenate(tuple_pat(a, b), bind_attrs="cat"), bind_attrs="sp")[1], b,
+         when=_split_undoes_concat,
          example=lambda: _split_of_concat(1, 3), near_miss=lambda: _split_of_concat(1, 4)),
-    rule("concat-split", call("concatenate", tuple_pat(getitem(call("split", x, bind_attrs="sp"), 0),
-                                                       getitem(call("split", x, bind_attrs="sp2"), 1)),
-                              bind_attrs="cat"), x, when=_concat_undoes_split,
+    rule("concat-split", ops.concatenate(tuple_pat(ops.split(x, bind_attrs="sp")[0], ops.split(x, bind_attrs="sp2")[1]),
+                                         bind_attrs="cat"), x, when=_concat_undoes_split,
          example=lambda: _split_then_concat(0, 1), near_miss=lambda: _split_then_concat(1, 0)),
-    rule("concat-relu", call("concatenate", tuple_pat(call("nn.relu", a), call("nn.relu", b)), bind_attrs="cat"),
-         call("nn.relu", call("concatenate", tuple_pat(a, b), attrs_from="cat")),
+    rule("concat-relu", ops.concatenate(tuple_pat(nn.relu(a), nn.relu(b))), nn.relu(ops.concatenate(tuple_pat(a, b))),
          example=lambda: relay.concatenate([relay.nn.relu(_v("a", 2, 3)), relay.nn.relu(_v("b", 2, 2))], axis=1),
          near_miss=lambda: relay.concatenate([relay.nn.relu(_v("a", 2, 3)), relay.sigmoid(_v("b", 2, 2))], axis=1)),
     rule("concat-bias-add",
-         call("concatenate", tuple_pat(call("nn.bias_add", a, b1, bind_attrs="ba1"), call("nn.bias_add", c, b2, bind_attrs="ba2")),
-              bind_attrs="cat"),
-         _bias_add_of_concat, when=_bias_adds_concatenable,
+         ops.concatenate(tuple_pat(nn.bias_add(a, b1, bind_attrs="ba1"), nn.bias_add(c, b2, bind_attrs="ba2")),
+                         bind_attrs="cat"),
+         nn.bias_add(ops.concatenate(tuple_pat(a, c)), ops.concatenate(tuple_pat(b1, b2), axis=0), attrs_from="ba1"),
+         when=_bias_adds_concatenable,
          example=lambda: _two_bias_adds(1), near_miss=lambda: _two_bias_adds(2)),
-    rule("matmul-reassociate-right", call("nn.matmul", call("nn.matmul", a, b, bind_attrs="mm1"), c, bind_attrs="mm2"),
-         call("nn.matmul", a, call("nn.matmul", b, c, attrs_from="mm1"), attrs_from="mm2"),
+    rule("matmul-reassociate-right", nn.matmul(nn.matmul(a, b, bind_attrs="mm1"), c, bind_attrs="mm2"),
+         nn.matmul(a, nn.matmul(b, c, attrs_from="mm1"), attrs_from="mm2"),
          when=_reassociation_pays(to_right=True), dtypes="float", exact=False,
          example=lambda: _chain(_TALL, right=False), near_miss=lambda: _chain(_WIDE, right=False)),
-    rule("matmul-reassociate-left", call("nn.matmul", a, call("nn.matmul", b, c, bind_attrs="mm1"), bind_attrs="mm2"),
-         call("nn.matmul", call("nn.matmul", a, b, attrs_from="mm2"), c, attrs_from="mm1"),
+    rule("matmul-reassociate-left", nn.matmul(a, nn.matmul(b, c, bind_attrs="mm1"), bind_attrs="mm2"),
+         nn.matmul(nn.matmul(a, b, attrs_from="mm2"), c, attrs_from="mm1"),
          when=_reassociation_pays(to_right=False), dtypes="float", exact=False,
          example=lambda: _chain(_WIDE, right=True), near_miss=lambda: _chain(_TALL, right=True)),
 ])
