@@ -3,6 +3,7 @@
     python -m benchmarks.bench_eqsat                  # full sizes -> results/eqsat.{json,md}
     python -m benchmarks.bench_eqsat --small          # the zoo's test configurations -> eqsat_small
     python -m benchmarks.bench_eqsat --scaling-only   # synthetic parts only -> eqsat_scaling(_small)
+    python -m benchmarks.bench_eqsat --budget-only    # whole optimize calls against their budgets -> eqsat_budget
 
 Parts:
 
@@ -17,6 +18,8 @@ Parts:
   extracts for the ort target, exported with contrib ops and run with the optimizations off.
 - scaling: `benchmarks.synthetic.dl_dag` programs of growing size; each size runs in a fresh
   process, so its peak resident memory (VmHWM, egglog's native memory included) is its own.
+- budget: whole `eqsat.optimize` calls (verification included) on ResNet-50, BERT-base and a ViT-B/16
+  export, against their time budgets.
 - ilp: a synthetic program grown by the default rules, and by those plus associativity and
   commutativity, up to a node limit, then extracted exactly within the ILP time limit.
 """
@@ -349,6 +352,60 @@ rules and cost model, measured on a GPU; our rule set, cost model and hardware d
 numbers are context, not a comparison."""
 
 
+#: (model, target) pairs whose whole `eqsat.optimize`, verification included, has a time budget (s)
+BUDGETS = (("resnet50", "cpu", 5.0), ("resnet50", "ort", 5.0), ("bert", "cpu", 5.0), ("bert", "ort", 5.0),
+           ("vit_b16", "ort", 10.0))
+
+
+def _budget_model(name: str) -> tuple[ir.IRModule, dict[str, Any]] | None:
+    """A zoo model at full size, or an export (`benchmarks.torch_models`) imported; None without torch."""
+    if name in ir.models.MODELS:
+        return ir.models.get(name)
+    from .torch_models import Unavailable, export
+    try:
+        return ir.frontend.from_onnx(export(name))
+    except Unavailable:
+        return None
+
+
+def budget_rows(runs: int) -> list[dict[str, Any]]:
+    """Each `BUDGETS` pair optimized `runs` times end to end (default options): the median seconds of
+    the whole call and of its parts, and the spread of the whole across runs."""
+    rows = []
+    for name, target, budget in BUDGETS:
+        loaded = _budget_model(name)
+        if loaded is None:
+            continue
+        mod, params = loaded
+        totals, parts = [], []
+        for _ in range(runs):
+            watch = Stopwatch()
+            with watch("total"):
+                res = eqsat.optimize(mod, params, target=target)
+            totals.append(watch.seconds["total"])
+            parts.append((res.report.seconds, res.extract_seconds, res.verification.seconds))
+        saturate, extract, verify = (statistics.median(p[k] for p in parts) for k in range(3))
+        total = statistics.median(totals)
+        rows.append({"model": name, "target": target, "total_s": round(total, 2),
+                     "spread_s": f"{min(totals):.2f}-{max(totals):.2f}", "saturate_s": round(saturate, 2),
+                     "extract_s": round(extract, 2), "verify_s": round(verify, 2),
+                     "other_s": round(total - saturate - extract - verify, 2), "budget_s": budget,
+                     "met": "yes" if total <= budget else "no", "stop": str(res.report.stop_reason),
+                     "verified_on": res.verification.runner})
+    return rows
+
+
+BUDGET_COLUMNS = ["model", "target", "total_s", "spread_s", "saturate_s", "extract_s", "verify_s", "other_s",
+                  "budget_s", "met", "stop", "verified_on"]
+BUDGET_NOTES = """\
+`eqsat.optimize(mod, params, target=...)` with its defaults (the target's rules, greedy extraction,
+verification on 3 input sets where the target runs: the numpy executor for cpu, ONNX Runtime for
+ort), {runs} runs per row, one after another in one process: the median of the whole call and of
+its parts (saturation, extraction, verification; "other" is lowering, lifting and type
+inference), and the spread of the whole. `vit_b16` is transformers' ViT-B/16 (random weights) as
+torch's TorchScript exporter writes it, imported from ONNX. The budget is this machine's: 2 cores."""
+
+
 def _limits_text(limits: eqsat.Limits) -> str:
     return f"{limits.iterations} iterations, {limits.nodes} e-nodes, {limits.seconds:g} s"
 
@@ -375,9 +432,18 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--scaling-only", action="store_true", help="only the scaling and ILP parts")
     parser.add_argument("--repeat", type=int, default=5, help="timed runs per latency measurement; the median is kept")
     parser.add_argument("--models", default=",".join(MODELS), help="comma-separated zoo models")
+    parser.add_argument("--budget-only", action="store_true",
+                        help="only the time budgets of whole optimize calls -> results/eqsat_budget")
     args = parser.parse_args(argv)
     if args.repeat < 1:
         parser.error(f"--repeat must be at least 1, got {args.repeat}")
+    if args.budget_only:
+        runs = min(args.repeat, 3)
+        path = write_results("eqsat_budget", budget_rows(runs), BUDGET_COLUMNS,
+                             f"{GENERAL_NOTES.format(cores=multiprocessing.cpu_count())}\n\n"
+                             f"{BUDGET_NOTES.format(runs=runs)}")
+        print(path.read_text())
+        return
     config = SMALL if args.small else FULL
     import onnxruntime
 

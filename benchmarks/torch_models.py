@@ -86,6 +86,29 @@ def _encoder(config_name: str, model_name: str) -> Callable[[int, str], onnx.Mod
     return build
 
 
+def _vit() -> Callable[[int, str], onnx.ModelProto]:
+    """transformers' ViT (default configuration: ViT-B/16, random weights) over an image of a side; its
+    output is the last hidden state."""
+    def build(image: int, exporter: str) -> onnx.ModelProto:
+        _require("torch", "transformers")
+        import torch
+        import transformers
+        torch.manual_seed(0)
+        config = transformers.ViTConfig(image_size=image, attn_implementation="eager")
+        model = transformers.ViTModel(config, add_pooling_layer=False).eval()
+
+        class Encoder(torch.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.model = model
+
+            def forward(self, x):
+                return self.model(pixel_values=x).last_hidden_state
+
+        return _export(torch, Encoder().eval(), (torch.randn(1, 3, image, image),), ["x"], exporter)
+    return build
+
+
 def _export(torch: Any, module: Any, example: tuple, names: list[str], exporter: str) -> onnx.ModelProto:
     if exporter not in EXPORTERS:
         raise ValueError(f"unknown exporter {exporter!r}; expected one of {sorted(EXPORTERS)}")
@@ -108,6 +131,7 @@ EXPORTS: dict[str, tuple[Callable[[int, str], onnx.ModelProto], int, int]] = {
     "shufflenet_v2_x1_0": (_torchvision("shufflenet_v2_x1_0"), 224, 64),
     "bert": (_encoder("BertConfig", "BertModel"), 128, 16),
     "distilbert": (_encoder("DistilBertConfig", "DistilBertModel"), 128, 16),
+    "vit_b16": (_vit(), 224, 32),
 }
 
 
