@@ -205,11 +205,13 @@ def _constant(w: Walker, p: ConstantPattern, value: Any, form: Expr, depth: int)
 def _call(w: Walker, p: CallPattern, value: Any, form: Expr, depth: int) -> Miss | None:
     if not isinstance(form, Call):
         return _kind_miss(w, p, value, form, "a call", depth)
-    miss = w.visit(p.op, form.op if isinstance(form.op, Op) else w.graph.value_of(form.op), depth + 1)
+    op = form.op
+    miss = w.visit(p.op, op if isinstance(op, Op) else w.graph.value_of(op), depth + 1)
     if miss is not None:
-        for alt in reassociations(p):  # each is a call of the other op: tried on such calls only
-            if form.op is alt.op.expr and w.visit_form(alt, value, form, depth) is None:
-                return None
+        if isinstance(op, Op) and op.name in ("divide", "multiply"):
+            for alt in reassociations(p):  # each is a call of the other op: tried on such calls only
+                if op is alt.op.expr and w.visit_form(alt, value, form, depth) is None:
+                    return None
         # a wrong op is the call's failure: name the call, not the op
         return w.fail(p, value, miss.cause, depth, lambda: miss.reason) if miss.cause == "op" else miss
     if p.args is None:
@@ -217,9 +219,11 @@ def _call(w: Walker, p: CallPattern, value: Any, form: Expr, depth: int) -> Miss
     if len(p.args) != len(form.args):
         return w.fail(p, value, "arity", depth, lambda: f"{w.graph.describe(value)} has {len(form.args)} "
                       f"argument(s), the pattern {len(p.args)}")
-    return w.first_of(p, value, depth, [lambda args=args: w.operands(args, form.args, depth)
-                                        for args in argument_orders(p)],
-                      lambda: f"{op_name(p)} matches in neither argument order")
+    orders = argument_orders(p)
+    if len(orders) == 1:
+        return w.operands(p.args, form.args, depth)
+    return w.first_of(p, value, depth, lambda args: w.operands(args, form.args, depth), orders,
+                      f"{op.name} matches in neither argument order")
 
 
 def _function(w: Walker, p: FunctionPattern, value: Any, form: Expr, depth: int) -> Miss | None:
@@ -269,8 +273,8 @@ def _let(w: Walker, p: LetPattern, value: Any, form: Expr, depth: int) -> Miss |
 
 
 def _alt(w: Walker, p: AltPattern, value: Any, form: Expr, depth: int) -> Miss | None:
-    return w.first_of(p, value, depth, [lambda q=q: w.visit_form(q, value, form, depth + 1)
-                                        for q in (p.left, p.right)], lambda: "neither alternative matches")
+    return w.first_of(p, value, depth, lambda q: w.visit_form(q, value, form, depth + 1), (p.left, p.right),
+                      "neither alternative matches")
 
 
 # -- properties --------------------------------------------------------------------------------

@@ -197,6 +197,7 @@ class Walker:
         """(recording) every (sub-pattern, value) that matched during the walk, in order."""
         self._bound: list[DFPattern] = []
         self._memoize = True
+        self._own_forms = isinstance(graph, ExprGraph)  # every value is its own only form
 
     def reset(self) -> None:
         """Forget every binding, for the next match."""
@@ -211,6 +212,8 @@ class Walker:
         """Match `p` against any form of `value`."""
         if self._memoize and p in self.memo:
             return self._same(p, value, depth)
+        if self._own_forms:
+            return self._handle(p, value, value, depth)
         forms = self.graph.forms(value)
         if len(forms) == 1:
             return self._handle(p, value, forms[0], depth)
@@ -232,20 +235,20 @@ class Walker:
 
     def _handle(self, p: DFPattern, value: Any, form: Expr, depth: int) -> Miss | None:
         """`p`'s `KINDS` entry on `form`, binding `p` to `value` when it matches."""
-        try:
-            handler = KINDS[type(p)]
-        except KeyError:
+        handler = KINDS.get(type(p))
+        if handler is None:
             raise InvalidPatternError(f"cannot match a {type(p).__name__}; build patterns with the "
-                                      f"ir.dataflow_pattern builders, or add the kind to KINDS") from None
-        mark = len(self._bound)
+                                      f"ir.dataflow_pattern builders, or add the kind to KINDS")
+        bound = self._bound
+        mark = len(bound)
         miss = handler(self, p, value, form, depth)
         if miss is None:
             self.memo.setdefault(p, []).append(value)
-            self._bound.append(p)
+            bound.append(p)
             if self.record:
                 self.forms[p] = form
                 self.matched.append((p, value))
-        else:
+        elif len(bound) > mark:
             self.unwind(mark)
         return miss
 
@@ -264,20 +267,22 @@ class Walker:
                 return miss
         return None
 
-    def first_of(self, p: DFPattern, value: Any, depth: int, attempts: Sequence[Callable[[], Miss | None]],
-                 why: Callable[[], str]) -> Miss | None:
-        """The first attempt that matches; else an `alternatives` miss listing each (or the one)."""
+    def first_of(self, p: DFPattern, value: Any, depth: int, attempt: Callable[[Any], Miss | None],
+                 ways: Sequence[Any], why: str) -> Miss | None:
+        """None when `attempt(way)` matches for the first of `ways`; else an `alternatives` miss listing
+        each (`why` says what failed), or the one miss of a single way."""
         misses = []
-        for attempt in attempts:
+        for way in ways:
             before, mark = len(self.matched), len(self._bound)
-            miss = attempt()
+            miss = attempt(way)
             if miss is None:
                 return None
-            self.unwind(mark)
+            if len(self._bound) > mark:
+                self.unwind(mark)
             misses.append(self._progress(miss, before))
         if len(misses) == 1:
             return misses[0]
-        return self.fail(p, value, "alternatives", depth, why, tuple(misses))
+        return self.fail(p, value, "alternatives", depth, lambda: why, tuple(misses))
 
     def unwind(self, mark: int) -> None:
         """Forget the bindings made since `len(self._bound)` was `mark`."""
