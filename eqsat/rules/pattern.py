@@ -53,8 +53,8 @@ from ..errors import RuleError
 from .match import Match
 
 __all__ = [
-    "Pat", "PVar", "PConst", "PLit", "PCall", "PTuple", "PGetItem", "PMany", "AVar", "MAX_PARTS", "pvars", "avar", "attr",
-    "const_pat", "call", "tuple_pat", "getitem", "many", "ops", "nn", "CompiledPattern", "compile_patterns",
+    "Pat", "PVar", "PConst", "PLit", "PCall", "PTuple", "PGetItem", "PMany", "AVar", "MAX_PARTS", "pvars", "avar",
+    "attr", "const_pat", "call", "tuple_pat", "getitem", "many", "ops", "nn", "CompiledPattern", "compile_patterns",
     "instantiate", "check_template", "variables", "copy_attributes", "name_literals", "expand", "variadic",
     "tuple_arities", "literal_matches",
 ]

@@ -37,10 +37,10 @@ def _associate(op: str, fn) -> list:
 
 
 COMMUTE = ruleset("commute", [
-    rule("add-commute",       call("add", x, y),      call("add", y, x),
+    rule("add-commute",       x + y,                  y + x,
          example=lambda: relay.add(_v("x", 2, 3), _v("y", 3)),
          near_miss=lambda: relay.subtract(_v("x", 2, 3), _v("y", 3))),
-    rule("multiply-commute",  call("multiply", x, y), call("multiply", y, x),
+    rule("multiply-commute",  x * y,                  y * x,
          example=lambda: relay.multiply(_v("x", 2, 3), _v("y", 2, 1)),
          near_miss=lambda: relay.divide(_v("x", 2, 3), _v("y", 2, 1))),
 ])

@@ -249,7 +249,8 @@ ALGEBRA = ruleset("algebra", [
          dtypes="float", exact=False,
          example=lambda: relay.divide(_v(2, 3), _c(1.4142135)),
          near_miss=lambda: relay.divide(_v(2, 3), _c(0.0))),
-    rule("square-as-product",    ops.power(x, 2.0),                                x * x, when=_keeps_shape, dtypes="float",
+    rule("square-as-product",    ops.power(x, 2.0),                                x * x,
+         when=_keeps_shape, dtypes="float",
          example=lambda: relay.power(_v(2, 3), _c(2.0)),
          near_miss=lambda: relay.power(_v(2, 3), _c([2.0, 2.0, 3.0]))),
     rule("half-power-as-sqrt",   ops.power(x, 0.5),                                ops.sqrt(x),
@@ -276,10 +277,12 @@ ALGEBRA = ruleset("algebra", [
          when=lambda m: m.const("c").ndim <= m.ndim("x"), dtypes="float", exact=False,
          example=lambda: _logistic(_v(2, 3), 1.0), near_miss=lambda: _logistic(_v(2, 3), 2.0)),
     # -- distributing a common factor ------------------------------------------------------------
-    rule("regroup-difference",   a + (b - x),                                      (a - x) + b, dtypes="float", exact=False,
+    rule("regroup-difference",   a + (b - x),                                      (a - x) + b,
+         dtypes="float", exact=False,
          example=lambda: relay.add(_v(2, 3, name="a"), relay.subtract(_v(3, name="b"), _v(2, 3))),
          near_miss=lambda: relay.add(_v(2, 3, name="a"), relay.add(_v(3, name="b"), _v(2, 3)))),
-    rule("factor-difference",    a * x - b * x,                                    (a - b) * x, dtypes="float", exact=False,
+    rule("factor-difference",    a * x - b * x,                                    (a - b) * x,
+         dtypes="float", exact=False,
          example=lambda: _difference_of_products(_v(3)),
          near_miss=lambda: _difference_of_products(_v(3), _v(3, name="y"))),
     rule("group-constant-factor", a * (b * const_pat("w")),                        (a * b) * const_pat("w"),
@@ -289,10 +292,12 @@ ALGEBRA = ruleset("algebra", [
     rule("expand-constant",      ops.expand_dims(const_pat("c")),                  _expanded_constant,
          example=lambda: relay.add(_v(2, 3, 4), relay.expand_dims(_c([1.0, 2.0, 3.0]), 1, 1)),
          near_miss=lambda: relay.add(_v(2, 3, 4), relay.expand_dims(_v(3, name="b"), 1, 1))),
-    rule("distribute-constant-scale", (a + const_pat("c1")) * const_pat("c2"),     _distributed, dtypes="float", exact=False,
+    rule("distribute-constant-scale", (a + const_pat("c1")) * const_pat("c2"),     _distributed,
+         dtypes="float", exact=False,
          example=lambda: relay.multiply(relay.add(_v(2, 3, 4), _c(np.ones((3, 1)))), _c(np.full((3, 1), 0.5))),
          near_miss=lambda: relay.multiply(relay.add(_v(2, 3, 4), _v(3, 1, name="b")), _c(np.full((3, 1), 0.5)))),
-    rule("fold-constant-addends", (a + const_pat("c1")) + const_pat("c2"),         _constant_sum, dtypes="float", exact=False,
+    rule("fold-constant-addends", (a + const_pat("c1")) + const_pat("c2"),         _constant_sum,
+         dtypes="float", exact=False,
          example=lambda: relay.add(relay.add(_v(2, 3, 4), _c(np.ones((3, 1)))), _c(np.full((3, 1), 0.5))),
          near_miss=lambda: relay.add(relay.add(_v(2, 3, 4), _v(3, 1, name="b")), _c(np.full((3, 1), 0.5)))),
     # -- the variance two ways: to the form that does not cancel ----------------------------------
@@ -309,7 +314,8 @@ ALGEBRA = ruleset("algebra", [
     # exact for integers; for floats up to the sign of a zero result, which max / min / relu / clip
     # kernels choose differently (ONNX Runtime's float32 Max(-0, +0) is +0, its Relu(-0) and numpy's
     # maximum(-0, +0) are -0), so these are exact=False
-    rule("max-zero-as-relu",     ops.maximum(x, 0.0),                              nn.relu(x), when=_relu_of, exact=False,
+    rule("max-zero-as-relu",     ops.maximum(x, 0.0),                              nn.relu(x),
+         when=_relu_of, exact=False,
          example=lambda: relay.maximum(_v(2, 3), _c(0.0)),
          near_miss=[lambda: relay.maximum(_v(2, 3), _c(0.5)),
                     lambda: relay.maximum(_v(2, 3, dtype="uint8"), _c(0, "uint8"))]),  # ONNX has no unsigned Relu
@@ -321,7 +327,7 @@ ALGEBRA = ruleset("algebra", [
          ops.clip(x, a_min=_bound_of("lo"), a_max=_bound_of("hi")), when=_bounds("lo", "hi"), exact=False,
          example=lambda: relay.maximum(relay.minimum(_v(2, 3), _c(6.0)), _c(0.0)),
          near_miss=lambda: relay.maximum(relay.minimum(_v(2, 3), _c([6.0, 5.0, 4.0])), _c(0.0))),
-    rule("min-of-relu-as-clip",  ops.minimum(nn.relu(x), const_pat("hi")),         ops.clip(x, a_min=0, a_max=_bound_of("hi")),
+    rule("min-of-relu-as-clip",  ops.minimum(nn.relu(x), const_pat("hi")), ops.clip(x, a_min=0, a_max=_bound_of("hi")),
          when=_bounds(None, "hi"), exact=False,
          example=lambda: relay.minimum(relay.nn.relu(_v(2, 3)), _c(6.0)),
          near_miss=lambda: relay.minimum(relay.nn.relu(_v(2, 3)), _c(-1.0))),
@@ -336,7 +342,8 @@ ALGEBRA = ruleset("algebra", [
          example=lambda: relay.multiply(relay.multiply(_v(2, 3, name="a"), _v(2, 3, name="b")), _c(1 / 6)),
          near_miss=lambda: relay.multiply(relay.multiply(_v(2, 3, name="a"), _v(2, 3, name="b")),
                                           _c([0.5, 1.0, 2.0]))),
-    rule("fold-scalar-factors",  (x * const_pat("k1")) * const_pat("k2"),           _scalar_product, dtypes="float", exact=False,
+    rule("fold-scalar-factors",  (x * const_pat("k1")) * const_pat("k2"),          _scalar_product,
+         dtypes="float", exact=False,
          example=lambda: relay.multiply(relay.multiply(_v(2, 3), _c(0.35355339)), _c(0.35355339)),
          near_miss=lambda: relay.multiply(relay.multiply(_v(2, 3), _c(1e30)), _c(1e-30))),
     # -- scale placement in products (attention scales Q, K, both, or the scores) -----------------

@@ -30,7 +30,7 @@
                                                                                  sigmoid or hard swish
 
 `B` is the channel block of ONNX Runtime's NCHWc kernels on this machine
-(`ir.ort_nchwc.ort_nchwc_block_size`; 8 where ONNX Runtime is missing), so the blocked forms are
+(`strategies.ort_timing.nchwc_block_size`; 8 where ONNX Runtime is missing), so the blocked forms are
 the ones the ort target runs. The weight
 `w'` is `w` reordered once, as a constant. Every convolution gets a blocked twin wrapped in
 transforms from and back to its own layout, so a blocked value never reaches a graph input or
@@ -65,16 +65,16 @@ from typing import Callable
 import numpy as np
 
 from ir import Expr, relay
-from ir.ort_nchwc import (PaddedConv, channel_crop, channel_padding, nchwc_forms, ort_nchwc_block_size,
-                          padded_channels, padded_conv)
 from ir.op.layout import OP_ACTIVATIONS, blocked_layout, parse_layout
+from ir.op.nchwc import PaddedConv, channel_crop, channel_padding, nchwc_forms, padded_channels, padded_conv
 from ir.op.shapes import normalize_axes
 from ir.op.registry import make_call
 
 from strategies.kernels.nchwc import transform_layout
+from strategies.ort_timing import nchwc_block_size
 
 from ..match import Match
-from ..pattern import PVar, attr, call, const_pat, many, ops, pvars
+from ..pattern import PVar, attr, call, const_pat, many, nn, ops, pvars
 from ..rule import Rewrite, RuleSet, rule, ruleset
 
 __all__ = ["LAYOUT", "block_size", "with_concat_arities"]
@@ -97,7 +97,7 @@ _BINARY = ("add", "multiply")
 
 def block_size() -> int:
     """The channel block the rules introduce: this machine's ONNX Runtime NCHWc block, else 8."""
-    return ort_nchwc_block_size() or 8
+    return nchwc_block_size() or 8
 
 
 def _lt(data: Expr, src: str, dst: str) -> Expr:
@@ -107,7 +107,7 @@ def _lt(data: Expr, src: str, dst: str) -> Expr:
 def _to_blocked(fused: bool, padded: bool = False):
     """The blocked twin of `nn.conv2d` (or `nn.conv2d_bias_act`) with a constant weight; with `padded`,
     the twin of one whose channels are not whole blocks, its channels padded with zeros (weights and
-    bias too) on the way in and cropped on the way out (`ir.ort_nchwc.padded_conv`)."""
+    bias too) on the way in and cropped on the way out (`ir.op.nchwc.padded_conv`)."""
     def build(m: Match) -> Expr | None:
         attrs, block = m["c"], block_size()
         if attrs.data_layout != "NCHW" or attrs.kernel_layout != "OIHW" or attrs.out_dtype or m.ndim("x") != 4:
@@ -364,23 +364,22 @@ def _blocked_conv_without_bias() -> Expr:
 
 def _through(op: str) -> Rewrite:
     return rule(f"{op}-through-layout-transform",
-                call(op, call("layout_transform", a, bind_attrs="lt"), bind_attrs="f"),
-                call("layout_transform", call(op, a, attrs_from="f"), attrs_from="lt"),
+                call(op, ops.layout_transform(a)), ops.layout_transform(call(op, a)),
                 example=lambda: make_call(op, [_blocked_relu()], _EXAMPLE_ATTRS.get(op, {})),
                 near_miss=lambda: make_call(op, [relay.transpose(_image(4), (0, 2, 3, 1))], _EXAMPLE_ATTRS.get(op, {})))
 
 
 def _binary_through(op: str) -> Rewrite:
     return rule(f"{op}-through-layout-transform",
-                call(op, call("layout_transform", a, bind_attrs="l1"), call("layout_transform", b, bind_attrs="l2")),
-                call("layout_transform", call(op, a, b), attrs_from="l1"), when=_same_layout,
+                call(op, ops.layout_transform(a, bind_attrs="l1"), ops.layout_transform(b, bind_attrs="l2")),
+                ops.layout_transform(call(op, a, b), attrs_from="l1"), when=_same_layout,
                 example=lambda: make_call(op, [_blocked_relu("a"), _blocked_relu("b", size=1)]),
                 near_miss=lambda: make_call(op, [_blocked_relu("a"), relay.transpose(
                     relay.var("b", shape=(1, 2 * block_size(), 3, 3)), (0, 1, 3, 2))]))
 
 
 def _nhwc_operand_rule(op: str, blocked_first: bool) -> Rewrite:
-    blocked, moved = call("layout_transform", c, bind_attrs="lt"), call("transpose", a, bind_attrs="t")
+    blocked, moved = ops.layout_transform(c, bind_attrs="lt"), ops.transpose(a, bind_attrs="t")
 
     def program(axes: tuple[int, ...]) -> Callable[[], Expr]:
         def build() -> Expr:
@@ -435,13 +434,13 @@ def _fuse_activation(op: str, conv: str, inputs: tuple[PVar, ...]) -> Rewrite:
 def _padded_depthwise_rule(op: str, inputs: tuple[PVar, ...]) -> Rewrite:
     """A cropped depthwise blocked convolution of cropped and re-padded blocked data reads the data as
     it is (`_reads_own_padding`): no reorder between a padded convolution and a depthwise one after it."""
-    data = call("layout_transform", call("nn.pad", call("strided_slice", call("layout_transform", a, bind_attrs="l1"),
-                                                        bind_attrs="crop"), bind_attrs="pad"), bind_attrs="l2")
+    cropped = ops.strided_slice(ops.layout_transform(a, bind_attrs="l1"), bind_attrs="crop")
+    data = ops.layout_transform(nn.pad(cropped, bind_attrs="pad"), bind_attrs="l2")
     return rule(f"nchwc{'-bias-act' if op == _BIAS_ACT else ''}-depthwise-reads-padding",
-                call("strided_slice", call("layout_transform", call(op, data, *inputs, bind_attrs="f"), bind_attrs="l3"),
-                     bind_attrs="out"),
-                call("strided_slice", call("layout_transform", call(op, a, *inputs, attrs_from="f"), attrs_from="l3"),
-                     attrs_from="out"),
+                ops.strided_slice(ops.layout_transform(call(op, data, *inputs, bind_attrs="f"), bind_attrs="l3"),
+                                  bind_attrs="out"),
+                ops.strided_slice(ops.layout_transform(call(op, a, *inputs, attrs_from="f"), attrs_from="l3"),
+                                  attrs_from="out"),
                 when=_reads_own_padding, example=lambda: _padded_blocked_conv(op, depthwise=True),
                 near_miss=lambda: _padded_blocked_conv(op, depthwise=False))
 
@@ -468,17 +467,17 @@ _SUM_ACT = "nn.contrib_conv2d_NCHWc_bias_sum_act"
 w = const_pat("w")  # a constant weight: the blocked twin reorders it once
 
 LAYOUT = ruleset("layout", [
-    rule("conv2d-to-nchwc", call("nn.conv2d", x, w, bind_attrs="c"), _to_blocked(fused=False), exact=False,
+    rule("conv2d-to-nchwc", nn.conv2d(x, w, bind_attrs="c"), _to_blocked(fused=False), exact=False,
          example=lambda: relay.nn.conv2d(_image(block_size()), _weight(block_size(), block_size()), padding=1),
          near_miss=lambda: relay.nn.conv2d(_image(block_size() + 4), _weight(block_size(), block_size() + 4))),
-    rule("conv2d-bias-act-to-nchwc", call("nn.conv2d_bias_act", x, w, bias, bind_attrs="c"), _to_blocked(fused=True),
+    rule("conv2d-bias-act-to-nchwc", nn.conv2d_bias_act(x, w, bias, bind_attrs="c"), _to_blocked(fused=True),
          exact=False, example=lambda: relay.nn.conv2d_bias_act(_image(3), _weight(block_size(), 3), relay.const(
              np.ones(block_size(), "float32")), strides=2, padding=1, activation="relu"),
          near_miss=lambda: relay.nn.conv2d_bias_act(_image(3), _weight(4, 3), relay.const(np.ones(4, "float32")))),
-    rule("conv2d-to-nchwc-padded", call("nn.conv2d", x, w, bind_attrs="c"), _to_blocked(False, padded=True),
+    rule("conv2d-to-nchwc-padded", nn.conv2d(x, w, bind_attrs="c"), _to_blocked(False, padded=True),
          exact=False, example=lambda: relay.nn.conv2d(_image(_PADDED), _weight(_PADDED, _PADDED), padding=1),
          near_miss=lambda: relay.nn.conv2d(_image(block_size() + 2), _weight(block_size() + 2, block_size() + 2))),
-    rule("conv2d-bias-act-to-nchwc-padded", call("nn.conv2d_bias_act", x, w, const_pat("bias"), bind_attrs="c"),
+    rule("conv2d-bias-act-to-nchwc-padded", nn.conv2d_bias_act(x, w, const_pat("bias"), bind_attrs="c"),
          _to_blocked(True, padded=True), exact=False,
          example=lambda: relay.nn.conv2d_bias_act(_image(_PADDED), _weight(_PADDED, 1), relay.const(
              np.linspace(-1, 1, _PADDED).astype("float32")), padding=1, groups=_PADDED, activation="relu"),
@@ -488,18 +487,17 @@ LAYOUT = ruleset("layout", [
     *(_binary_through(op) for op in _BINARY),
     *(_nhwc_operand_rule(op, first) for op in _BINARY for first in (True, False)),
     rule("add-channel-constant-through-layout-transform",
-         call("add", call("layout_transform", a, bind_attrs="lt"), const_pat("c")), _channel_constant,
+         ops.layout_transform(a, bind_attrs="lt") + const_pat("c"), _channel_constant,
          example=lambda: relay.add(_blocked_relu(), relay.const(np.arange(2 * block_size(), dtype="float32")
                                                                  .reshape(-1, 1, 1))),
          near_miss=lambda: relay.add(_blocked_relu(), relay.const(np.ones((1, 1, 3, 3), "float32")))),
-    rule("channel-affine-to-nchwc",
-         call("add", call("multiply", x, const_pat("s")), const_pat("t")), _affine_to_blocked, exact=False,
+    rule("channel-affine-to-nchwc", x * const_pat("s") + const_pat("t"), _affine_to_blocked, exact=False,
          example=lambda: relay.add(relay.multiply(_image(2 * block_size()), _channel_values(2 * block_size(), 1)),
                                    _channel_values(2 * block_size(), 2)),
          near_miss=lambda: relay.add(relay.multiply(_image(2 * block_size()), _channel_values(2 * block_size(), 1)),
                                      relay.const(np.ones((1, 1, 5, 5), "float32")))),
     *(_pool_rule(op) for op in ("nn.max_pool2d", "nn.avg_pool2d", "nn.global_avg_pool2d")),
-    rule("mean-over-image-as-global-avg-pool", call("mean", x, bind_attrs="r"), _mean_as_pool, exact=False,
+    rule("mean-over-image-as-global-avg-pool", ops.mean(x, bind_attrs="r"), _mean_as_pool, exact=False,
          example=lambda: relay.mean(_image(2 * block_size()), axis=[2, 3]),
          near_miss=lambda: relay.mean(_image(2 * block_size()), axis=[1, 2])),
     *(_split_rule(index) for index in range(4)),
@@ -510,23 +508,23 @@ LAYOUT = ruleset("layout", [
          example=lambda: relay.concatenate([_blocked_relu(f"a{i}") for i in range(3)], axis=1),
          near_miss=lambda: relay.concatenate([_blocked_relu(f"a{i}") for i in range(3)], axis=2)),
     rule("layout-transform-inverse",
-         call("layout_transform", call("layout_transform", x, bind_attrs="l1"), bind_attrs="l2"), x, when=_inverse,
+         ops.layout_transform(ops.layout_transform(x, bind_attrs="l1"), bind_attrs="l2"), x, when=_inverse,
          example=lambda: _lt(_lt(_image(block_size()), "NCHW", blocked_layout("NCHW", "C", block_size())),
                              blocked_layout("NCHW", "C", block_size()), "NCHW"),
          near_miss=lambda: _lt(_lt(_image(4), "NCHW", "NHWC"), "NHWC", "NHWC")),
     rule("nhwc-out-of-layout-transform",
-         ops.transpose(ops.layout_transform(x, bind_attrs="lt"), bind_attrs="t"), ops.layout_transform(x, dst_layout="NHWC"),
-         when=_nchw_to_nhwc,
+         ops.transpose(ops.layout_transform(x, bind_attrs="lt"), bind_attrs="t"),
+         ops.layout_transform(x, dst_layout="NHWC"), when=_nchw_to_nhwc,
          example=lambda: relay.transpose(_blocked_relu("x"), (0, 2, 3, 1)),
          near_miss=lambda: relay.transpose(_blocked_relu("x"), (0, 3, 2, 1))),
     rule("nhwc-into-layout-transform",
-         ops.layout_transform(ops.transpose(x, bind_attrs="t"), bind_attrs="lt"), ops.layout_transform(x, src_layout="NHWC"),
-         when=_nhwc_to_nchw,
+         ops.layout_transform(ops.transpose(x, bind_attrs="t"), bind_attrs="lt"),
+         ops.layout_transform(x, src_layout="NHWC"), when=_nhwc_to_nchw,
          example=lambda: _lt(relay.transpose(relay.var("x", shape=(1, 3, 3, 2 * block_size())), (0, 3, 1, 2)),
                              "NCHW", blocked_layout("NCHW", "C", block_size())),
          near_miss=lambda: _lt(relay.transpose(relay.var("x", shape=(1, 3, 2 * block_size(), 3)), (0, 2, 1, 3)),
                                "NCHW", blocked_layout("NCHW", "C", block_size()))),
-    rule("nchwc-bias", call("nn.contrib_conv2d_NCHWc", x, wt, bind_attrs="c"), _with_bias,
+    rule("nchwc-bias", nn.contrib_conv2d_NCHWc(x, wt, bind_attrs="c"), _with_bias,
          dtypes="float", example=lambda: _blocked_conv_without_bias(),
          near_miss=lambda: relay.nn.conv2d(_image(block_size()), _weight(block_size(), block_size()))),
     # the blocked result to its plain layout and back: the same tensor, as a blocked result holds whole
@@ -534,7 +532,8 @@ LAYOUT = ruleset("layout", [
     # meet in one class through the plain class they share
     rule("nchwc-result-round-trip", call(_BIAS_ACT, x, wt, bias, bind_attrs="f"),
          ops.layout_transform(ops.layout_transform(call(_BIAS_ACT, x, wt, bias), src_layout=attr("f", "out_layout"),
-                                                   dst_layout="NCHW"), src_layout="NCHW", dst_layout=attr("f", "out_layout")),
+                                                   dst_layout="NCHW"),
+                              src_layout="NCHW", dst_layout=attr("f", "out_layout")),
          when=lambda m: m["f"].out_layout == m["f"].data_layout,
          example=lambda: _lt(_lt(_blocked_conv("relu"), blocked_layout("NCHW", "C", block_size()), "NCHW"), "NCHW",
                              blocked_layout("NCHW", "C", block_size())),  # the round trip is the result itself
@@ -543,11 +542,11 @@ LAYOUT = ruleset("layout", [
     *(_padded_depthwise_rule(op, inputs) for op, inputs in (("nn.contrib_conv2d_NCHWc", (wt,)),
                                                               (_BIAS_ACT, (wt, bias)))),
     *(_fuse_activation(op, _BIAS_ACT, (x, wt, bias)) for op in _ACTIVATIONS),
-    rule("nchwc-sum", call("add", call(_BIAS_ACT, x, wt, bias, activation="none", bind_attrs="f"), s),
+    rule("nchwc-sum", call(_BIAS_ACT, x, wt, bias, activation="none", bind_attrs="f") + s,
          call(_SUM_ACT, x, wt, bias, s, attrs_from="f"), when=lambda m: m.type("s") == m.root_type(), exact=False,
          example=lambda: relay.add(_blocked_conv(), relay.var("s", shape=(1, 1, 5, 5, block_size()))),
          near_miss=lambda: relay.add(_blocked_conv(), relay.var("s", shape=(1, 1, 1, 1, block_size())))),
-    rule("nchwc-sum-commuted", call("add", s, call(_BIAS_ACT, x, wt, bias, activation="none", bind_attrs="f")),
+    rule("nchwc-sum-commuted", s + call(_BIAS_ACT, x, wt, bias, activation="none", bind_attrs="f"),
          call(_SUM_ACT, x, wt, bias, s, attrs_from="f"), when=lambda m: m.type("s") == m.root_type(), exact=False,
          example=lambda: relay.add(relay.var("s", shape=(1, 1, 5, 5, block_size())), _blocked_conv()),
          near_miss=lambda: relay.add(relay.var("s", shape=(1, 1, 5, 1, block_size())), _blocked_conv())),

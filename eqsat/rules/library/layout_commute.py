@@ -30,7 +30,7 @@ from ir.op.registry import make_call
 from ir.op.shapes import transpose_axes
 
 from ..match import Match
-from ..pattern import call, const_pat, pvars
+from ..pattern import call, const_pat, ops, pvars
 from ..rule import Rewrite, rule, ruleset
 from .exact import constant
 
@@ -63,9 +63,8 @@ def _x(*shape: int, name: str = "x") -> Expr:
 
 
 def _through(op: str, layout: str) -> Rewrite:
-    inner = call(layout, x, bind_attrs="l")
-    return rule(f"{op}-through-{layout}", call(op, inner, bind_attrs="f"),
-                call(layout, call(op, x, attrs_from="f"), attrs_from="l"), exact=op in POSITION_EXACT,
+    return rule(f"{op}-through-{layout}", call(op, call(layout, x)), call(layout, call(op, x)),
+                exact=op in POSITION_EXACT,
                 example=lambda: _unary(op, relay.transpose(_x(2, 3), (1, 0)) if layout == "transpose"
                                        else relay.reshape(_x(2, 3), (3, 2))),
                 near_miss=lambda: _unary(op, relay.expand_dims(_x(2, 3), 0)))
@@ -80,8 +79,8 @@ def _binary(op: str) -> Rewrite:
         return make_call(op, [relay.transpose(_x(2, 3, name="a"), (1, 0)),
                               relay.transpose(_x(*shape_b, name="b"), axes_b)], {})
     return rule(f"{op}-through-transpose",
-                call(op, call("transpose", a, bind_attrs="t1"), call("transpose", b, bind_attrs="t2")),
-                call("transpose", call(op, a, b), attrs_from="t1"), when=_same_layout, exact=op in POSITION_EXACT,
+                call(op, ops.transpose(a, bind_attrs="t1"), ops.transpose(b, bind_attrs="t2")),
+                ops.transpose(call(op, a, b), attrs_from="t1"), when=_same_layout, exact=op in POSITION_EXACT,
                 example=lambda: pair((1, 0)),
                 near_miss=lambda: pair((0, 1), (3, 2)))
 
@@ -101,7 +100,7 @@ def _constant_through(op: str, constant_first: bool) -> Rewrite:
     """`g(transpose(a, p), k) -> transpose(g(a, k'), p)` (or with `k` first), where `k'` holds the
     values of `k` broadcast to the operand's rank and laid out like `a`: the same pairs of elements
     meet, so the result is the same bit for bit."""
-    moved = call("transpose", a, bind_attrs="t")
+    moved = ops.transpose(a, bind_attrs="t")
     operands = (const_pat("k"), moved) if constant_first else (moved, const_pat("k"))
 
     def build(m: Match) -> Expr:

@@ -145,8 +145,9 @@ def _chain(shapes: tuple[tuple[int, int], ...], right: bool) -> Expr:
 _TALL, _WIDE = ((8, 2), (2, 8), (8, 2)), ((2, 8), (8, 2), (2, 8))
 
 TASO = ruleset("taso", [
-    rule("concat-conv-merge", ops.concatenate(tuple_pat(nn.conv2d(x, w1, bind_attrs="c1"), nn.conv2d(x, w2, bind_attrs="c2")),
-                                              bind_attrs="cat"),
+    rule("concat-conv-merge",
+         ops.concatenate(tuple_pat(nn.conv2d(x, w1, bind_attrs="c1"), nn.conv2d(x, w2, bind_attrs="c2")),
+                         bind_attrs="cat"),
          nn.conv2d(x, ops.concatenate(tuple_pat(w1, w2), axis=0), attrs_from="c1", channels=widened("c1", "channels")),
          when=_convs_concatenable,
          example=lambda: _two_convs(3), near_miss=lambda: _two_convs(1)),       # 1x1 + 3x3: see above
