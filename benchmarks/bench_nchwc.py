@@ -41,7 +41,7 @@ from ir import relay
 from eqsat.candidates import candidate_workloads
 from eqsat.optimize import Saturated, extract_program, saturate_program
 from ir.frontend import to_onnx
-from ir.frontend.export_nchwc import NCHWC_DOMAIN, ort_nchwc_block_size
+from ir.frontend.ort_nchwc import NCHWC_DOMAIN, ort_nchwc_block_size
 from strategies.kernels.nchwc import transform_layout
 from strategies.ort_timing import bound_run, default_threads, ort_session, timing_clock
 from strategies.tuning import tune_workloads

@@ -50,7 +50,7 @@ from .work import nbytes
 from .workload import Workload
 
 __all__ = ["ORT_IMPLEMENTATION", "GRAPH_OPTIMIZATION", "MIN_BATCH_US", "MAX_COPIES", "COLD_BYTES", "RESIDENT_BYTES",
-           "ort_session", "copies_for", "default_threads",
+           "ort_session", "copies_for", "default_threads", "nchwc_block_size",
            "workload_program", "bound_run", "timing_clock", "time_workloads"]
 
 logger = logging.getLogger("strategies")
@@ -73,6 +73,15 @@ RESIDENT_BYTES = 256 << 20
 def default_threads() -> int:
     """The CPUs this process may run on: the intra-op thread count when none is given."""
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+
+
+def nchwc_block_size() -> int | None:
+    """The channel block of ONNX Runtime's NCHWc kernels on this machine; None without onnx or onnxruntime."""
+    try:
+        from ir.frontend.ort_nchwc import ort_nchwc_block_size  # ir.frontend needs onnx, an optional extra
+    except ImportError:
+        return None
+    return ort_nchwc_block_size()
 
 
 def timing_clock(threads: int) -> tuple[str, Callable[[], float]]:

@@ -5,7 +5,7 @@ blocked convolution its operands laid out as NCHW / OIHW around a `Conv`.
 
 With `to_onnx(contrib=True)`, float32 programs use ONNX Runtime's CPU kernels of the
 `com.microsoft.nchwc` domain, whose channel block is the machine's (MLAS: 16 where AVX-512 is
-available, else 8 on x86; `ir.ort_nchwc.ort_nchwc_block_size()` asks the installed ONNX Runtime):
+available, else 8 on x86; `ir.frontend.ort_nchwc.ort_nchwc_block_size()` asks the installed ONNX Runtime):
 
     layout_transform NCHW -> NCHW{B}c      ReorderInput(x)                (NHWC -> NCHW{B}c: channels_last=1)
     layout_transform NCHW{B}c -> NCHW      ReorderOutput(x; channels)     (-> NHWC: channels_last=1)
@@ -34,14 +34,14 @@ import onnx
 from ..attrs import Attrs
 from ..expr import Call, Expr
 from ..op.layout import BLOCKED_CONVS, parse_layout, primal_axes
-from ..ort_nchwc import (NCHWC_DOMAIN, channel_block, channel_crop, channel_padding, ort_conv_block,
-                         ort_nchwc_block_size)
+from ..op.nchwc import channel_block, channel_crop, channel_padding, ort_conv_block
 from ..types import Any, Dim
 from .errors import FrontendError
 from .export_context import EMITTERS, EmitContext, Value, emits
 from .export_contrib import CONTRIB_EMITTERS
 from .export_elemwise import hard_swish
 from .export_nn import ACTIVATION_PARAMS, ONNX_ACTIVATIONS, activation_node
+from .ort_nchwc import NCHWC_DOMAIN, ort_nchwc_block_size
 
 __all__ = ["NCHWC_DOMAIN", "ort_nchwc_block_size", "blocked_pool2d", "relayout"]
 
@@ -218,7 +218,7 @@ def _op_name(expr: Expr) -> str | None:
 
 def emit_channel_pad(ctx: EmitContext, call: Call, args: Sequence[Value]) -> Value | None:
     """A zero pad of float32 NCHW data's channels to whole blocks of this machine's NCHWc kernels, from a
-    multiple of 4 (`ir.ort_nchwc.channel_padding`): the standard Pad, which a ReorderInput after it reads
+    multiple of 4 (`ir.op.nchwc.channel_padding`): the standard Pad, which a ReorderInput after it reads
     past (`EmitContext.bypassable`)."""
     shape, block = ctx.type_of(call.args[0]).shape, ort_nchwc_block_size()
     if block is None or not _float32(ctx, call) or len(shape) != 4 or not channel_padding(call.attrs, shape[1], block):
@@ -230,7 +230,7 @@ def emit_channel_pad(ctx: EmitContext, call: Call, args: Sequence[Value]) -> Val
 
 def emit_channel_crop(ctx: EmitContext, call: Call, args: Sequence[Value]) -> Value | None:
     """The first channels of a blocked value laid out as NCHW by ReorderOutput: one ReorderOutput that
-    writes those channels alone (`ir.ort_nchwc.channel_crop`)."""
+    writes those channels alone (`ir.op.nchwc.channel_crop`)."""
     data = call.args[0]
     if _op_name(data) != "layout_transform" or args[0] not in ctx.bypassable or ctx.type_of(data).ndim != 4:
         return None

@@ -24,12 +24,13 @@ import dataclasses
 from typing import Sequence
 
 from ir.attrs import Attrs
-from ir.ort_nchwc import channel_crop, channel_padding, ort_conv_block, ort_nchwc_block_size
+from ir.op.nchwc import channel_crop, channel_padding, ort_conv_block
 from ir.op.layout import BLOCKED_CONVS, logical_sizes, plain_conv_types
 from ir.op.registry import get_op
 from ir.types import TensorType, Type
 
 from ..kernels.nchwc import blocked_conv_compute, plain_conv_attrs
+from ..ort_timing import nchwc_block_size
 from ..roofline import Work
 from ..strategy import OpImplementation, OpStrategy
 from ..target import Target
@@ -63,7 +64,7 @@ def runs_as_nchwc(attrs: Attrs, in_types: Sequence[Type], out_type: Type) -> boo
     if not (isinstance(in_c, int) and isinstance(out_c, int)):
         return False
     block = ort_conv_block(attrs, in_c, out_c)
-    return block is not None and block == ort_nchwc_block_size()
+    return block is not None and block == nchwc_block_size()
 
 
 def _work(op_name: str, efficiency: float):
@@ -150,7 +151,7 @@ def plain_conv_strategy_ort(op_name: str):
 def _reorder_data(in_types: Sequence[Type]) -> TensorType | None:
     """The data of a call ONNX Runtime's reorders may do on this machine (float32), else None."""
     data = in_types[0]
-    ok = isinstance(data, TensorType) and data.dtype == "float32" and ort_nchwc_block_size() is not None
+    ok = isinstance(data, TensorType) and data.dtype == "float32" and nchwc_block_size() is not None
     return data if ok else None
 
 
@@ -159,21 +160,21 @@ def _runs_as_reorder(attrs: Attrs, in_types: Sequence[Type], out_type: Type) -> 
     float32 NCHW or NHWC data to or from NCHW{B}c with the machine's block."""
     if _reorder_data(in_types) is None:
         return False
-    pairs = {(plain, f"NCHW{ort_nchwc_block_size()}c") for plain in ("NCHW", "NHWC")}
+    pairs = {(plain, f"NCHW{nchwc_block_size()}c") for plain in ("NCHW", "NHWC")}
     return (attrs.src_layout, attrs.dst_layout) in pairs | {(b, a) for a, b in pairs}
 
 
 def _pads_in_reorder(attrs: Attrs, in_types: Sequence[Type], out_type: Type) -> bool:
     """Whether an `nn.pad` adds the zero channels ONNX Runtime's ReorderInput adds itself to float32 NCHW
-    data (`ir.ort_nchwc.channel_padding`; `ir.frontend.export_nchwc` reads past it)."""
+    data (`ir.op.nchwc.channel_padding`; `ir.frontend.export_nchwc` reads past it)."""
     data = _reorder_data(in_types)
-    return data is not None and data.ndim == 4 and channel_padding(attrs, data.shape[1], ort_nchwc_block_size())
+    return data is not None and data.ndim == 4 and channel_padding(attrs, data.shape[1], nchwc_block_size())
 
 
 def _crops_in_reorder(attrs: Attrs, in_types: Sequence[Type], out_type: Type) -> bool:
     """Whether a `strided_slice` crops float32 NCHW data of whole blocks to within one block, as ONNX
-    Runtime's ReorderOutput does (`ir.ort_nchwc.channel_crop`; `ir.frontend.export_nchwc` reads past it)."""
-    data, block = _reorder_data(in_types), ort_nchwc_block_size()
+    Runtime's ReorderOutput does (`ir.op.nchwc.channel_crop`; `ir.frontend.export_nchwc` reads past it)."""
+    data, block = _reorder_data(in_types), nchwc_block_size()
     if data is None or data.ndim != 4 or not isinstance(data.shape[1], int):
         return False
     full, kept = data.shape[1], channel_crop(attrs)

@@ -11,6 +11,7 @@ import ir
 from ir import relay
 from ir.types import TensorType
 from strategies import CostModel, Target
+from strategies.ort_timing import nchwc_block_size
 from strategies.records import TuningRecord
 from strategies.workload import Workload
 
@@ -117,7 +118,7 @@ def test_the_channel_padding_and_crop_of_onnx_runtime_s_reorders_cost_nothing_on
     """A zero pad of channels to whole blocks (ReorderInput pads so) and a crop back (ReorderOutput crops
     so) are free on ort where a reorder does them, and priced as copies elsewhere; other pads and slices
     keep their price."""
-    block = pytest.importorskip("ir.ort_nchwc").ort_nchwc_block_size()
+    block = nchwc_block_size()
     if block is None:
         pytest.skip("ONNX Runtime's NCHWc kernels are not available")
     plain, padded = TensorType((1, block + 4, 14, 14)), TensorType((1, 2 * block, 14, 14))
@@ -134,7 +135,7 @@ def test_the_channel_padding_and_crop_of_onnx_runtime_s_reorders_cost_nothing_on
 
 
 def test_onnx_runtime_s_reorders_cost_less_than_a_copy_and_its_plain_convolutions_more_than_the_cpu_s():
-    block = pytest.importorskip("ir.ort_nchwc").ort_nchwc_block_size()
+    block = nchwc_block_size()
     if block is None:
         pytest.skip("ONNX Runtime's NCHWc kernels are not available")
     plain, blocked = TensorType((1, 8 * block, 28, 28)), TensorType((1, 8, 28, 28, block))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from ir.ort_nchwc import PaddedConv, padded_channels, padded_conv
+from ir.op.nchwc import PaddedConv, padded_channels, padded_conv
 
 
 @pytest.mark.parametrize("channels, read, padded", [(16, True, 16), (116, True, 120), (20, True, 24), (4, True, 8),
