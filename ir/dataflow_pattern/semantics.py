@@ -356,13 +356,13 @@ def _dominator(w: Walker, p: DominatorPattern, value: Any, form: Expr, depth: in
                     return w.fail(p, top[0], "dominator_path", depth, lambda: _dead_end(graph, top[0], value))
                 stack.pop()
                 continue
-            w._memoize = True
+            w.memoize = True
             if w.visit(p.parent, node, depth + 1) is None or node in region:
                 top[2] = True
                 continue
             if any(is_leaf(f) for f in graph.forms(node)):
                 continue
-            w._memoize = False
+            w.memoize = False
             path_miss = w.visit(p.path, node, depth + 1)
             if path_miss is not None:
                 return w.fail(p, node, "dominator_path", depth, lambda: f"{describe(node)}, on the way from the "
@@ -372,7 +372,7 @@ def _dominator(w: Walker, p: DominatorPattern, value: Any, form: Expr, depth: in
             region[node] = None
             stack.append([node, iter(graph.inputs(node)), False])
     finally:
-        w._memoize = True
+        w.memoize = True
     if p.parent not in w.memo:  # only in a cyclic e-graph: every input led into the region
         return w.fail(p, value, "dominator_path", depth, lambda: "no input leads back to a node matching the parent")
     parent = w.memo[p.parent][0]

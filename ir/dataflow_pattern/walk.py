@@ -196,7 +196,8 @@ class Walker:
         self.matched: list[tuple[DFPattern, Any]] = []
         """(recording) every (sub-pattern, value) that matched during the walk, in order."""
         self._bound: list[DFPattern] = []
-        self._memoize = True
+        self.memoize = True
+        """whether a bound sub-pattern must meet its binding again (off while a dominator path is walked)."""
         self._own_forms = isinstance(graph, ExprGraph)  # every value is its own only form
 
     def reset(self) -> None:
@@ -206,11 +207,11 @@ class Walker:
             self.forms.clear()
             self.matched.clear()
             self._bound.clear()
-        self._memoize = True
+        self.memoize = True
 
     def visit(self, p: DFPattern, value: Any, depth: int = 0) -> Miss | None:
         """Match `p` against any form of `value`."""
-        if self._memoize and p in self.memo:
+        if self.memoize and p in self.memo:
             return self._same(p, value, depth)
         if self._own_forms:
             return self._handle(p, value, value, depth)
@@ -229,7 +230,7 @@ class Walker:
 
     def visit_form(self, p: DFPattern, value: Any, form: Expr, depth: int) -> Miss | None:
         """Match `p` against one form of `value` (a memoized `p` must be bound to `value`)."""
-        if self._memoize and p in self.memo:
+        if self.memoize and p in self.memo:
             return self._same(p, value, depth)
         return self._handle(p, value, form, depth)
 
