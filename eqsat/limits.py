@@ -6,7 +6,7 @@ import enum
 import numbers
 from dataclasses import dataclass
 
-__all__ = ["Limits", "StopReason"]
+__all__ = ["Limits", "Stop", "StopReason"]
 
 
 class StopReason(enum.Enum):
@@ -21,6 +21,25 @@ class StopReason(enum.Enum):
 
     def __str__(self) -> str:
         return self.value
+
+
+_UNITS = {StopReason.ITERATION_LIMIT: "iterations", StopReason.NODE_LIMIT: "e-nodes", StopReason.TIME_LIMIT: "s"}
+
+
+@dataclass(frozen=True)
+class Stop:
+    """A `StopReason` and, for a limit, the value that reached it (as egg's `StopReason::NodeLimit(usize)`):
+    the iterations run, the e-nodes counted or the seconds the run would have taken; None otherwise."""
+
+    reason: StopReason
+    value: int | float | None = None
+
+    def __str__(self) -> str:
+        """`node_limit (20143 e-nodes)`; a reason that is no limit alone (`saturated`)."""
+        if self.value is None:
+            return str(self.reason)
+        value = f"{self.value:.3g}" if self.reason is StopReason.TIME_LIMIT else str(self.value)
+        return f"{self.reason} ({value} {_UNITS[self.reason]})"
 
 
 @dataclass(frozen=True)
@@ -55,9 +74,10 @@ class Limits:
             if not value > 0:
                 raise ValueError(f"Limits.{name} must be positive, got {value!r}")
 
-    def first_exceeded(self, *, iteration: int, nodes: int, elapsed: float) -> StopReason | None:
-        """The limit that is reached, checking time, then nodes, then iterations; None if none is."""
-        over = [(elapsed >= self.seconds, StopReason.TIME_LIMIT),
-                (nodes >= self.nodes, StopReason.NODE_LIMIT),
-                (iteration >= self.iterations, StopReason.ITERATION_LIMIT)]
-        return next((reason for hit, reason in over if hit), None)
+    def first_exceeded(self, *, iteration: int, nodes: int, elapsed: float) -> Stop | None:
+        """The limit that is reached and the value that reached it, checking time, then nodes, then
+        iterations; None if none is."""
+        over = [(elapsed >= self.seconds, Stop(StopReason.TIME_LIMIT, elapsed)),
+                (nodes >= self.nodes, Stop(StopReason.NODE_LIMIT, nodes)),
+                (iteration >= self.iterations, Stop(StopReason.ITERATION_LIMIT, iteration))]
+        return next((stop for hit, stop in over if hit), None)

@@ -6,7 +6,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Mapping
 
-from .limits import Limits, StopReason
+from .limits import Limits, Stop, StopReason
 
 __all__ = ["IterationRow", "Report"]
 
@@ -36,7 +36,8 @@ class IterationRow:
 class Report:
     """The outcome of `saturate`: why it stopped, the budgets in force, and every iteration."""
 
-    stop_reason: StopReason
+    stop: Stop
+    """why the run stopped, with the value that reached a limit."""
     limits: Limits
     rows: tuple[IterationRow, ...]
     initial_enodes: int
@@ -47,6 +48,10 @@ class Report:
     """results dropped because they were ill-typed or their type differed from the matched class."""
     rule_errors: Mapping[str, str] = field(default_factory=dict)
     """rule -> the first error its callback raised (a bug in the rule); those matches were skipped."""
+
+    @property
+    def stop_reason(self) -> StopReason:
+        return self.stop.reason
 
     @property
     def iterations(self) -> int:
@@ -71,7 +76,7 @@ class Report:
     def to_dict(self) -> dict:
         """Plain data for JSON: stop reason, limits, totals and one entry per iteration."""
         return {
-            "stop_reason": self.stop_reason.value,
+            "stop_reason": self.stop_reason.value, "stop_value": self.stop.value,
             "limits": {"iterations": self.limits.iterations, "nodes": self.limits.nodes,
                        "seconds": self.limits.seconds},
             "iterations": self.iterations, "seconds": self.seconds,
@@ -85,12 +90,9 @@ class Report:
         }
 
     def summary(self) -> str:
-        limit = {StopReason.NODE_LIMIT: f" ({self.limits.nodes} e-nodes)",
-                 StopReason.TIME_LIMIT: f" ({self.limits.seconds:g} s)",
-                 StopReason.ITERATION_LIMIT: f" ({self.limits.iterations} iterations)"}.get(self.stop_reason, "")
         errors = "".join(f"\nrule {name} failed on a match, which was skipped (please report it): {error}"
                          for name, error in self.rule_errors.items())
-        return (f"stopped: {self.stop_reason}{limit} after {self.iterations} iterations in {self.seconds:.3f} s; "
+        return (f"stopped: {self.stop} after {self.iterations} iterations in {self.seconds:.3f} s; "
                 f"{self.initial_enodes} -> {self.enodes} e-nodes, {self.initial_eclasses} -> {self.eclasses} e-classes"
                 f"{errors}")
 

@@ -35,7 +35,7 @@ from ir import Expr
 from .egraph.egraph import EGraph, Merge
 from .egraph.lower import add_expr, add_program
 from .egraph.terms import Handle
-from .limits import Limits, StopReason
+from .limits import Limits, Stop, StopReason
 from .report import IterationRow, Report
 from .rules.install import install_rule
 from .rules.match import Match
@@ -243,9 +243,9 @@ def _saturate(run: _Run, goal: tuple[Handle, Handle] | None,
     egraph, rules, limits = run.egraph, run.rules, run.limits
     initial_enodes, initial_eclasses = egraph.enode_count(), egraph.eclass_count()
     rows: list[IterationRow] = []
-    reason: StopReason | None = None
+    stop: Stop | None = None
     enodes = initial_enodes
-    while reason is None:
+    while stop is None:
         iteration = len(rows) + 1
         t0 = perf_counter()
         banned = run.scheduler.banned(iteration)
@@ -277,18 +277,18 @@ def _saturate(run: _Run, goal: tuple[Handle, Handle] | None,
         if progress is not None:
             progress(row)
         if goal is not None and egraph.canonical(goal[0]) == egraph.canonical(goal[1]):
-            reason = StopReason.GOAL_REACHED
+            stop = Stop(StopReason.GOAL_REACHED)
         elif run.interrupted:
-            reason = StopReason.INTERRUPTED
+            stop = Stop(StopReason.INTERRUPTED)
         elif run.truncated:
-            reason = StopReason.TIME_LIMIT
+            stop = Stop(StopReason.TIME_LIMIT, run.elapsed())
         elif not changed and not run.deferred and not run.scheduler.banned(iteration + 1):
-            reason = StopReason.SATURATED
+            stop = Stop(StopReason.SATURATED)
         else:
-            reason = limits.first_exceeded(iteration=iteration, nodes=enodes, elapsed=run.predicted_end(enodes))
-            if reason is None and not changed:
+            stop = limits.first_exceeded(iteration=iteration, nodes=enodes, elapsed=run.predicted_end(enodes))
+            if stop is None and not changed:
                 run.scheduler.release()
-    return Report(reason, limits, tuple(rows), initial_enodes, initial_eclasses, run.elapsed(),
+    return Report(stop, limits, tuple(rows), initial_enodes, initial_eclasses, run.elapsed(),
                   dict(sorted(run.rejected.items())), dict(sorted(run.errors.items())))
 
 
@@ -310,5 +310,5 @@ def prove(start: Expr, goal: Expr, rules: Iterable[Rule], limits: Limits = Limit
     egraph.flush()
     egraph.refresh()
     if egraph.canonical(handles[0]) == egraph.canonical(handles[1]):
-        return Report(StopReason.GOAL_REACHED, limits, (), egraph.enode_count(), egraph.eclass_count(), 0.0)
+        return Report(Stop(StopReason.GOAL_REACHED), limits, (), egraph.enode_count(), egraph.eclass_count(), 0.0)
     return saturate(egraph, rules, limits, scheduler=scheduler, goal=(handles[0], handles[1]))

@@ -16,7 +16,7 @@ from ir import relay
 
 from eqsat.egraph.lower import lift, lower
 from eqsat.extract import GreedyDagExtractor, OpCount
-from eqsat.limits import Limits, StopReason
+from eqsat.limits import Limits, Stop, StopReason
 from eqsat.rules.install import install_rule
 from eqsat.rules.library import resolve_rules
 from eqsat.rules.pattern import call, pvars
@@ -45,6 +45,7 @@ def test_saturation_is_detected_and_the_result_is_simpler():
     low = lower(ir.IRModule.from_expr(e))
     report = saturate(low.egraph, RELU, Limits(iterations=10))
     assert report.stop_reason is StopReason.SATURATED
+    assert report.stop == Stop(StopReason.SATURATED) and report.summary().startswith("stopped: saturated after")
     assert report.applied_per_rule == {"relu-idempotent": 2}
     assert ir.structural_equal(extract(low)["main"].body, relay.nn.relu(a))
 
@@ -54,7 +55,7 @@ def test_iteration_limit():
     low = lower(ir.IRModule.from_expr(e))
     report = saturate(low.egraph, AC, Limits(iterations=3, nodes=10**7, seconds=60))
     assert report.stop_reason is StopReason.ITERATION_LIMIT
-    assert report.iterations == 3
+    assert report.iterations == 3 and report.stop.value == 3
 
 
 def test_node_limit_overshoots_by_at_most_one_iteration():
@@ -62,6 +63,9 @@ def test_node_limit_overshoots_by_at_most_one_iteration():
     low = lower(ir.IRModule.from_expr(e))
     report = saturate(low.egraph, AC, Limits(iterations=10**4, nodes=1500, seconds=60))
     assert report.stop_reason is StopReason.NODE_LIMIT
+    assert report.stop == Stop(StopReason.NODE_LIMIT, report.enodes)  # the count that reached the limit
+    assert f"stopped: node_limit ({report.enodes} e-nodes) after" in report.summary()
+    assert report.to_dict()["stop_value"] == report.enodes
     sizes = [report.initial_enodes] + [r.enodes for r in report.rows]
     largest_step = max(b - a for a, b in zip(sizes, sizes[1:]))
     assert 1500 <= report.enodes <= 1500 + largest_step
@@ -118,6 +122,17 @@ def test_ctrl_c_stops_the_run_as_interrupted_and_leaves_an_extractable_graph():
     program = ir.infer_type(extract(low))
     assert program["main"].body.checked_type == mod["main"].body.checked_type
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # the handler is restored
+
+
+def test_a_stop_names_the_value_that_reached_its_limit():
+    assert str(Stop(StopReason.NODE_LIMIT, 20143)) == "node_limit (20143 e-nodes)"
+    assert str(Stop(StopReason.ITERATION_LIMIT, 30)) == "iteration_limit (30 iterations)"
+    assert str(Stop(StopReason.TIME_LIMIT, 10.04)) == "time_limit (10 s)"
+    assert str(Stop(StopReason.INTERRUPTED)) == "interrupted"
+    limits = Limits(iterations=5, nodes=100, seconds=2.0)
+    assert limits.first_exceeded(iteration=2, nodes=140, elapsed=0.1) == Stop(StopReason.NODE_LIMIT, 140)
+    assert limits.first_exceeded(iteration=5, nodes=10, elapsed=0.1) == Stop(StopReason.ITERATION_LIMIT, 5)
+    assert limits.first_exceeded(iteration=1, nodes=10, elapsed=0.1) is None
 
 
 def test_report_rows_and_text():
