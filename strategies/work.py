@@ -105,7 +105,8 @@ def op_work(op_name: str, attrs: Attrs, in_types: Sequence[Type], out_type: Type
             moved += nbytes(k, assumed_dim) + nbytes(v, assumed_dim)
         scores = numel(q, assumed_dim) // dim_size(q.shape[-1], assumed_dim) * dim_size(k.shape[-2], assumed_dim)
         head_sizes = dim_size(q.shape[-1], assumed_dim) + dim_size(v.shape[-1], assumed_dim)
-        return Work(2.0 * scores * head_sizes + _NORMALIZATION["nn.softmax"] * scores, moved)
+        capped = (_TRANSCENDENTAL["tanh"] + 2) * scores if attrs.get("softcap") else 0.0
+        return Work(2.0 * scores * head_sizes + _NORMALIZATION["nn.softmax"] * scores + capped, moved)
     if op_name.startswith("image.resize"):  # a gather (nearest), or a weighted sum of 2 or 4 neighbours per axis
         taps = {"nearest_neighbor": 0, "linear": 2, "cubic": 4}[attrs.method] ** len(attrs.size)
         return Work(float(2 * taps * out_elems), moved)

@@ -1,7 +1,7 @@
 """Emitter of the attention ops: ONNX `Attention` from opset 23, its decomposition below.
 
     nn.attention(q, k, v; scale)              -> Attention(Q, K, V; scale)           (opset >= 23)
-    nn.masked_attention(q, k, v, mask; scale) -> Attention(Q, K, V, attn_mask; scale)
+    nn.masked_attention(q, k, v, mask; scale) -> Attention(Q, K, V, attn_mask; scale)   (and `softcap`)
     nn.cached_attention(q, k, v, past_k, past_v, mask; scale)
                       -> Y, present_key, present_value = Attention(Q, K, V, attn_mask, past_key, past_value; scale)
 
@@ -139,7 +139,8 @@ def _attention_over_tokens(ctx: EmitContext, call: Call, args: Sequence[Value]) 
         inputs.append(r.base if r.shape == tokens else ctx.node("Reshape", [r.base, ctx.ints(tokens)]))
     if len(args) > 3:
         inputs.append(_scores_mask(ctx, call, args))
-    out = ctx.node("Attention", inputs, scale=call.attrs.scale, q_num_heads=heads, kv_num_heads=heads)
+    out = ctx.node("Attention", inputs, scale=call.attrs.scale, softcap=_softcap(call), q_num_heads=heads,
+                   kv_num_heads=heads)
     shape = tuple(ctx.type_of(call).concrete_shape)
     sequence, size = shape[-2], shape[-1]
     tokens = (batch, sequence, heads * size)
@@ -162,6 +163,11 @@ def _scores_mask(ctx: EmitContext, call: Call, args: Sequence[Value]) -> Value:
     return _mask_over_scores(ctx, call.args[3], _kernel_mask(ctx, call, args[3]), rows, cols, ([args[0]], [args[1]]))
 
 
+def _softcap(call: Call) -> float | None:
+    """The call's soft cap as `Attention`'s attribute (left out where there is none)."""
+    return call.attrs.softcap if getattr(call.attrs, "softcap", 0.0) > 0 else None
+
+
 def _one_node(ctx: EmitContext, query: TensorType) -> bool:
     return ctx.opset >= ATTENTION_OPSET and query.dtype in _ATTENTION_DTYPES
 
@@ -177,7 +183,7 @@ def emit_attention(ctx: EmitContext, call: Call, args: Sequence[Value]) -> Value
         inputs = [unsqueeze(ctx, a, added) for a in args[:3]]
         if len(args) > 3:
             inputs.append(_scores_mask(ctx, call, args))
-        out = ctx.node("Attention", inputs, scale=call.attrs.scale)
+        out = ctx.node("Attention", inputs, scale=call.attrs.scale, softcap=_softcap(call))
         return ctx.node("Squeeze", [out, ctx.ints(added)]) if added else out
     kv_heads = ctx.type_of(call.args[1]).shape[-3]
     return _spelled_out(ctx, call, query, kv_heads, *args[:3], args[3] if len(args) > 3 else None)
@@ -192,7 +198,8 @@ def emit_cached_attention(ctx: EmitContext, call: Call, args: Sequence[Value]) -
         rows, cols = query.shape[-2], call.checked_type.fields[1].shape[-2]
         mask = _mask_over_scores(ctx, call.args[5], _kernel_mask(ctx, call, args[5]), rows, cols,
                                  ([args[0]], [args[3], args[1]]))
-        return tuple(ctx.node("Attention", [*args[:3], mask, *args[3:5]], outputs=3, scale=call.attrs.scale))
+        return tuple(ctx.node("Attention", [*args[:3], mask, *args[3:5]], outputs=3, scale=call.attrs.scale,
+                              softcap=_softcap(call)))
     present = [ctx.node("Concat", [past, new], axis=-2) for past, new in ((args[3], args[1]), (args[4], args[2]))]
     out = _spelled_out(ctx, call, query, ctx.type_of(call.args[1]).shape[-3], args[0], *present, args[5])
     return (out, *present)
@@ -201,7 +208,7 @@ def emit_cached_attention(ctx: EmitContext, call: Call, args: Sequence[Value]) -
 def _spelled_out(ctx: EmitContext, call: Call, query: TensorType, kv_heads, q: Value, k: Value, v: Value,
                  mask: Value | None) -> Value:
     """`MatMul(Q, Transpose(K))` (K and V with fewer heads gathered to the query's first), `Mul` by the
-    scale, `Add` of the mask, `Softmax` over the last axis (its NaN rows made 0 for `nan_rows="zero"`)
+    scale, `Tanh` of the scores over the soft cap times the cap, `Add` of the mask, `Softmax` over the last axis (its NaN rows made 0 for `nan_rows="zero"`)
     and `MatMul` with V."""
     perm = list(range(query.ndim))
     perm[-2:] = perm[-1], perm[-2]
@@ -209,6 +216,9 @@ def _spelled_out(ctx: EmitContext, call: Call, query: TensorType, kv_heads, q: V
     scores = ctx.node("MatMul", [q, ctx.node("Transpose", [key], perm=perm)])
     if call.attrs.scale != 1.0:
         scores = ctx.node("Mul", [scores, ctx.const(call.attrs.scale, query.dtype)])
+    if _softcap(call):
+        cap = ctx.const(call.attrs.softcap, query.dtype)
+        scores = ctx.node("Mul", [ctx.node("Tanh", [ctx.node("Div", [scores, cap])]), cap])
     if mask is not None:
         scores = ctx.node("Add", [scores, mask])
     probs = ctx.node("Softmax", [scores], axis=-1)

@@ -153,7 +153,10 @@ _SCALE = [AttrField("scale", "float", 1.0),
           AttrField("nan_rows", "str", "keep", choices=("keep", "zero"),
                     doc="a row of probabilities that is NaN (a row the mask hides with -inf throughout, or NaN "
                         "scores) stays NaN (`keep`, the plain formula) or is 0 (`zero`: torch SDPA's export guard "
-                        "`where(isnan(p), 0, p)`, and ONNX Runtime's kernel on a hidden row)")]
+                        "`where(isnan(p), 0, p)`, and ONNX Runtime's kernel on a hidden row)"),
+          AttrField("softcap", "float", 0.0,
+                    doc="where positive, the scaled scores s are soft-capped to tanh(s / softcap) * softcap "
+                        "before the mask is added (Gemma-2's logit soft-capping, ONNX Attention's `softcap`)")]
 register_op("nn.attention", ["query", "key", "value"], attention_rel, OpPattern.OPAQUE, attrs=_SCALE,
             doc="softmax(query @ key^T * scale, last axis) @ value (ONNX Attention without a mask); "
                 "`nan_rows` says what a NaN row of the softmax is.")

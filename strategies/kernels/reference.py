@@ -494,6 +494,9 @@ def _attention(attrs: Attrs, q: np.ndarray, k: np.ndarray, v: np.ndarray, mask: 
     if groups > 1:  # grouped-query attention: each KV head serves `groups` query heads in turn
         k, v = np.repeat(k, groups, axis=-3), np.repeat(v, groups, axis=-3)
     scores = np.matmul(q, np.swapaxes(k, -1, -2)) * np.asarray(attrs.scale, q.dtype)
+    if getattr(attrs, "softcap", 0.0) > 0:
+        cap = np.asarray(attrs.softcap, q.dtype)
+        scores = np.tanh(scores / cap) * cap
     if mask is not None:
         scores = scores + mask
     probs = _stable_softmax(scores, -1)

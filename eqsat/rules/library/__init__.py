@@ -12,11 +12,12 @@
 | `shape-values` | `dyn.reshape` / `dyn.expand` whose target the e-graph computes from typed shapes become static |
 | `grouped-attention` | `repeat_kv`'s copies of K and V fold into attention with fewer KV heads |
 | `kv-cache` | a decode step's concatenations with the past K/V fold into attention with past and present |
+| `softcap`  | attention whose scores are soft-capped, tanh(s / c) * c (Gemma-2) |
 | `folding`  | inference batch norm into an affine map, or into the preceding conv2d |
 | `fusion`   | conv/dense + bias + activation, bias + gelu, add + layer norm, scaled matmul; bias_add as add |
 | `merge`    | two conv2d / dense sharing an input become one wider op and a split   |
 | `ac`       | commute + associativity of add and multiply (grows without bound)     |
-| `default`  | simplify + algebra + shape-values + layout-commute + commute + idioms + grouped-attention + kv-cache + activations + rotary + folding + fusion + merge |
+| `default`  | simplify + algebra + shape-values + layout-commute + commute + idioms + grouped-attention + kv-cache + softcap + activations + rotary + folding + fusion + merge |
 | `layout`   | convolutions in ONNX Runtime's NCHW{B}c blocks; layout transforms moved outward and cancelled; activations through a channel crop |
 | `taso`     | TASO's substitutions: merges through concat and split, relu / bias add across a concat, matmul re-association |
 | `all`      | default + associativity + layout + taso                               |
@@ -52,6 +53,7 @@ from .merge import MERGE
 from .rotary import ROTARY
 from .shape_values import SHAPE_VALUES
 from .simplify import SIMPLIFY
+from .softcap import SOFTCAP
 from .taso import TASO
 
 __all__ = ["FAMILIES", "RULESETS", "resolve_rules", "AC", "ACTIVATIONS", "ALGEBRA", "COMMUTE", "FOLDING", "FUSION",
@@ -60,11 +62,11 @@ __all__ = ["FAMILIES", "RULESETS", "resolve_rules", "AC", "ACTIVATIONS", "ALGEBR
 
 LAYOUT = ruleset("layout", [*_BLOCKED, *ACTIVATION_LAYOUT])
 _DEFAULT = ruleset("default", [*SIMPLIFY, *ALGEBRA, *SHAPE_VALUES, *LAYOUT_COMMUTE, *COMMUTE, *IDIOMS,
-                               *GROUPED_ATTENTION, *KV_CACHE, *ACTIVATIONS, *ROTARY, *FOLDING, *FUSION, *MERGE])
+                               *GROUPED_ATTENTION, *KV_CACHE, *SOFTCAP, *ACTIVATIONS, *ROTARY, *FOLDING, *FUSION, *MERGE])
 RULESETS: dict[str, RuleSet] = {
     "simplify": SIMPLIFY, "algebra": ALGEBRA, "layout-commute": LAYOUT_COMMUTE, "commute": COMMUTE,
     "idioms": IDIOMS, "activations": ACTIVATIONS, "rotary": ROTARY, "folding": FOLDING, "fusion": FUSION,
-    "merge": MERGE, "ac": AC, "shape-values": SHAPE_VALUES, "grouped-attention": GROUPED_ATTENTION, "kv-cache": KV_CACHE,
+    "merge": MERGE, "ac": AC, "shape-values": SHAPE_VALUES, "grouped-attention": GROUPED_ATTENTION, "kv-cache": KV_CACHE, "softcap": SOFTCAP,
     "layout": LAYOUT, "taso": TASO,
     "default": _DEFAULT,
     "all": ruleset("all", [*_DEFAULT, *(r for r in AC if r.name not in COMMUTE.names), *LAYOUT, *TASO]),
@@ -77,7 +79,7 @@ FAMILIES = ("layer norm (with or without affine; + residual: skip layer norm)", 
             "conv + batch norm (as an op or as per-channel Mul/Add) + activation",
             "scaled dot-product attention (any scale placement, with or without an additive mask, "
             "K transposed anywhere, Einsum products; torch SDPA's where(isnan(p), 0, p) guard; "
-            "grouped/multi-query K and V copied by repeat_kv; a decode step's K/V cache concatenations)", "rotary position embedding (x * cos + rotate_half(x) * sin)")
+            "grouped/multi-query K and V copied by repeat_kv; a decode step's K/V cache concatenations; soft-capped scores)", "rotary position embedding (x * cos + rotate_half(x) * sin)")
 """the op families `default` recognises from any spelling the axioms relate."""
 
 
