@@ -208,8 +208,8 @@ def emit_cached_attention(ctx: EmitContext, call: Call, args: Sequence[Value]) -
 def _spelled_out(ctx: EmitContext, call: Call, query: TensorType, kv_heads, q: Value, k: Value, v: Value,
                  mask: Value | None) -> Value:
     """`MatMul(Q, Transpose(K))` (K and V with fewer heads gathered to the query's first), `Mul` by the
-    scale, `Tanh` of the scores over the soft cap times the cap, `Add` of the mask, `Softmax` over the last axis (its NaN rows made 0 for `nan_rows="zero"`)
-    and `MatMul` with V."""
+    scale, `Tanh` of the scores over the soft cap times the cap, `Add` of the mask, `Softmax` over the
+    last axis (its NaN rows made 0 for `nan_rows="zero"`) and `MatMul` with V."""
     perm = list(range(query.ndim))
     perm[-2:] = perm[-1], perm[-2]
     key, value = _repeat_kv(ctx, query.shape[-3], kv_heads, k, v)

@@ -8,9 +8,9 @@ the cap, then the mask. The op computes those steps in that order and dtype (its
 `tanh(scores / c) * c`), so the rule is exact in float16, float32 and float64; ONNX Runtime's
 `Attention` caps before it adds the mask too. bfloat16 is left out: the host executor's bfloat16
 product of Q and K rounds otherwise than the op's reference kernel does, which the cap's tanh
-carries to the output bits, and no target runs bfloat16 attention (ONNX Runtime has no such kernel). Not rewritten: a cap and a factor that differ (`tanh(s / c) * d`),
-a cap that is not a positive finite scalar, or a mask added before the cap (a -inf position would
-be capped to -c: not hidden).
+carries to the output bits, and no target runs bfloat16 attention (ONNX Runtime has no such kernel).
+Not rewritten: a cap and a factor that differ (`tanh(s / c) * d`), a cap that is not a positive
+finite scalar, or a mask added before the cap (a -inf position would be capped to -c: not hidden).
 """
 
 from __future__ import annotations
@@ -43,7 +43,8 @@ def _capped(masked: bool):
         if (ndim < 3 or qk.transpose_a or qk.transpose_b or qk.out_dtype or pv.transpose_a or pv.transpose_b
                 or pv.out_dtype or m["sm"].axis % ndim != ndim - 1 or not m.ndim("kt") == m.ndim("v") == ndim):
             return None
-        if m.dtype("q") == "bfloat16" or scale is None or cap is None or cap != factor or not (cap > 0 and math.isfinite(cap)):
+        if m.dtype("q") == "bfloat16" or scale is None or cap is None or cap != factor \
+                or not (cap > 0 and math.isfinite(cap)):
             return None
         key = make_call("transpose", [m.expr("kt")], {"axes": [*range(ndim - 2), ndim - 1, ndim - 2]})
         args = [m.expr("q"), key, m.expr("v")] + ([m.expr("mask")] if masked else [])
