@@ -94,14 +94,14 @@ def _statement(source: str, namespace: dict, cwd: Path) -> str:
     """What a REPL prints for `source`: its output, and the repr of an expression's value."""
     buffer = io.StringIO()
     with contextlib.redirect_stdout(buffer), _inside(cwd):
-        exec(compile(source, "<README>", "single"), namespace)
+        exec(compile(source, "<README>", "single", dont_inherit=True), namespace)
     return buffer.getvalue()
 
 
 def run_python(source: str, cwd: Path) -> None:
     """Run one ```python block as a script in a fresh namespace (an exception propagates)."""
     with contextlib.redirect_stdout(io.StringIO()), _inside(cwd):
-        exec(compile(source, "<README python block>", "exec"), {"__name__": "__readme__"})
+        exec(compile(source, "<README python block>", "exec", dont_inherit=True), {"__name__": "__readme__"})
 
 
 @contextlib.contextmanager
