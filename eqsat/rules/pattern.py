@@ -8,6 +8,7 @@
     x * const_pat("c")                         # any constant operand, its value in m.const("c")
     x * const_pat("c", 1.0)                    # a literal with a name, for a guard to read
     ops.concatenate(many(nn.relu(a)))          # a tuple of 2 or more fields, each a relu (below)
+    choose(attr("mm", "transpose_b"), w, ops.transpose(w))   # on a right side: a form picked by the match
 
 A template (right-hand side) uses the same builders; an attribute there may be a literal, an
 `avar`, another call's attribute (`alpha=attr("act", "alpha")`) or a function of the match
@@ -53,10 +54,10 @@ from ..errors import RuleError
 from .match import Match
 
 __all__ = [
-    "Pat", "PVar", "PConst", "PLit", "PCall", "PTuple", "PGetItem", "PMany", "AVar", "MAX_PARTS", "pvars", "avar",
-    "attr", "const_pat", "call", "tuple_pat", "getitem", "many", "ops", "nn", "CompiledPattern", "compile_patterns",
-    "instantiate", "check_template", "variables", "copy_attributes", "name_literals", "expand", "variadic",
-    "tuple_arities", "literal_matches",
+    "Pat", "PVar", "PConst", "PLit", "PCall", "PTuple", "PGetItem", "PMany", "PChoose", "AVar", "MAX_PARTS", "pvars",
+    "avar", "attr", "const_pat", "call", "tuple_pat", "getitem", "many", "choose", "ops", "nn", "CompiledPattern",
+    "compile_patterns", "instantiate", "check_template", "variables", "copy_attributes", "name_literals", "expand",
+    "variadic", "tuple_arities", "literal_matches",
 ]
 
 MAX_PARTS = 64
@@ -164,6 +165,15 @@ class PGetItem(Pat):
 
 
 @dataclass(frozen=True)
+class PChoose(Pat):
+    """A template part: `then` where `test(match)` holds, else `otherwise` (right sides only)."""
+
+    test: Callable[[Match], Any]
+    then: Pat
+    otherwise: Pat
+
+
+@dataclass(frozen=True)
 class PMany(Pat):
     """A tuple of `min_parts` to `MAX_PARTS` fields, each matching `part` with its own variables."""
 
@@ -220,6 +230,11 @@ def call(op: str, *args: Pat | Number, bind_attrs: str | None = None, attrs_from
     if unknown:
         raise RuleError(f"{op}: unknown attribute(s) {unknown} in a pattern; known: {sorted(known)}")
     return PCall(op, tuple(_pat(a) for a in args), tuple(sorted(attrs.items())), bind_attrs, attrs_from)
+
+
+def choose(test: Callable[[Match], Any], then: Pat | Number, otherwise: Pat | Number) -> PChoose:
+    """A right side's part whose form the match decides: `then` where `test(m)` holds, else `otherwise`."""
+    return PChoose(test, _pat(then), _pat(otherwise))
 
 
 def _unknown_op(name: str, known: list[str]) -> RuleError:
@@ -294,6 +309,8 @@ def _children(p: Pat) -> tuple[Pat, ...]:
         return (p.tup,)
     if isinstance(p, PMany):
         return (p.part,)
+    if isinstance(p, PChoose):
+        return p.then, p.otherwise
     return ()
 
 
@@ -307,6 +324,8 @@ def _rebuild(p: Pat, fn: Callable[[Pat], Pat]) -> Pat:
         p = PGetItem(_rebuild(p.tup, fn), p.index)
     elif isinstance(p, PMany):
         p = PMany(_rebuild(p.part, fn), p.min_parts)
+    elif isinstance(p, PChoose):
+        p = PChoose(p.test, _rebuild(p.then, fn), _rebuild(p.otherwise, fn))
     return fn(p)
 
 
@@ -379,6 +398,8 @@ def copy_attributes(lhs: tuple[Pat, ...], rhs: tuple[Pat, ...]) -> tuple[tuple[P
             return PTuple(tuple(copy(f, inside) for f in p.fields))
         if isinstance(p, PGetItem):
             return PGetItem(copy(p.tup, inside), p.index)
+        if isinstance(p, PChoose):
+            return PChoose(p.test, copy(p.then, inside), copy(p.otherwise, inside))
         return p
 
     lhs = tuple(bind(r, False) for r in lhs)
@@ -518,6 +539,8 @@ def compile_patterns(roots: tuple[Pat, ...], parts: int | None = None) -> Compil
             return qb.atom(Kind.TUPLE, (), (tail,))
         if isinstance(p, PGetItem):
             return qb.atom(Kind.GETITEM, (p.index,), (emit(p.tup),))
+        if isinstance(p, PChoose):
+            raise RuleError("choose() picks a right side's form; a left side cannot hold one")
         raise RuleError(f"cannot match {p!r}: patterns are built from pvars, call, const_pat, numbers, tuple_pat, "
                         "many, getitem")
 
@@ -571,6 +594,8 @@ def instantiate(template: Pat, m: Match, root: int = 0) -> Expr | None:
             return _literal_constant(p.value, dtype) if dtype else None
         if isinstance(p, (PVar, PConst)):
             return m.expr(p.name)
+        if isinstance(p, PChoose):
+            return build(p.then if p.test(m) else p.otherwise)
         parts = [build(q) for q in _children(p)]
         if any(q is None for q in parts):
             return None

@@ -33,7 +33,7 @@ from ir import Expr, relay
 from ir.op.registry import make_call
 
 from ..match import Match
-from ..pattern import Pat, attr, call, const_pat, nn, ops, pvars
+from ..pattern import Pat, attr, call, choose, const_pat, nn, ops, pvars
 from ..rule import Rewrite, rule, ruleset
 from .fusion import _fused, _vector_bias
 
@@ -68,14 +68,10 @@ def _keeps_shape(m: Match) -> bool:
     return m.type("x") == m.root_type()
 
 
-def _quick_gelu(m: Match) -> Expr | None:
-    """`x * sigmoid(x * a)` as QuickGelu when `a` is one finite float32 value (SiLU when it is 1)."""
+def _float32_scale(m: Match) -> bool:
+    """`a` of `x * sigmoid(x * a)` is one finite float32 value (QuickGelu's alpha)."""
     alpha = m.scalar("a")
-    if alpha is None or not math.isfinite(alpha) or float(np.float32(alpha)) != alpha or m.type("x") != m.root_type():
-        return None
-    if alpha == 1.0:
-        return make_call("nn.silu", [m.expr("x")])
-    return make_call("nn.quick_gelu", [m.expr("x")], {"alpha": alpha})
+    return alpha is not None and math.isfinite(alpha) and float(np.float32(alpha)) == alpha and _keeps_shape(m)
 
 
 def _canonical_gelu_tanh(k: float = _CUBE_COEFFICIENT, factored: bool = False) -> Expr:
@@ -139,7 +135,9 @@ ACTIVATIONS = ruleset("activations", [
          when=_vector_bias, dtypes="float", exact=False,
          example=lambda: relay.nn.gelu(relay.add(_v(2, 5), _v(5, name="b")), approximate="tanh"),
          near_miss=lambda: relay.nn.gelu(relay.add(_v(2, 5), _v(2, 5, name="b")), approximate="tanh")),
-    rule("quick-gelu", x * ops.sigmoid(x * const_pat("a")), _quick_gelu,
+    rule("quick-gelu", x * ops.sigmoid(x * const_pat("a")),       # SiLU when a is 1
+         choose(lambda m: m.scalar("a") == 1.0, nn.silu(x), nn.quick_gelu(x, alpha=lambda m: m.scalar("a"))),
+         when=_float32_scale,
          dtypes="float", exact=False,
          example=lambda: _sigmoid_gated(1.702), near_miss=lambda: _sigmoid_gated([1.702] * 8)),
     *(_takes_in(kind, op) for kind in _FUSED for op in _PARAMETERIZED if (kind, op) != ("dense", "clip")),

@@ -12,7 +12,7 @@ from ir import Expr, relay
 from ir.op.registry import make_call
 
 from ..match import Match
-from ..pattern import attr, call, const_pat, nn, pvars
+from ..pattern import attr, call, choose, const_pat, nn, ops, pvars
 from ..rule import rule, ruleset
 
 __all__ = ["FUSION"]
@@ -37,14 +37,9 @@ def _float32_scalar(m: Match) -> bool:
     return c is not None and float(np.float32(c)) == c
 
 
-def _bias_add_as_add(m: Match) -> Expr | None:
-    ndim = m.ndim("x")
-    axis = m["ba"].axis % ndim
-    bias = m.expr("b")
-    trailing = ndim - 1 - axis
-    if trailing:
-        bias = make_call("expand_dims", [bias], {"axis": 1, "num_newaxis": trailing})
-    return make_call("add", [m.expr("x"), bias])
+def _trailing(m: Match) -> int:
+    """The axes of `x` after the one `bias_add` adds along: the bias needs as many, of size 1."""
+    return m.ndim("x") - 1 - m["ba"].axis % m.ndim("x")
 
 
 _ACTIVATIONS = [("nn.relu", "relu"), ("sigmoid", "sigmoid"), ("tanh", "tanh")]
@@ -130,7 +125,8 @@ FUSION = ruleset("fusion", [
          example=lambda: relay.multiply(relay.nn.matmul(_v("a", 2, 3), _v("b", 3, 4)), relay.const(np.float32(0.5))),
          near_miss=lambda: relay.multiply(relay.nn.matmul(_v("a", 2, 3), _v("b", 3, 4)),
                                           relay.const(np.array([0.5, 1.0, 2.0, 4.0], "float32")))),
-    rule("bias-add-as-add",  nn.bias_add(x, b, bind_attrs="ba"), _bias_add_as_add,
+    rule("bias-add-as-add",  nn.bias_add(x, b, bind_attrs="ba"),
+         x + choose(_trailing, ops.expand_dims(b, axis=1, num_newaxis=_trailing), b),
          example=lambda: relay.nn.bias_add(_v("x", 1, 4, 3, 3), _v("b", 4)),
          near_miss=lambda: relay.add(_v("x", 1, 4, 3, 3), _v("b", 3))),
 ])

@@ -33,7 +33,7 @@ from ir.dtype_info import numpy_dtype
 from ir.op.registry import make_call
 
 from ..match import Match
-from ..pattern import call, const_pat, nn, ops, pvars
+from ..pattern import Pat, attr, call, choose, const_pat, nn, ops, pvars
 from ..rule import rule, ruleset
 from .exact import constant, rounded, subnormal
 
@@ -161,11 +161,13 @@ def _transposed_weight(m: Match) -> bool:
             and (axes is None or tuple(a % 2 for a in axes) == (1, 0)))
 
 
-def _swap_last_two(m: Match, name: str) -> Expr:
-    """The class bound to `name` with its last two axes swapped (a transpose the simplifier
-    composes with the one that made it, where there is one)."""
-    ndim = m.ndim(name)
-    return make_call("transpose", [m.expr(name)], {"axes": [*range(ndim - 2), ndim - 1, ndim - 2]})
+def _swapped(name: str):
+    """A template attribute: the axes of the class bound to `name` with its last two swapped (a transpose
+    the simplifier composes with the one that made it, where there is one)."""
+    def axes(m: Match) -> list[int]:
+        ndim = m.ndim(name)
+        return [*range(ndim - 2), ndim - 1, ndim - 2]
+    return axes
 
 
 def _zero_fill(m: Match) -> bool:
@@ -174,40 +176,40 @@ def _zero_fill(m: Match) -> bool:
     return fill.size == 1 and fill.ndim <= m.ndim("q") and not np.any(fill) and not np.any(np.signbit(fill))
 
 
-def _attention(scaled: bool, masked: bool, guarded: bool = False):
-    """Builder of `nn.attention` / `nn.masked_attention` from `matmul(softmax(scores), v)` where
-    scores is `matmul(q, kT)` (times a scalar `s`, plus a `mask`), with `nn.matmul` or TVM's
-    `nn.batch_matmul` (whose second operand is transposed by default) for both products;
-    `guarded`: the probabilities as torch's SDPA export guards them, `where(isnan(p), 0, p)` (a
-    softmax row is NaN throughout or nowhere), which is the op with `nan_rows="zero"`."""
-    def build(m: Match) -> Expr | None:
-        if guarded and not _zero_fill(m):
-            return None
-        qk, pv = m["qk"], m["pv"]
-        ndim = m.ndim("q")
-        if (ndim < 3 or qk.transpose_a or qk.out_dtype or pv.transpose_a or pv.out_dtype
-                or m["sm"].axis % ndim != ndim - 1 or not m.ndim("kt") == m.ndim("v") == ndim):
-            return None
-        scale = m.scalar("s") if scaled else 1.0
-        if scale is None:
-            return None
-        key = m.expr("kt") if qk.transpose_b else _swap_last_two(m, "kt")
-        value = _swap_last_two(m, "v") if pv.transpose_b else m.expr("v")
-        args = [m.expr("q"), key, value] + ([m.expr("mask")] if masked else [])
-        return make_call("nn.masked_attention" if masked else "nn.attention", args,
-                         {"scale": scale, "nan_rows": "zero" if guarded else "keep"})
-    return build
+def _attends(scaled: bool, guarded: bool):
+    """Guard of an attention rule: plain products (no transposed first operand, no other output dtype)
+    of 3 or more axes, a softmax over the last one, a one-value scale; the guard's fill a +0."""
+    def guard(m: Match) -> bool:
+        qk, pv, ndim = m["qk"], m["pv"], m.ndim("q")
+        return not (ndim < 3 or qk.transpose_a or qk.out_dtype or pv.transpose_a or pv.out_dtype
+                    or m["sm"].axis % ndim != ndim - 1 or not m.ndim("kt") == m.ndim("v") == ndim
+                    or scaled and m.scalar("s") is None or guarded and not _zero_fill(m))
+    return guard
 
 
-def _attention_pattern(product: str, scaled: bool, masked: bool, guarded: bool = False):
-    def probs():
+def _attention(scaled: bool, masked: bool, guarded: bool = False) -> Pat:
+    """`nn.attention` / `nn.masked_attention` of `matmul(softmax(scores), v)` where scores is
+    `matmul(q, kT)` (times a scalar `s`, plus a `mask`), with `nn.matmul` or TVM's `nn.batch_matmul`
+    (whose second operand is transposed by default) for both products; `guarded`: the probabilities
+    as torch's SDPA export guards them, `where(isnan(p), 0, p)` (a softmax row is NaN throughout or
+    nowhere), which is the op with `nan_rows="zero"`."""
+    key = choose(attr("qk", "transpose_b"), kt, ops.transpose(kt, axes=_swapped("kt")))
+    value = choose(attr("pv", "transpose_b"), ops.transpose(v, axes=_swapped("v")), v)
+    attrs = {"scale": (lambda m: m.scalar("s")) if scaled else 1.0, "nan_rows": "zero" if guarded else "keep"}
+    if masked:
+        return nn.masked_attention(q, key, value, mask, **attrs)
+    return nn.attention(q, key, value, **attrs)
+
+
+def _attention_pattern(product: str, scaled: bool, masked: bool, guarded: bool = False) -> Pat:
+    def probs() -> Pat:
         scores = call(product, q, kt, bind_attrs="qk")
         if scaled:
-            scores = call("multiply", scores, const_pat("s"))
+            scores = scores * const_pat("s")
         if masked:
-            scores = call("add", scores, mask)
-        return call("nn.softmax", scores, bind_attrs="sm")
-    weights = call("where", call("isnan", probs()), const_pat("zero"), probs()) if guarded else probs()
+            scores = scores + mask
+        return nn.softmax(scores, bind_attrs="sm")
+    weights = ops.where(ops.isnan(probs()), const_pat("zero"), probs()) if guarded else probs()
     return call(product, weights, v, bind_attrs="pv")
 
 
@@ -368,7 +370,7 @@ IDIOMS = ruleset("idioms", [
          example=lambda: relay.nn.matmul(_v(2, 4, 8), relay.transpose(_v(6, 8, name="w"), (1, 0))),
          near_miss=lambda: relay.nn.matmul(_v(2, 4, 8), relay.transpose(_v(8, 6, name="w"), (0, 1)))),
     *(rule(f"{name}{suffix}", _attention_pattern(product, scaled, masked), _attention(scaled, masked),
-           dtypes="float", exact=False,
+           when=_attends(scaled, guarded=False), dtypes="float", exact=False,
            example=lambda s=scaled, k=masked, b=bool(suffix): _attention_example(s, k, batched=b),
            near_miss=lambda s=scaled, k=masked, b=bool(suffix): _attention_example(s, k, axis=1, batched=b))
       for product, suffix in (("nn.matmul", ""), ("nn.batch_matmul", "-batched"))
@@ -376,7 +378,7 @@ IDIOMS = ruleset("idioms", [
                                    ("attention-masked", False, True), ("attention-scaled-masked", True, True))),
     *(rule(f"attention{'-scaled' if scaled else ''}{'-masked' if masked else ''}-guarded",
            _attention_pattern("nn.matmul", scaled, masked, guarded=True), _attention(scaled, masked, guarded=True),
-           dtypes="float", exact=False,
+           when=_attends(scaled, guarded=True), dtypes="float", exact=False,
            example=lambda s=scaled, k=masked: _guarded_attention_example(s, k),
            near_miss=lambda s=scaled, k=masked: _guarded_attention_example(s, k, fill=-0.0))
       for scaled in (False, True) for masked in (False, True)),

@@ -74,7 +74,7 @@ from strategies.kernels.nchwc import transform_layout
 from strategies.ort_timing import nchwc_block_size
 
 from ..match import Match
-from ..pattern import PVar, attr, call, const_pat, many, nn, ops, pvars
+from ..pattern import PVar, attr, call, choose, const_pat, many, nn, ops, pvars
 from ..rule import Rewrite, RuleSet, rule, ruleset
 
 __all__ = ["LAYOUT", "block_size", "with_concat_arities"]
@@ -221,14 +221,12 @@ def _reads_own_padding(m: Match) -> bool:
             and out is not None and out <= kept)
 
 
-def _mean_as_pool(m: Match) -> Expr | None:
-    """A mean of NCHW data over its image as a global average pool, squeezed when the mean drops the image
-    axes (MNASNet's and RegNet's heads), so the pool runs on blocked data too."""
+def _mean_over_image(m: Match) -> bool:
+    """A mean of float32 NCHW data over its image: a global average pool (squeezed when the mean drops the
+    image axes, as MNASNet's and RegNet's heads do), which runs on blocked data too."""
     attrs = m["r"]
-    if m.ndim("x") != 4 or attrs.exclude or normalize_axes(attrs.axis, 4) != (2, 3) or m.dtype("x") != "float32":
-        return None
-    pooled = make_call("nn.global_avg_pool2d", [m.expr("x")])
-    return pooled if attrs.keepdims else make_call("squeeze", [pooled], {"axis": [2, 3]})
+    return (m.ndim("x") == 4 and not attrs.exclude and normalize_axes(attrs.axis, 4) == (2, 3)
+            and m.dtype("x") == "float32")
 
 
 def _blocked_source(m: Match) -> str | None:
@@ -497,7 +495,9 @@ LAYOUT = ruleset("layout", [
          near_miss=lambda: relay.add(relay.multiply(_image(2 * block_size()), _channel_values(2 * block_size(), 1)),
                                      relay.const(np.ones((1, 1, 5, 5), "float32")))),
     *(_pool_rule(op) for op in ("nn.max_pool2d", "nn.avg_pool2d", "nn.global_avg_pool2d")),
-    rule("mean-over-image-as-global-avg-pool", ops.mean(x, bind_attrs="r"), _mean_as_pool, exact=False,
+    rule("mean-over-image-as-global-avg-pool", ops.mean(x, bind_attrs="r"),
+         choose(attr("r", "keepdims"), nn.global_avg_pool2d(x), ops.squeeze(nn.global_avg_pool2d(x), axis=[2, 3])),
+         when=_mean_over_image, exact=False,
          example=lambda: relay.mean(_image(2 * block_size()), axis=[2, 3]),
          near_miss=lambda: relay.mean(_image(2 * block_size()), axis=[1, 2])),
     *(_split_rule(index) for index in range(4)),
