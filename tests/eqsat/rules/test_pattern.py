@@ -12,7 +12,7 @@ from eqsat.egraph.lower import lift, lower
 from eqsat.errors import RuleError
 from eqsat.extract import GreedyDagExtractor, OpCount
 from eqsat.limits import Limits
-from eqsat.rules.pattern import MAX_PARTS, PLit, call, many, nn, ops, pvars
+from eqsat.rules.pattern import MAX_PARTS, PLit, attr, call, choose, const_pat, many, nn, ops, pvars
 from eqsat.rules.rule import rule, ruleset
 from eqsat.runner import saturate
 
@@ -94,6 +94,13 @@ def test_a_float_zero_literal_matches_only_zeros_of_its_sign_and_integer_zeros_e
     assert _applied(PLUS_ZERO, relay.add(_v(3), _c(0.0))) == 1
     for literal in (PLUS_ZERO, PLUS_NEGATIVE_ZERO):
         assert _applied(literal, relay.add(_v(3, dtype="int32"), _c(0, "int32"))) == 1
+
+
+def test_a_named_literal_is_read_by_a_guard():
+    r = rule("times-one-no-wider", x * const_pat("c", 1.0), x, when=lambda m: m.const("c").ndim <= m.ndim("x"))
+    assert _applied(r, relay.multiply(_v(3), _c([1.0, 1.0, 1.0]))) == 1
+    assert _applied(r, relay.multiply(_v(3), _c(np.ones((1, 3))))) == 0
+    assert _applied(r, relay.multiply(_v(3), _c([1.0, 1.0, 1.0000001]))) == 0
 
 
 def test_two_equal_literals_need_not_be_one_constant():
@@ -181,3 +188,20 @@ def test_with_two_left_calls_of_the_op_nothing_is_copied_unless_named():
     body = relay.transpose(relay.transpose(_v(3, 3), (1, 0)), (0, 1))   # only the attributes are under test
     assert _rewritten(plain, body).attrs.axes is None
     assert tuple(_rewritten(named, body).attrs.axes) == (1, 0)
+
+
+# -- a right side's form picked by the match ------------------------------------------------------------
+
+def test_choose_builds_the_form_its_test_picks():
+    scaled = rule("scaled", nn.leaky_relu(x, bind_attrs="act") * 1.0,
+                  choose(lambda m: m["act"].alpha > 0.2, nn.relu(x), nn.leaky_relu(x, alpha=attr("act", "alpha"))))
+    def body(alpha: float) -> ir.Expr:
+        return relay.multiply(relay.nn.leaky_relu(_v(3), alpha=alpha), _c(1.0))
+    assert _rewritten(scaled, body(0.5)).op.name == "nn.relu"      # not an equality: only the form is under test
+    out = _rewritten(scaled, body(0.125))
+    assert out.op.name == "nn.leaky_relu" and out.attrs.alpha == 0.125
+
+
+def test_choose_on_a_left_side_is_refused():
+    with pytest.raises(RuleError, match="right side"):
+        rule("left", choose(lambda m: True, nn.relu(x), x), x)
