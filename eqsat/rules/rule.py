@@ -18,8 +18,8 @@ from ..egraph.query import Query
 from ..egraph.terms import Handle
 from ..errors import RuleError
 from .match import Match
-from .pattern import (MAX_PARTS, CompiledPattern, Pat, check_template, compile_patterns, copy_attributes, instantiate,
-                      name_literals, tuple_arities, variables, variadic)
+from .compiled import CompiledPattern, compile_patterns, tuple_arities
+from .pattern import MAX_PARTS, Pat, check_template, copy_attributes, instantiate, name_literals, variables, variadic
 
 __all__ = ["DTYPE_GROUPS", "MatchQuery", "RETRY_LATER", "UNDECIDED", "Undecided", "Result", "Rule", "Rewrite", "rule",
            "birewrite", "RuleSet", "ruleset"]
