@@ -28,6 +28,7 @@ from .egraph.lower import Lowered, lift, lift_params, lower
 from .egraph.view import EGraphView
 from .errors import EqsatError, ExtractionError, LoweringError, PatternCompileError, RuleError, VerificationError
 from .explain import Change
+from .fleet import BatchOptions, batch, tune_batch
 from .extract import (EXTRACTORS, Choice, CostModel, GreedyDagExtractor, IlpExtractor, OpCount, TreeExtractor,
                       get_extractor, node_costs)
 from .limits import Limits, StopReason
@@ -60,5 +61,5 @@ __all__ = [
     "EqsatError", "LoweringError", "RuleError", "PatternCompileError", "ExtractionError", "VerificationError",
     "Verification", "verify", "Change", "lift_params", "bisect_unsound", "Bisection", "UnsoundApplication",
     "Neighbourhood", "neighbourhood", "to_networkx", "to_dot", "describe_eclass", "eclasses_with_op", "render",
-    "why_not", "WhyNot", "WHY_CAUSES",
+    "why_not", "WhyNot", "WHY_CAUSES", "batch", "tune_batch", "BatchOptions",
 ]

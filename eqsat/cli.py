@@ -5,6 +5,9 @@
     eqsat compare bert --small --targets cpu,cuda --extractors greedy,ilp --diff --json compare.json
     eqsat tune resnet50 --small --log tuning.jsonl --trials 8 [--optimized]
     eqsat tune resnet50 --target ort --candidates --log ort.jsonl --repeat 5 --threads 2
+    eqsat tune resnet50 --small --target ort --db tuning.db
+    eqsat batch models/ resnet50 --small --out results/ [--workers 2 | --address ray://head:10001]
+    eqsat batch models/ --tune --db tuning.db --target ort
     eqsat show resnet50 --small --op nn.conv2d_bias_act --depth 2 --max-nodes 30 --dot view.dot
     eqsat why bert --small --rule dense-bias-tanh --node %86 [--pattern my_pattern.py]
     eqsat rules [SET]
@@ -47,6 +50,7 @@ from strategies.coverage import tuning_coverage
 from strategies.records import read_log
 from strategies.executor import prepare_program
 from strategies.tuning import program_weight_bytes, tune_workloads, workload_constants
+from strategies.tuning_db import TuningDatabase, this_device
 
 from . import __version__
 from .atomic import write_files
@@ -57,6 +61,7 @@ from .cli_errors import EXIT_BROKEN_PIPE, UsageError, failure
 from .compare import compare
 from .errors import EqsatError
 from .extract import EXTRACTORS, IlpExtractor, get_extractor, node_costs
+from .fleet.cli import batch_args, run_batch
 from .limits import Limits
 from .cli_output import comparison_record, onnx_model, onnx_output, report_record
 from .optimize import DEFAULT_TRIALS, optimize, saturate_program
@@ -186,7 +191,10 @@ def _cmd_tune(args: argparse.Namespace) -> int:
     if args.optimized and args.candidates:
         raise UsageError("--optimized tunes the extracted program and --candidates every form it is chosen from; "
                          "give one of them")
-    earlier = _history(args.log).records if Path(args.log).exists() else []
+    db = TuningDatabase(args.db) if args.db else None
+    where = args.db or args.log
+    earlier = (db.read(args.target, this_device(args.threads).key).records if db is not None
+               else _history(args.log).records if Path(args.log).exists() else [])
     mod, params = _load(args.model, args.small)
     if args.optimized:
         with _progress(args) as show:
@@ -202,7 +210,7 @@ def _cmd_tune(args: argparse.Namespace) -> int:
         items = candidate_workloads(sat.view, args.target)
     else:
         items = workload_constants(mod, params)
-    records = tune_workloads(items, args.target, log=args.log, trials=args.trials, repeat=args.repeat,
+    records = tune_workloads(items, args.target, log=db or args.log, trials=args.trials, repeat=args.repeat,
                              threads=args.threads, weight_bytes=program_weight_bytes(mod, params))
     workloads = [w for w, _ in items if w.static]
     target = strategies.Target(args.target)
@@ -210,8 +218,8 @@ def _cmd_tune(args: argparse.Namespace) -> int:
         _print_ort_tuning(args, workloads, records, earlier, prepare_program(mod, params))
         return 0
     print(f"tuned {len(workloads)} workload(s) on {args.target}: {len(records)} measurement(s) "
-          f"({sum(not r.ok for r in records)} failed) appended to {args.log}")
-    history = strategies.TuningHistory(earlier + records, args.log)
+          f"({sum(not r.ok for r in records)} failed) added to {where}")
+    history = strategies.TuningHistory(earlier + records, where)
     for workload in workloads:
         tuned = strategies.select_implementation(workload, target, history)
         untuned = strategies.select_implementation(workload, target, strategies.TuningHistory([]))
@@ -231,8 +239,8 @@ def _print_ort_tuning(args: argparse.Namespace, workloads: list[strategies.Workl
         how = (f" in ONNX Runtime {config['onnxruntime']} ({config['intra_op_threads']} intra-op thread(s), "
                f"graph optimization {config['graph_optimization']})")
     print(f"timed {len(records)} workload(s) on {args.target}{how}: {sum(not r.ok for r in records)} failed; "
-          f"appended to {args.log}")
-    by_key = {r.workload: r for r in records}
+          f"added to {args.db or args.log}")
+    by_key = {r.workload: r for r in earlier + records}  # a database's workloads measured earlier are not timed again
     roofline = strategies.CostModel(args.target)
     for workload in workloads:
         record = by_key[workload.key]
@@ -452,6 +460,9 @@ def build_parser() -> argparse.ArgumentParser:
     tune.add_argument("--target", type=target_kind(ops=False, device=True), default="cpu",
                       help="a strategies target (cpu, cuda, ...) whose device this machine has")
     tune.add_argument("--log", type=output_file, default="tuning.jsonl", help="the JSON-lines tuning log to append to")
+    tune.add_argument("--db", type=output_file,
+                      help="a tuning database (SQLite, created when missing) to add to instead of --log: workloads it "
+                           "holds for this kind of device are not measured again")
     tune.add_argument("--trials", type=int_at_least(1), default=8, help="measurements per workload, at most")
     tune.add_argument("--repeat", type=int_at_least(1), default=3, help="timed runs per measurement")
     tune.add_argument("--optimized", action="store_true",
@@ -465,6 +476,12 @@ def build_parser() -> argparse.ArgumentParser:
                       help="intra-op threads of ONNX Runtime's sessions on an ort target "
                            "(default: the CPUs this process may use)")
     tune.set_defaults(run=_cmd_tune)
+
+    many = command("batch", "optimize many models with the same options (or, with --tune, measure each distinct "
+                            "workload once into a tuning database), one task per model on Ray or local processes")
+    batch_args(many)
+    verify_args(many)
+    many.set_defaults(run=run_batch)
 
     show = command("show", "describe one e-class of the saturated e-graph and draw its neighbourhood")
     program_args(show)
