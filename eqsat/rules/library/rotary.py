@@ -10,13 +10,25 @@ PyTorch models write it (`transformers`' `apply_rotary_pos_emb`), after import:
     cat(nn.rotary_embedding(q[..., :r], c, s), q[..., r:])
                                   -> nn.rotary_embedding(q, c, s)                   partial rotary (Phi-3)
 
+GPT-J rotates interleaved pairs (`rotate_every_two`) of data laid out (B, S, N, r), before its heads
+move ahead of the tokens, with each angle's table repeated per pair (`repeat_interleave`):
+
+    x * P(c) + reshape(cat(expand_dims(-x[..., 1::2], 4), expand_dims(x[..., ::2], 4), -1), x's shape) * P(s)
+        P(t) = reshape(tile(expand_dims(expand_dims(t, 2), 4), (1, 1, 1, 1, 2)), (..., r))    t: (B or 1, S, r/2)
+                                  -> T(nn.rotary_embedding(T(x), c, s; interleaved))  T: transpose (0, 2, 1, 3)
+    cat(T(nn.rotary_embedding(T(q[..., :r]), c, s)), q[..., r:])
+                                  -> T(nn.rotary_embedding(T(q), c, s))             partial rotary (GPT-J)
+
+and the transposes cancel against the one that moves the heads (`simplify`).
+
 `cos(cat(f, f))` is `cat(cos(f), cos(f))` element by element, so the op's per-token tables are
 `cos(f)` and `sin(f)`, computed once for Q and K (and every layer) that share them; the angles `f`
 stay the graph's (positions times the inverse frequencies, at any position). The rotation's
 products and sum are the op's in the same order (the kernel may fuse a multiply-add: float
 rounding). Not rewritten: tables whose halves are not one tensor (`cat(f, g)`: the kernel reads
 one half-width row per pair), a scaled table (`cos(t) * a`, as long-context variants write), halves
-split elsewhere than the middle, or a rotation of the other sign (`cat(x2, -x1)`).
+split elsewhere than the middle, or a rotation of the other sign (`cat(x2, -x1)`); for GPT-J's
+pairs, a table repeated as halves instead of per pair (tiled on another axis).
 """
 
 from __future__ import annotations
@@ -30,6 +42,7 @@ from ..match import Match
 from ..pattern import call, const_pat, getitem, pvars, tuple_pat
 from ..rule import rule, ruleset
 from .exact import constant
+from .shape_values import precise_shape
 
 __all__ = ["ROTARY"]
 
@@ -195,6 +208,130 @@ def _cache_example(equal_halves: bool = True) -> Expr:
                                  relay.strided_slice(data, [0], [4], axes=[3])], axis=-1)
     return relay.add(relay.multiply(data, cos), relay.multiply(rotated, sin))
 
+_HEADS_AHEAD = (0, 2, 1, 3)
+"""(B, S, N, D) <-> (B, N, S, D): GPT-J rotates before its heads move ahead of the tokens."""
+
+
+def _per_pair(table, name: str, tiled: bool):
+    """`reshape(tile(expand_dims(expand_dims(table, 2), 4), reps), newshape)`: each angle's value
+    twice in a row (`repeat_interleave`), attributes bound as `<name>1`, `<name>2`, `<name>t`, `<name>r`;
+    not `tiled`: the copies made by `where(True, ..., carrier)` (dynamo's expand) instead."""
+    spread = call("expand_dims", call("expand_dims", table, bind_attrs=f"{name}1"), bind_attrs=f"{name}2")
+    copies = (call("tile", spread, bind_attrs=f"{name}t") if tiled
+              else call("where", const_pat(f"{name}w"), spread, const_pat(f"{name}t")))
+    return call("reshape", copies, bind_attrs=f"{name}r")
+
+
+def _every_two():
+    """`reshape(cat(expand_dims(-x[..., 1::2], 4), expand_dims(x[..., ::2], 4), -1), ...)` (`rotate_every_two`)."""
+    odd = call("expand_dims", call("negative", call("strided_slice", x, bind_attrs="so")), bind_attrs="eo")
+    even = call("expand_dims", call("strided_slice", x, bind_attrs="se"), bind_attrs="ee")
+    return call("reshape", call("concatenate", tuple_pat(odd, even), bind_attrs="rc"), bind_attrs="rr")
+
+
+def _strided(attrs, start: int, size: int) -> bool:
+    """A stride-2 slice of the last axis (of length `size`) from `start` to the end."""
+    axes = list(range(len(attrs.begin))) if attrs.axes is None else list(attrs.axes)
+    if attrs.slice_mode != "end" or len(axes) != 1 or not _last_axis(axes[0], 4) or list(attrs.strides or []) != [2]:
+        return False
+    return range(size)[attrs.begin[0]:attrs.end[0]:2] == range(start, size, 2)
+
+
+def _repeated_per_pair(m: Match, name: str, table: str, shape: tuple) -> bool:
+    """The table `table` (B or 1, S, h) spread per pair over (.., S, 1 head axis, 2h) by its `_per_pair` match."""
+    first, second = m[f"{name}1"], m[f"{name}2"]
+    if (first.axis, first.num_newaxis, second.axis % 5, second.num_newaxis) != (2, 1, 4, 1):
+        return False
+    if f"{name}w" in m.constants:  # where(True, x, carrier): x broadcast to the carrier's (1, 1, 1, 1, 2)
+        cond, carrier = m.const(f"{name}w"), m.const(f"{name}t")
+        if cond.dtype != np.bool_ or not cond.all() or carrier.ndim > 5 \
+                or (1,) * (5 - carrier.ndim) + carrier.shape != (1, 1, 1, 1, 2):
+            return False
+    elif list(m[f"{name}t"].reps) != [1, 1, 1, 1, 2]:
+        return False
+    spread = (*shape[:2], 1, shape[2], 2)
+    merged = relay.op.get("reshape").relation([relay.TensorType(spread, m.dtype(table))], m[f"{name}r"])
+    return tuple(merged.shape) == (*shape[:2], 1, 2 * shape[2])
+
+
+def _interleaved(m: Match) -> Expr | None:
+    shape = m.shape("x")
+    rotary = shape[-1] if len(shape) == 4 else None
+    if not isinstance(rotary, int) or rotary % 2:
+        return None
+    half = rotary // 2
+    tables = [precise_shape(m, n) for n in ("c", "s")]
+    heads_ahead = (shape[0], shape[2], shape[1], shape[3])
+    if not all(_fits(t, heads_ahead, half) for t in tables) or tables[0] != tables[1]:
+        return None
+    if not (_repeated_per_pair(m, "pc", "c", tables[0]) and _repeated_per_pair(m, "ps", "s", tables[1])):
+        return None
+    if not (_strided(m["so"], 1, rotary) and _strided(m["se"], 0, rotary) and _last_axis(m["rc"].axis, 5)):
+        return None
+    if any((m[e].axis % 5, m[e].num_newaxis) != (4, 1) for e in ("eo", "ee")):
+        return None
+    pairs = relay.op.get("reshape").relation([relay.TensorType((*shape[:3], half, 2), m.dtype("x"))], m["rr"])
+    if tuple(pairs.shape) != tuple(shape):
+        return None
+    ahead = make_call("transpose", [m.expr("x")], {"axes": list(_HEADS_AHEAD)})
+    rotated = make_call("nn.rotary_embedding", [ahead, m.expr("c"), m.expr("s")], {"interleaved": True})
+    return make_call("transpose", [rotated], {"axes": list(_HEADS_AHEAD)})
+
+
+def _rotated_ahead():
+    """`nn.rotary_embedding(transpose(q[..., :r]), c, s)`: the rotated part moved by `_HEADS_AHEAD`."""
+    ahead = call("transpose", call("strided_slice", q, bind_attrs="sr"), bind_attrs="ti")
+    return call("nn.rotary_embedding", ahead, c, s, bind_attrs="re")
+
+
+def _partial_behind(m: Match) -> Expr | None:
+    """`_partial` with the rotation's data and result moved by `_HEADS_AHEAD` (GPT-J's layout)."""
+    if any(tuple(m[t].axes or ()) != _HEADS_AHEAD for t in ("ti", "to")):
+        return None
+    shape = m.shape("q")
+    head, half = shape[-1] if len(shape) == 4 else None, m.shape("c")[-1]
+    if not isinstance(head, int) or not isinstance(half, int) or not _last_axis(m["cc"].axis, 4):
+        return None
+    rotary = 2 * half
+    if _slice_of_last_axis(m["sr"], 4, head) != (0, rotary) or _slice_of_last_axis(m["sp"], 4, head) != (rotary, head):
+        return None
+    ahead = make_call("transpose", [m.expr("q")], {"axes": list(_HEADS_AHEAD)})
+    rotated = make_call("nn.rotary_embedding", [ahead, m.expr("c"), m.expr("s")], dict(m["re"]))
+    return make_call("transpose", [rotated], {"axes": list(_HEADS_AHEAD)})
+
+
+def _gptj_example(pair_axis: int = 4, tiled: bool = True) -> Expr:
+    """GPT-J's rotation of x (2, 5, 3, 8) (batch, tokens, heads, features) by tables (1, 5, 4), each
+    angle repeated per pair by a tile (`tiled`) or a broadcast; `pair_axis=3`: repeated as halves
+    instead (a near miss)."""
+    data = relay.var("x", shape=(2, 5, 3, 8))
+
+    def per_pair(table):
+        spread = relay.expand_dims(relay.expand_dims(table, axis=2), axis=pair_axis)
+        reps = [1, 1, 1, 1, 1]
+        reps[pair_axis] = 2
+        copies = relay.tile(spread, reps=reps) if tiled else relay.where(
+            relay.const(np.array(True)), spread, relay.const(np.zeros(reps, np.float32)))
+        return relay.reshape(copies, newshape=[1, 5, 1, 8])
+
+    cos, sin = (per_pair(relay.var(n, shape=(1, 5, 4))) for n in ("c", "s"))
+    odd = relay.expand_dims(relay.negative(relay.strided_slice(data, [1], [2**63 - 1], strides=[2], axes=[3])), axis=4)
+    even = relay.expand_dims(relay.strided_slice(data, [0], [2**63 - 1], strides=[2], axes=[3]), axis=4)
+    rotated = relay.reshape(relay.concatenate([odd, even], axis=-1), newshape=[0, 0, 3, -1])
+    return relay.add(relay.multiply(data, cos), relay.multiply(rotated, sin))
+
+
+def _gptj_partial(rest_from: int) -> Expr:
+    """The first 4 of 8 features of (2, 5, 3, 8) data rotated in the heads-ahead layout and moved back,
+    concatenated with the features from `rest_from` on."""
+    data = relay.var("x", shape=(2, 5, 3, 8))
+    tables = [relay.var(n, shape=(1, 5, 2)) for n in ("c", "s")]
+    ahead = relay.transpose(relay.strided_slice(data, [0], [4], axes=[3]), _HEADS_AHEAD)
+    rotated = make_call("nn.rotary_embedding", [ahead, *tables], {"interleaved": True})
+    rest = relay.strided_slice(data, [rest_from], [8], axes=[3])
+    return relay.concatenate([relay.transpose(rotated, _HEADS_AHEAD), rest], axis=-1)
+
+
 ROTARY = ruleset("rotary", [
     rule("rotary-embedding", _rotate(_COS, _SIN), _rotary(_sliced_halves, _angle_tables), dtypes="float", exact=False,
          example=_rope_example,
@@ -211,4 +348,15 @@ ROTARY = ruleset("rotary", [
                                        call("strided_slice", q, bind_attrs="sp")), bind_attrs="cc"),
          _partial, dtypes="float", exact=False,
          example=lambda: _fused_partial(4), near_miss=lambda: _fused_partial(5)),
+    *(rule(f"rotary-embedding-interleaved{'' if tiled else '-expanded'}",
+           call("add", call("multiply", x, _per_pair(c, "pc", tiled)),
+                call("multiply", _every_two(), _per_pair(s, "ps", tiled))),
+           _interleaved, dtypes="float", exact=False, example=lambda t=tiled: _gptj_example(tiled=t),
+           near_miss=lambda t=tiled: _gptj_example(pair_axis=3, tiled=t))
+      for tiled in (True, False)),
+    rule("rotary-embedding-partial-behind",
+         call("concatenate", tuple_pat(call("transpose", _rotated_ahead(), bind_attrs="to"),
+                                       call("strided_slice", q, bind_attrs="sp")), bind_attrs="cc"),
+         _partial_behind, dtypes="float", exact=False,
+         example=lambda: _gptj_partial(4), near_miss=lambda: _gptj_partial(5)),
 ])

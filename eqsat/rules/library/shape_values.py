@@ -22,8 +22,10 @@ a static one:
 
 A class keeps the type it was made with, so the shape of x is the most precise one its e-nodes'
 relations give over their operands' (`precise_shape`: a fused op may know what the spelled-out
-ops did not; a concatenation reads its tuple's fields so). Where the target or the shape does not evaluate yet, the rule answers `UNDECIDED`
-and the runner asks again after the next change (the rewrites that type it may come later).
+ops did not; a concatenation reads its tuple's fields so, a tuple item its tuple's, and
+`arange(0, n, 1)` is n long). Where the target or the shape does not evaluate yet, the rule
+answers `UNDECIDED` and the runner asks again after the next change (the rewrites that type it
+may come later).
 
 At run time a symbolic entry has the size it names; only a zero-length dimension read by a
 `dyn.reshape` without `allowzero` (which copies the input's dimension there) differs, in the
@@ -165,7 +167,7 @@ def precise_shape(m: Match, name: str) -> tuple:
     return m.shape(name) if shape is None else shape
 
 
-def _class_shape(egraph: EGraph, nodes, handle: Handle, depth: int = 8) -> tuple | None:
+def _class_shape(egraph: EGraph, nodes, handle: Handle, depth: int = _DEPTH) -> tuple | None:
     """A class keeps the type it was made with, while an e-node a rule added (a fused op) may type
     its value more precisely from its operands (every e-node of a class computes the same value):
     the shape with the fewest `Any` dimensions among its e-nodes' relations, applied to their
@@ -182,15 +184,7 @@ def _class_shape(egraph: EGraph, nodes, handle: Handle, depth: int = 8) -> tuple
         return cache[handle]
     _SHAPE_PATH.add(handle)
     try:
-        for term in nodes.get(handle, ()):
-            if term.kind is not Kind.CALL:
-                continue
-            op, key = term.payload
-            types = [_precise_type(egraph, nodes, c, depth - 1) for c in term.children]
-            try:
-                out = relay.op.get(op).relation(types, egraph.attrs[key])
-            except Exception:  # noqa: BLE001 - an operand type the relation refuses: no information
-                continue
+        for out in _term_types(egraph, nodes, handle, depth):
             if isinstance(out, TensorType) and len(out.shape) == len(best) and _fewer_any(out.shape, best):
                 best = tuple(out.shape)
     finally:
@@ -202,18 +196,54 @@ def _class_shape(egraph: EGraph, nodes, handle: Handle, depth: int = 8) -> tuple
 _SHAPE_PATH: set[Handle] = set()
 
 
+def _term_types(egraph: EGraph, nodes, handle: Handle, depth: int):
+    """The type each call or tuple item of the class gives its value from its operands' precise types."""
+    for term in nodes.get(handle, ()):
+        if term.kind is Kind.GETITEM:
+            whole = _precise_type(egraph, nodes, term.children[0], depth - 1)
+            if isinstance(whole, TupleType):
+                yield whole.fields[term.payload[0]]
+        elif term.kind is Kind.CALL:
+            op, key = term.payload
+            types = [_precise_type(egraph, nodes, c, depth - 1) for c in term.children]
+            try:
+                yield _counted(egraph, nodes, term.children) if op == "arange" else \
+                    relay.op.get(op).relation(types, egraph.attrs[key])
+            except Exception:  # noqa: BLE001 - an operand type the relation refuses: no information
+                continue
+
+
+def _counted(egraph: EGraph, nodes, bounds: tuple[Handle, ...]) -> TensorType | None:
+    """The type of `arange(0, n, 1)` where n evaluates to a size: (n,), positions 0 ... n - 1 (the
+    relation types every arange (?,): its bounds are tensors)."""
+    start, stop, step = (_value(egraph, nodes, b, _DEPTH) for b in bounds)
+    if start is None or stop is None or step is None or stop.ndim or (start.item(), step.item()) != (0, 1):
+        return None
+    return TensorType([stop.item()], egraph.type_of(bounds[0]).dtype)
+
+
 def _precise_type(egraph: EGraph, nodes, handle: Handle, depth: int):
     """The class's type with its shape as precise as `_class_shape` finds; a tuple's fields each so
-    (the operands of a `concatenate`)."""
+    (a tuple's, or the relation's of a call that makes one: the operands of a `concatenate`, the
+    parts of a `split`)."""
+    handle = egraph.canonical(handle)
     ty = egraph.type_of(handle)
     if isinstance(ty, TensorType):
         shape = _class_shape(egraph, nodes, handle, depth)
         return ty if shape is None else TensorType(shape, ty.dtype)
-    tuples = [n for n in nodes.get(egraph.canonical(handle), ()) if n.kind is Kind.TUPLE]
-    fields = _list(egraph, nodes, tuples[0].children[0]) if isinstance(ty, TupleType) and tuples else None
-    if fields is None or len(fields) != len(ty.fields):
+    if not isinstance(ty, TupleType) or depth <= 0 or handle in _SHAPE_PATH:
         return ty
-    return TupleType([_precise_type(egraph, nodes, f, depth) for f in fields])
+    tuples = [n for n in nodes.get(handle, ()) if n.kind is Kind.TUPLE]
+    fields = _list(egraph, nodes, tuples[0].children[0]) if tuples else None
+    if fields is not None and len(fields) == len(ty.fields):
+        return TupleType([_precise_type(egraph, nodes, f, depth) for f in fields])
+    _SHAPE_PATH.add(handle)
+    try:
+        made = [t for t in _term_types(egraph, nodes, handle, depth) if isinstance(t, TupleType)
+                and len(t.fields) == len(ty.fields)]
+    finally:
+        _SHAPE_PATH.discard(handle)
+    return min(made, key=lambda t: sum(isinstance(d, AnyDim) for f in t.fields for d in f.shape), default=ty)
 
 
 def _fewer_any(a: tuple, b: tuple) -> bool:

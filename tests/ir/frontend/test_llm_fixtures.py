@@ -34,7 +34,8 @@ XFAIL: dict[str, str] = {}
 _GELU_TAILS = ("tanh GELU exported as ONNX Runtime's FastGelu differs from the spelled-out float32 formula by up to "
                "1% of values near -1e-5 (1 + tanh cancels in both, differently); the element-wise check has no "
                "allowance for that yet")
-UNVERIFIED: dict[str, str] = dict.fromkeys(("gemma_torchscript_eager_cache", "gemma_torchscript_sdpa_cache",
+UNVERIFIED: dict[str, str] = dict.fromkeys(("gemma_dynamo_eager_cache", "gemma_dynamo_sdpa_cache",
+                                            "gemma_torchscript_eager_cache", "gemma_torchscript_sdpa_cache",
                                             "gpt2_torchscript_eager_cache", "gpt2_torchscript_sdpa_cache"), _GELU_TAILS)
 """fixture -> why `optimize` runs with verify=False on it (the comparison below still runs)."""
 CACHE_OUTSIDE: dict[str, str] = {"gpt2_dynamo_sdpa_cache": (
@@ -81,16 +82,24 @@ def test_fixture_imports_optimizes_and_matches_in_ort(name):
         assert_outputs_close(run_ort(proto, inputs), run_ort(ours, inputs), rel=1e-4)
 
 
-@pytest.mark.parametrize("name", sorted(n for n, e in ENTRIES.items() if e["has"]["rope"] == "half" and n not in XFAIL))
+@pytest.mark.parametrize("name", sorted(n for n, e in ENTRIES.items() if e["has"]["rope"] and n not in XFAIL))
 def test_rotary_embedding_is_fused(name):
-    """Q's and K's rotations become ONNX Runtime's RotaryEmbedding, sharing one cos and one sin
-    table computed from the positions (outputs: the test above). GPT-J's interleaved rotation on
-    (batch, sequence, heads, head size) data is not fused yet."""
+    """Q's and K's rotations become ONNX Runtime's RotaryEmbedding (outputs: the test above): the
+    half rotation sharing one cos and one sin table computed from the positions, GPT-J's interleaved
+    pairs of (batch, sequence, heads, head size) data, its partial rotary dimension and its tables
+    repeated per pair (a tile, or dynamo's expand) read as they are from its sin/cos cache."""
+    entry = ENTRIES[name]
     _, ours = optimized(name)
     ops = [n.op_type for n in ours.graph.node]
-    rotary = [n.domain for n in ours.graph.node if n.op_type == "RotaryEmbedding"]
-    assert rotary == ["com.microsoft"] * 2 * MANIFEST["sizes"]["layers"], ops
-    assert ops.count("Cos") == ops.count("Sin") == 1 and "Neg" not in ops
+    rotary = [(n.domain, {a.name: a.i for a in n.attribute}) for n in ours.graph.node
+              if n.op_type == "RotaryEmbedding"]
+    interleaved = int(entry["has"]["rope"] == "interleaved")
+    assert [domain for domain, _ in rotary] == ["com.microsoft"] * 2 * MANIFEST["sizes"]["layers"], ops
+    assert all(attrs["interleaved"] == interleaved and attrs["rotary_embedding_dim"] == entry["has"]["rotary_dim"]
+               for _, attrs in rotary), rotary
+    assert "Neg" not in ops and "Tile" not in ops
+    if not interleaved:
+        assert ops.count("Cos") == ops.count("Sin") == 1
 
 
 @pytest.mark.parametrize("name", sorted(n for n in ENTRIES if n not in XFAIL))
