@@ -40,10 +40,11 @@ from .rules.library import RULESETS, resolve_rules
 from .rules.pattern import avar, call, const_pat, getitem, pvars, tuple_pat
 from .rules.rule import Rule, RuleSet, birewrite, rule, ruleset
 from .runner import prove, run_schedule, saturate
-from .scheduler import BackoffScheduler, SimpleScheduler
+from .scheduler import BackoffScheduler, Phase, SimpleScheduler
 from .soundness.bisect import Bisection, UnsoundApplication, bisect_unsound
 from .soundness.check import RuleCheck, check_rule
 from .soundness.verify import Verification, verify
+from .target import TargetSpec, resolve_target
 from .visualize import Neighbourhood, describe_eclass, eclasses_with_op, neighbourhood, render, to_dot, to_networkx
 from .why import WHY_CAUSES, WhyNot, why_not
 
@@ -52,7 +53,8 @@ __version__ = "0.1.0"
 __all__ = [
     "optimize", "optimize_onnx", "Optimized", "compare", "Comparison", "Candidate", "Limits", "StopReason", "Report",
     "IterationRow",
-    "saturate", "run_schedule", "prove", "BackoffScheduler", "SimpleScheduler",
+    "saturate", "run_schedule", "prove", "BackoffScheduler", "SimpleScheduler", "Phase", "resolve_target",
+    "TargetSpec",
     "EGraph", "EGraphView", "Lowered", "lower", "lift",
     "Rule", "RuleSet", "rule", "birewrite", "ruleset", "pvars", "avar", "call", "const_pat", "tuple_pat", "getitem",
     "CallbackRule", "find_matches", "RULESETS", "resolve_rules", "check_rule", "RuleCheck",

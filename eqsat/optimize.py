@@ -15,7 +15,6 @@ import numpy as np
 import ir
 import strategies
 from ir import IRModule
-from ir.module import entry_function
 from strategies.executor import prepare_program
 
 from .soundness.bisect import bisect_unsound
@@ -26,12 +25,11 @@ from .explain import Change, find_changes, format_changes, format_provenance
 from .extract import Choice, CostModel, Extractor, get_extractor, node_costs
 from .limits import Limits
 from .provenance import Provenance
-from .report import IterationRow, Report
+from .report import IterationRow, Report, chained
 from .rules.library import resolve_rules
-from .rules.library.layout import with_concat_arities
-from .rules.rule import RuleSet
-from .runner import saturate
-from .scheduler import Scheduler
+from .rules.rule import RuleSet, ruleset as ruleset_of
+from .runner import run_schedule, saturate
+from .scheduler import Phase, Scheduler
 from .soundness.verify import Boundaries, Verification, verify as check_program
 from .target import TargetSpec, resolve_target
 
@@ -100,12 +98,28 @@ def saturate_program(mod: IRModule, params: Mapping[str, Any] | None = None, *, 
                      limits: Limits = Limits(), scheduler: Scheduler | None = None,
                      progress: Callable[[IterationRow], None] | None = None) -> Saturated:
     """Lower `mod` (binding `params`) and saturate it under `rules` (see `resolve_rules`) within `limits`;
-    rules whose patterns have one per arity gain those of the arities `mod` holds (`with_concat_arities`)."""
+    or, for a schedule (a sequence of `Phase`s), under each phase's rules within its limits in turn,
+    one report for the whole (`chained`; `limits` and `scheduler` then do not apply: each phase has
+    its limits and a fresh back-off scheduler)."""
     lowered = lower(mod, params)
     before = lowered.view()
-    ruleset = with_concat_arities(resolve_rules(rules), entry_function(mod))
-    report = saturate(lowered.egraph, ruleset, limits, scheduler=scheduler, progress=progress)
+    if _is_schedule(rules):
+        phases = [(resolve_rules(p.rules), p.limits) for p in rules]
+        report = chained(run_schedule(lowered.egraph, phases))
+        ruleset = ruleset_of("schedule", {r.name: r for rs, _ in phases for r in rs}.values())
+    else:
+        ruleset = resolve_rules(rules)
+        report = saturate(lowered.egraph, ruleset, limits, scheduler=scheduler, progress=progress)
     return Saturated(lowered, report, before, lowered.view(), ruleset)
+
+
+def _is_schedule(rules: Any) -> bool:
+    """Whether `rules` is a schedule: a non-empty list or tuple of `Phase`s (a mix is a `TypeError`)."""
+    if not isinstance(rules, (list, tuple)) or not any(isinstance(r, Phase) for r in rules):
+        return False
+    if not all(isinstance(r, Phase) for r in rules):
+        raise TypeError("a schedule is a sequence of Phase(rules, limits) only; give rules or phases, not both")
+    return True
 
 
 @dataclass(frozen=True)

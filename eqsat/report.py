@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Mapping
+from typing import Mapping, Sequence
 
 from .limits import Limits, Stop, StopReason
 
-__all__ = ["IterationRow", "Report"]
+__all__ = ["IterationRow", "Report", "chained"]
 
 
 @dataclass(frozen=True)
@@ -119,3 +120,20 @@ class Report:
 
     def __str__(self) -> str:
         return "\n".join([self.summary(), self.table(), self.rule_table()])
+
+
+def chained(reports: Sequence[Report]) -> Report:
+    """The reports of a schedule's phases (`eqsat.Phase`, run one after another on one e-graph) as
+    one: iterations numbered on, the last phase's stop and limits, totals summed."""
+    if not reports:
+        raise ValueError("a schedule has at least one phase")
+    rows, done = [], 0
+    for report in reports:
+        rows += [dataclasses.replace(row, iteration=row.iteration + done) for row in report.rows]
+        done += report.iterations
+    rejected = sum((Counter(r.rejected_per_rule) for r in reports), Counter())
+    errors = {name: error for r in reports for name, error in r.rule_errors.items()}
+    return dataclasses.replace(reports[-1], rows=tuple(rows), initial_enodes=reports[0].initial_enodes,
+                               initial_eclasses=reports[0].initial_eclasses, seconds=sum(r.seconds for r in reports),
+                               rejected_per_rule=dict(sorted(rejected.items())), rule_errors=errors)
+

@@ -10,9 +10,21 @@ its (doubled) limit admits them, so a run that reports `saturated` has applied e
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Any, Protocol
 
-__all__ = ["Scheduler", "SimpleScheduler", "BackoffScheduler"]
+from .limits import Limits
+
+__all__ = ["Scheduler", "SimpleScheduler", "BackoffScheduler", "Phase"]
+
+
+@dataclass(frozen=True)
+class Phase:
+    """One phase of a saturation schedule: its `rules` (anything `resolve_rules` takes) run within its
+    own `limits`. `optimize(rules=[Phase("simplify", Limits(iterations=3)), Phase("default", Limits())])`
+    saturates under each in turn, on one e-graph (see `eqsat.run_schedule`)."""
+
+    rules: Any
+    limits: Limits = Limits()
 
 
 class Scheduler(Protocol):

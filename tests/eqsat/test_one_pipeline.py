@@ -65,3 +65,15 @@ def test_a_target_is_resolved_once_into_its_rules_cost_model_and_runner():
         strategies.Target("cpu", threads=2)
     with pytest.raises(strategies.TargetError, match="unknown ONNX Runtime optimizer"):
         strategies.Target("ort", optimizer="off")
+
+
+def test_optimize_takes_a_schedule_of_phases():
+    mod, params = ir.models.get("bert", small=True)
+    phases = [eqsat.Phase("simplify", eqsat.Limits(iterations=2)), eqsat.Phase("default", eqsat.Limits(iterations=3))]
+    res = eqsat.optimize(mod, params, rules=phases, target="cpu")
+    assert res.verification.passed and 1 < res.report.iterations <= 5
+    assert [row.iteration for row in res.report.rows] == list(range(1, res.report.iterations + 1))
+    assert res.report.limits == phases[-1].limits and res.report.initial_enodes < res.report.enodes
+    assert res.cost_after < res.cost_before  # the default phase fused
+    with pytest.raises(TypeError, match="Phase"):
+        eqsat.optimize(mod, params, rules=[phases[0], "default"], verify=False)

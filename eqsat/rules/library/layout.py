@@ -75,9 +75,9 @@ from strategies.ort_timing import nchwc_block_size
 
 from ..match import Match
 from ..pattern import PVar, attr, call, choose, const_pat, many, nn, ops, pvars
-from ..rule import Rewrite, RuleSet, rule, ruleset
+from ..rule import Rewrite, rule, ruleset
 
-__all__ = ["LAYOUT", "block_size", "with_concat_arities"]
+__all__ = ["LAYOUT", "block_size"]
 
 x, a, b, c, s, wt, bias = pvars("x a b c s wt bias")
 
@@ -552,9 +552,3 @@ LAYOUT = ruleset("layout", [
          near_miss=lambda: relay.add(relay.var("s", shape=(1, 1, 5, 1, block_size())), _blocked_conv())),
     *(_fuse_activation(op, _SUM_ACT, (x, wt, bias, s)) for op in _ACTIVATIONS),
 ])
-
-
-def with_concat_arities(rules: RuleSet, program: Expr) -> RuleSet:
-    """`rules` as they are: `concatenate-through-layout-transform` is one rule for every arity (`many`).
-    Kept until `eqsat.optimize` stops calling it."""
-    return rules
