@@ -30,8 +30,9 @@ from .models import ModelSource, find_models, load_model
 
 __all__ = ["WORKLOADS_PER_TASK", "TuneOptions", "TuneSummary", "tune_batch", "model_workloads", "measure_batch"]
 
-WORKLOADS_PER_TASK = 8
-"""workloads one measuring task times, at most (on ort, together in the same rounds)."""
+WORKLOADS_PER_TASK = 32
+"""workloads one measuring task times, at most (on ort, together in the same rounds, after one calibration of
+the session overhead: fewer, larger tasks spend less on it)."""
 
 Items = list[tuple[Workload, frozenset[int]]]
 
