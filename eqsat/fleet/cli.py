@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from ..atomic import write_files
-from ..cli_args import extractor_name, int_at_least, output_file, rule_sets, seconds, target_kind
+from ..cli_args import existing_file, extractor_name, int_at_least, output_file, rule_sets, seconds, target_kind
 from ..cli_errors import UsageError
 from ..limits import Limits
 from .batch import BatchOptions, batch
@@ -75,7 +75,7 @@ def batch_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--threads", type=int_at_least(1), default=1,
                    help="intra-op threads of ONNX Runtime's sessions; also the thread count of the tuning records "
                         "a database gives and takes")
-    p.add_argument("--log", type=output_file, help="a JSON-lines tuning log whose measurements price programs")
+    p.add_argument("--log", type=existing_file, help="a JSON-lines tuning log whose measurements price programs")
     p.add_argument("--db", type=output_file,
                    help="a tuning database (see `eqsat tune --db`): its records for this kind of device price "
                         "programs; with --tune, where measurements go (created when missing)")

@@ -113,7 +113,7 @@ class ProcessPool:
 
     @property
     def running(self) -> int:
-        return len(self._tasks)
+        return len(self._tasks) + len(self._lost)
 
     def next_done(self) -> tuple[int, Any]:
         while not self._lost:
