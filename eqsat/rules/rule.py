@@ -90,7 +90,9 @@ class Rewrite(Rule):
 
     `dtypes` names the dtype group (`DTYPE_GROUPS`: "float", "int", "number") that the first
     root's result must have for the equality to hold exactly, or None when it holds for every
-    dtype the ops accept; the rule declines matches of other dtypes.
+    dtype the ops accept; the rule declines matches of other dtypes. `lhs` and `rhs` are kept as
+    compiled: literals named, the attributes a template call copies by default named on both sides
+    (`eqsat.rules.pattern`). A left side with a `many` tuple has one query per tuple size.
     """
 
     name: str
