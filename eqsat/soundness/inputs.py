@@ -22,7 +22,7 @@ from strategies.values import INPUT_KINDS, random_tensor
 
 from ..errors import VerificationError
 
-__all__ = ["INPUT_KINDS", "random_inputs", "symbolic_sizes", "has_symbolic_inputs",
+__all__ = ["ARITHMETIC_OPS", "INPUT_KINDS", "random_inputs", "symbolic_sizes", "has_symbolic_inputs",
            "size_variables", "size_assignments", "masked_rows", "perturbed", "perturb_array", "perturbed_program",
            "itemsize", "tensor_bytes"]
 
@@ -144,22 +144,34 @@ def perturb_array(value: np.ndarray, relative: Callable[[np.dtype], float], rng:
     factor *= work(2 * sign * relative(value.dtype))
     factor += work(1 - sign * relative(value.dtype))
     with np.errstate(over="ignore", invalid="ignore"):
-        moved = wide * factor
+        moved = np.multiply(wide, factor, out=np.empty_like(wide))  # an array for a scalar too
     top = work(float_info(value.dtype).max)
     np.clip(moved, -top, top, out=moved)
     return np.where(np.isfinite(wide), moved, wide).astype(value.dtype)
 
 
+ARITHMETIC_OPS = {"add": "Add", "subtract": "Sub", "multiply": "Mul", "divide": "Div"}
+"""ops whose scalar float operands are perturbed too (IR name -> ONNX name): where terms that share
+their inputs cancel (GELU's `0.5 x + 0.5 x tanh(z)`, or `1 + tanh(z)`, as tanh(z) nears -1), moving
+the inputs moves every term alike, and only a term's own constant moved shows the rounding noise
+of the terms."""
+
+
 def perturbed_program(mod: IRModule, params: Mapping[str, np.ndarray], relative: Callable[[np.dtype], float],
                       seed: int, sign: float = 1.0) -> tuple[IRModule, dict[str, np.ndarray]]:
     """`mod` and `params` with every float tensor constant and parameter value perturbed like
-    `perturbed`; scalar constants are left alone (exponents, epsilons, fill values: a `pow(x, 2.0)`
-    moved off 2 is NaN for every negative x)."""
+    `perturbed`; other scalar constants than the operands of `ARITHMETIC_OPS` are left alone
+    (exponents, bounds, fill values: a `pow(x, 2.0)` moved off 2 is NaN for every negative x)."""
     rng = np.random.default_rng(seed + 0xC0457)
 
     def move(old: ir.Expr, new: ir.Expr) -> ir.Expr | None:
         if isinstance(old, ir.Constant) and is_float(old.data.dtype) and old.data.size > 1:
             return ir.Constant(perturb_array(old.data, relative, rng, sign))
+        if isinstance(new, ir.Call) and getattr(new.op, "name", None) in ARITHMETIC_OPS:
+            args = [ir.Constant(perturb_array(a.data, relative, rng, sign))
+                    if isinstance(a, ir.Constant) and is_float(a.data.dtype) and a.data.size == 1 else a
+                    for a in new.args]
+            return ir.Call(new.op, args, new.attrs) if any(a is not b for a, b in zip(args, new.args)) else None
         return None
 
     main = mod["main"]

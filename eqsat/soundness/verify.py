@@ -11,7 +11,8 @@ The check is local. Each float element must agree within
     RTOL[dtype] * |reference| + the dtype's smallest normal number + NOISE_FACTOR * |noise|
 
 at that element, where `noise` is how far the original's output moves there when every float
-input, constant and weight is scaled by `1 + u * RTOL` and by `1 - u * RTOL` (u uniform in
+input, constant and weight (a scalar one where arithmetic reads it: `inputs.ARITHMETIC_OPS`, which
+also says why) is scaled by `1 + u * RTOL` and by `1 - u * RTOL` (u uniform in
 [-1, 1]; both ways, since a kink such as relu's moves one way only): the scale of the rounding noise of the
 terms that made the element (an exact cancellation gets a tolerance from its terms, a
 well-conditioned element about twice `RTOL`). The noise takes two more runs of the original per
@@ -54,8 +55,9 @@ from strategies.values import random_tensor
 
 from ..errors import VerificationError
 from ..report import Report
-from .inputs import (INPUT_KINDS, SMALL_PRIME, has_symbolic_inputs, masked_rows, perturb_array, perturbed,
-                     perturbed_program, random_inputs, size_assignments, size_variables, symbolic_sizes, tensor_bytes)
+from .inputs import (ARITHMETIC_OPS, INPUT_KINDS, SMALL_PRIME, has_symbolic_inputs, masked_rows, perturb_array,
+                     perturbed, perturbed_program, random_inputs, size_assignments, size_variables, symbolic_sizes,
+                     tensor_bytes)
 
 __all__ = ["Verification", "Boundaries", "verify", "random_inputs", "flat_outputs", "INPUT_KINDS",
            "RTOL", "MEMORY_CAP", "STATUSES"]
@@ -182,11 +184,23 @@ def _ort_runner(mod: IRModule, params: Mapping[str, Any], contrib: bool) -> tupl
         if any(is_float(w.dtype) and w.dtype.name not in ("float16", "float32", "float64") for w in weights.values()):
             # ONNX Runtime takes no bfloat16 array from numpy: export the perturbed programs instead
             return [_ort_runner(*perturbed_program(mod, params, _rtol, 0, sign), contrib)[0] for sign in (1.0, -1.0)]
+        operands = _scalar_operands(model)
         return [_ort_run(ort_session(data, threads=0, optimization="disabled", initializers={
                     name: perturb_array(w, _rtol, rng, sign) for name, w in weights.items()
-                    if is_float(w.dtype) and w.size > 1}))
+                    if is_float(w.dtype) and (w.size > 1 or name in operands)}))
                 for sign in (1.0, -1.0)]
     return _ort_run(ort_session(data, threads=0, optimization="disabled")), "onnxruntime (optimizer off)", moved
+
+
+def _scalar_operands(model: Any) -> set[str]:
+    """Initializers that only the arithmetic nodes of `ARITHMETIC_OPS` read: the scalars
+    `perturbed_program` perturbs (one another node reads too stays, as an exponent or a fill must)."""
+    readers: dict[str, set[str]] = {}
+    for node in model.graph.node:
+        for name in node.input:
+            readers.setdefault(name, set()).add(node.op_type)
+    arithmetic = set(ARITHMETIC_OPS.values())
+    return {t.name for t in model.graph.initializer if readers.get(t.name, {""}) <= arithmetic}
 
 
 def _ort_run(session: Any) -> Runner:

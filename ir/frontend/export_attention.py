@@ -5,6 +5,11 @@
     nn.cached_attention(q, k, v, past_k, past_v, mask; scale)
                       -> Y, present_key, present_value = Attention(Q, K, V, attn_mask, past_key, past_value; scale)
 
+(ONNX Runtime's contrib `GroupQueryAttention` also takes a cache, but it computes its own causal
+mask over right-padded rows (`seqlens_k`, `local_window_size`), not the mask an export builds from
+a left-padded `attention_mask`; ONNX `Attention` with past takes any additive mask, a sliding
+window's included, and the K/V heads as they are.)
+
 Where q, k and v are (batch, sequence, heads x head size) values with their heads split off by
 static reshapes and transposes (`EmitContext.relayouts`), as a dense layer's heads are, `Attention`
 reads those 3-D values with `q_num_heads` / `kv_num_heads` and the Transposes go: its 3-D result is

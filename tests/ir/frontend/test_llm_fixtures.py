@@ -31,12 +31,7 @@ ENTRIES = {e["name"]: e for e in MANIFEST["fixtures"]}
 LIMITS = eqsat.Limits(iterations=8, nodes=20_000)
 XFAIL: dict[str, str] = {}
 """fixture -> why it does not import or verify yet."""
-_GELU_TAILS = ("tanh GELU exported as ONNX Runtime's FastGelu differs from the spelled-out float32 formula by up to "
-               "1% of values near -1e-5 (1 + tanh cancels in both, differently); the element-wise check has no "
-               "allowance for that yet")
-UNVERIFIED: dict[str, str] = dict.fromkeys(("gemma_dynamo_eager_cache", "gemma_dynamo_sdpa_cache",
-                                            "gemma_torchscript_eager_cache", "gemma_torchscript_sdpa_cache",
-                                            "gpt2_torchscript_eager_cache", "gpt2_torchscript_sdpa_cache"), _GELU_TAILS)
+UNVERIFIED: dict[str, str] = {}
 """fixture -> why `optimize` runs with verify=False on it (the comparison below still runs)."""
 CACHE_OUTSIDE: dict[str, str] = {"gpt2_dynamo_sdpa_cache": (
     "dynamo's GPT-2 splits Q, K and V from a dense layer over the flattened (batch x seq) tokens and puts the heads "
