@@ -193,7 +193,7 @@ def _cmd_tune(args: argparse.Namespace) -> int:
                          "give one of them")
     db = TuningDatabase(args.db) if args.db else None
     where = args.db or args.log
-    earlier = (db.read(args.target, this_device(args.threads).key).records if db is not None
+    earlier = (db.history(args.target, this_device(args.threads).key).records if db is not None
                else _history(args.log).records if Path(args.log).exists() else [])
     mod, params = _load(args.model, args.small)
     if args.optimized:

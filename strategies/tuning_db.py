@@ -25,6 +25,7 @@ from __future__ import annotations
 import contextlib
 import importlib.metadata
 import json
+import logging
 import os
 import platform
 import socket
@@ -44,6 +45,8 @@ if TYPE_CHECKING:
 
 __all__ = ["SCHEMA_VERSION", "BUSY_SECONDS", "CLAIM_LEASE_SECONDS", "Device", "this_device", "TuningDatabaseError",
            "Claim", "TuningDatabase", "measure_once", "new_owner", "is_database", "POLL_SECONDS"]
+
+logger = logging.getLogger("strategies")
 
 SCHEMA_VERSION = 1
 BUSY_SECONDS = 120.0
@@ -221,8 +224,12 @@ class TuningDatabase:
         return TuningLog(records, skipped)
 
     def history(self, target: str, device: str) -> TuningHistory:
-        """The usable records of `target` measured on `device`, as selection and the cost model read them."""
-        return TuningHistory(self.read(target, device).records, self.path)
+        """The usable records of `target` measured on `device`, as selection and the cost model read them; each
+        bad row is skipped with a warning naming `file:row` and why (logger "strategies")."""
+        read = self.read(target, device)
+        for row in read.skipped:
+            logger.warning("%s: tuning record skipped (%s)", row.where, row.reason)
+        return TuningHistory(read.records, self.path)
 
     def measured(self, target: str, device: str, workloads: Iterable[str]) -> set[str]:
         """The workloads among `workloads` that the database holds records of for `target` on `device`."""

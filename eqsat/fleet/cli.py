@@ -18,6 +18,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from strategies.tuning_db import TuningDatabase
+
 from ..atomic import write_files
 from ..cli_args import existing_file, extractor_name, int_at_least, output_file, rule_sets, seconds, target_kind
 from ..cli_errors import UsageError
@@ -108,6 +110,8 @@ def run_batch(args: argparse.Namespace) -> int:
         raise UsageError("give --out DIR, the directory the optimized models and their reports go to")
     if args.workers is not None and args.address:
         raise UsageError("give --workers (a process pool on this machine) or --address (a Ray cluster), not both")
+    if args.db:
+        TuningDatabase(args.db).close()  # a file that is not a tuning database is the user's to fix, before any work
     engine = choose_engine(args.workers, args.address)
     if args.tune:
         summary = tune_batch(args.sources, args.db, small=args.small, engine=engine, progress=_show,

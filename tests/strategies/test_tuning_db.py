@@ -81,7 +81,7 @@ def test_import_and_export_round_trip_through_json_lines(tmp_path):
     assert json.loads((tmp_path / "out.jsonl").read_text().splitlines()[0])["device"] == "dev-a"
 
 
-def test_a_corrupt_row_is_skipped_with_file_and_row(tmp_path):
+def test_a_corrupt_row_is_skipped_with_file_and_row(tmp_path, caplog):
     path = tmp_path / "t.db"
     with TuningDatabase(path) as db:
         db.add([_record("w1"), _record("w2")])
@@ -91,6 +91,9 @@ def test_a_corrupt_row_is_skipped_with_file_and_row(tmp_path):
         read = db.read()
     assert [r.workload for r in read.records] == ["w2"]
     assert [s.where for s in read.skipped] == [f"{path}:1"] and "invalid JSON" in read.skipped[0].reason
+    with TuningDatabase(path) as db:
+        assert [r.workload for r in db.history("cpu", "dev-a").records] == ["w2"]
+    assert f"{path}:1: tuning record skipped (invalid JSON" in caplog.text
 
 
 def test_a_file_that_is_not_a_database_is_one_clear_error(tmp_path):

@@ -91,3 +91,14 @@ def test_tune_db_on_the_command_line_skips_measured_workloads(tmp_path, capsys):
     assert main(["batch", "squeezenet", "--small", "--tune", "--db", db, "--target", "cpu", "--workers", "1",
                  "--trials", "1", "--repeat", "1", "--threads", str(default_threads())]) == 0
     assert "0 measured now" in capsys.readouterr().out
+
+
+def test_a_file_that_is_not_a_database_is_one_line_and_exit_2(tmp_path, capsys):
+    log = tmp_path / "tuning.jsonl"
+    log.write_text("{}\n")
+    for args in (["tune", "squeezenet", "--small", "--db", str(log)],
+                 ["batch", "squeezenet", "--small", "--db", str(log), "--out", str(tmp_path / "out")],
+                 ["batch", "squeezenet", "--small", "--db", str(log), "--tune"]):
+        assert main(args) == 2
+        err = capsys.readouterr().err
+        assert err == f"eqsat: error: {log} is not a tuning database: file is not a database\n"
