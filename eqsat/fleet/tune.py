@@ -18,6 +18,7 @@ import time
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Iterable
 
+from strategies.devices import require_device
 from strategies.records import TuningRecord
 from strategies.target import as_target
 from strategies.tuning import measure_workloads, program_weight_bytes, workload_constants
@@ -127,6 +128,7 @@ def tune_batch(sources: Iterable[str], db: str | TuningDatabase, *, options: Tun
     `progress(done, total, row)` is called as each model's workloads are known."""
     models = find_models(sources, small)
     target = as_target(options.target).kind
+    require_device(as_target(options.target))
     database = db if isinstance(db, TuningDatabase) else TuningDatabase(db)
     device = this_device(options.threads).key
     engine = engine if engine is not None else choose_engine()
