@@ -320,11 +320,17 @@ def _attention(attrs, xs, out_type):
     groups = q.shape[-3] // k.shape[-3]
     if groups > 1:  # grouped-query attention: each KV head serves `groups` query heads in turn
         k, v = k.repeat_interleave(groups, dim=-3), v.repeat_interleave(groups, dim=-3)
-    if getattr(attrs, "nan_rows", "keep") == "zero":  # the formula, as torch's SDPA export writes it
+    zero_rows, softcap = getattr(attrs, "nan_rows", "keep") == "zero", getattr(attrs, "softcap", 0.0)
+    if zero_rows or softcap > 0:  # the formula, as torch's SDPA export (and Gemma-2's eager attention) writes it
         torch = _torch()
         scores = torch.matmul(q, k.transpose(-1, -2)) * torch.tensor(attrs.scale, dtype=q.dtype)
+        if softcap > 0:
+            cap = torch.tensor(softcap, dtype=q.dtype)
+            scores = torch.tanh(scores / cap) * cap
         probs = torch.softmax(scores + mask[0] if mask else scores, dim=-1)
-        return torch.matmul(torch.where(torch.isnan(probs), torch.zeros((), dtype=probs.dtype), probs), v)
+        if zero_rows:
+            probs = torch.where(torch.isnan(probs), torch.zeros((), dtype=probs.dtype), probs)
+        return torch.matmul(probs, v)
     return _torch().nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=mask[0] if mask else None,
                                                                scale=attrs.scale)
 

@@ -16,6 +16,7 @@ from ir.attrs import Attrs
 from ir.op.registry import get_op
 from ir.types import Type
 
+from ..kernels import attention  # noqa: F401  (registers the attention ops' reference kernels)
 from ..strategy import OpStrategy
 from ..target import Target
 from .dense import matmul_strategy_cpu

@@ -121,6 +121,8 @@ EXAMPLES: list[Example] = [
     *(ex(name, np.array([0.0, np.nan, np.inf, -np.inf, 2.0], "float32")) for name in ("isnan", "isinf", "isfinite")),
     ex("nn.attention", normal(2, 3, 5, 4), normal(2, 3, 6, 4), normal(2, 3, 6, 2), scale=0.5),
     ex("nn.masked_attention", normal(2, 3, 5, 4), normal(2, 3, 6, 4), normal(2, 3, 6, 2), normal(2, 1, 1, 6)),
+    ex("nn.masked_attention", normal(2, 3, 5, 4) * 4, normal(2, 3, 6, 4), normal(2, 3, 6, 2), normal(2, 1, 1, 6),
+       softcap=2.0),
     ex("nn.cached_attention", normal(2, 4, 3, 4), normal(2, 2, 3, 4), normal(2, 2, 3, 2), normal(2, 2, 5, 4),
        normal(2, 2, 5, 2), normal(2, 1, 3, 8), scale=0.5),
     ex("nn.rotary_embedding", normal(2, 3, 5, 8), normal(1, 5, 4), normal(1, 5, 4)),
