@@ -31,13 +31,13 @@ from .explain import Change
 from .fleet import BatchOptions, batch, tune_batch
 from .extract import (EXTRACTORS, Choice, CostModel, GreedyDagExtractor, IlpExtractor, OpCount, TreeExtractor,
                       get_extractor, node_costs)
-from .limits import Limits, StopReason
+from .limits import Limits, Stop, StopReason
 from .onnx_io import optimize_onnx
 from .optimize import Optimized, optimize
 from .report import IterationRow, Report
 from .rules.callback import CallbackRule, find_matches
 from .rules.library import RULESETS, resolve_rules
-from .rules.pattern import avar, call, const_pat, getitem, pvars, tuple_pat
+from .rules.pattern import attr, avar, call, choose, const_pat, getitem, many, nn, ops, pvars, tuple_pat
 from .rules.rule import Rule, RuleSet, birewrite, rule, ruleset
 from .runner import prove, run_schedule, saturate
 from .scheduler import BackoffScheduler, Phase, SimpleScheduler
@@ -51,12 +51,12 @@ from .why import WHY_CAUSES, WhyNot, why_not
 __version__ = "0.1.0"
 
 __all__ = [
-    "optimize", "optimize_onnx", "Optimized", "compare", "Comparison", "Candidate", "Limits", "StopReason", "Report",
-    "IterationRow",
-    "saturate", "run_schedule", "prove", "BackoffScheduler", "SimpleScheduler", "Phase", "resolve_target",
-    "TargetSpec",
+    "optimize", "optimize_onnx", "Optimized", "compare", "Comparison", "Candidate", "Limits", "Stop", "StopReason",
+    "Report", "IterationRow", "saturate", "run_schedule", "prove", "BackoffScheduler", "SimpleScheduler", "Phase",
+    "resolve_target", "TargetSpec",
     "EGraph", "EGraphView", "Lowered", "lower", "lift",
     "Rule", "RuleSet", "rule", "birewrite", "ruleset", "pvars", "avar", "call", "const_pat", "tuple_pat", "getitem",
+    "ops", "nn", "many", "choose", "attr",
     "CallbackRule", "find_matches", "RULESETS", "resolve_rules", "check_rule", "RuleCheck",
     "Choice", "CostModel", "OpCount", "TreeExtractor", "GreedyDagExtractor", "IlpExtractor", "EXTRACTORS",
     "get_extractor", "node_costs",
