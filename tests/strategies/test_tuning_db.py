@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import sqlite3
 import subprocess
 import sys
@@ -117,30 +118,21 @@ def test_tune_into_a_database_measures_each_workload_once(tmp_path):
         assert not db._db.execute("SELECT * FROM claims").fetchall()
 
 
-_TUNE = """
-import sys
-from strategies.tuning_db import TuningDatabase
-from strategies.tuning import tune
-import ir
-with TuningDatabase(sys.argv[1]) as db:
-    for name in sys.argv[2:]:
-        mod, params = ir.models.get(name, small=True)
-        tune(mod, "cpu", log=db, trials=2, repeat=1, params=params)
-"""
-
-
-def test_two_concurrent_tuners_lose_nothing_and_duplicate_nothing(tmp_path):
+def test_concurrent_eqsat_tune_runs_lose_nothing_and_measure_nothing_twice(tmp_path):
     path = str(tmp_path / "t.db")
-    runs = [subprocess.Popen([sys.executable, "-c", _TUNE, path, *models])
-            for models in (["squeezenet", "resnet50"], ["resnet50", "squeezenet"])]
-    assert [run.wait(timeout=600) for run in runs] == [0, 0]
+    models = ["resnet50", "resnext50", "resnet50"]
+    runs = [subprocess.Popen([sys.executable, "-m", "eqsat.cli", "tune", name, "--small", "--db", path, "--trials", "2",
+                              "--repeat", "1", "--quiet"], stdout=subprocess.PIPE, text=True) for name in models]
+    outputs = [run.communicate(timeout=600)[0] for run in runs]
+    assert [run.returncode for run in runs] == [0, 0, 0], outputs
+    measured = sum(int(re.search(r"(\d+) measurement\(s\)", out).group(1)) for out in outputs)
     wanted = set()
-    for name in ("squeezenet", "resnet50"):
+    for name in set(models):
         mod, params = ir.models.get(name, small=True)
         wanted |= {w.key for w in program_workloads(mod, params) if w.static}
     with TuningDatabase(path) as db:
         rows = db._db.execute("SELECT workload, implementation, config FROM records").fetchall()
         read = db.read()
-    assert len(rows) == len(set(rows)), "a record was stored twice"
+    assert len(rows) == len(set(rows)) == measured, "a record was stored twice, or measured and thrown away"
     assert {r.workload for r in read.records} == wanted, "a workload was lost"
     assert not read.skipped
