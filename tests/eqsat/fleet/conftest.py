@@ -22,7 +22,8 @@ def ray_cluster() -> Iterator[None]:
     if not ray_available():
         pytest.skip("Ray is not installed (pip install 'relay-eqsat[distributed]')")
     import ray
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, configure_logging=False)
+    ray.init(num_cpus=2, object_store_memory=256 << 20, include_dashboard=False, log_to_driver=False,
+             configure_logging=False)
     yield
     ray.shutdown()
 
