@@ -70,7 +70,7 @@ from .rules.library import FAMILIES, RULESETS
 from .soundness.audit import audit_random, audit_rules
 from .soundness.bisect import bisect_unsound
 from .visualize import DIRECTIONS, describe_eclass, eclasses_with_op, neighbourhood, render, to_dot
-from .target import TargetSpec, resolve_target
+from .target import TargetSpec, in_session, resolve_target
 from .why import find_rule, why_not
 
 __all__ = ["main", "build_parser"]
@@ -125,9 +125,7 @@ def _progress(args: argparse.Namespace) -> Iterator[ProgressLine | None]:
 def _target(args: argparse.Namespace, name: str = "cpu", log: strategies.TuningHistory | None = None) -> TargetSpec:
     """The target `name` resolved once (`resolve_target`): for an ort target, in the ONNX Runtime session
     that --ort-optimizer and --threads name where the command has them; its rules are --rules if given."""
-    target: str | strategies.Target = name
-    if hasattr(args, "ort_optimizer") and name != "ops" and "ort" in strategies.Target(name).keys:
-        target = strategies.Target(name, optimizer=args.ort_optimizer, threads=args.threads)
+    target = in_session(name, args.ort_optimizer, args.threads) if hasattr(args, "ort_optimizer") else name
     spec = resolve_target(target, log, standard_onnx=getattr(args, "standard_onnx", False))
     return dataclasses.replace(spec, rules=args.rules) if getattr(args, "rules", None) else spec
 

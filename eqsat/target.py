@@ -21,7 +21,7 @@ from .extract import CostModel, OpCount
 from .rules.library import default_rules, resolve_rules
 from .rules.rule import RuleSet
 
-__all__ = ["TargetSpec", "resolve_target"]
+__all__ = ["TargetSpec", "resolve_target", "in_session"]
 
 
 @dataclass(frozen=True)
@@ -83,4 +83,12 @@ def resolve_target(target: "str | strategies.Target | CostModel | TargetSpec", l
 def _spec(name: str, model: CostModel, unit: str, standard_onnx: bool,
           target: strategies.Target | None) -> TargetSpec:
     return TargetSpec(name, model, unit, resolve_rules(default_rules(name, standard_onnx)), standard_onnx, target)
+
+
+def in_session(name: str, optimizer: str = "all", threads: int = 1) -> "str | strategies.Target":
+    """The target `name`, as a `strategies.Target` in the ONNX Runtime session `optimizer` and
+    `threads` name when its programs run in ONNX Runtime (the ort target); else the name itself."""
+    if name != "ops" and "ort" in strategies.Target(name).keys:
+        return strategies.Target(name, optimizer=optimizer, threads=threads)
+    return name
 

@@ -32,6 +32,7 @@ from ..cli_errors import EXIT_UNVERIFIED, failure
 from ..cli_output import finite, onnx_model, report_record
 from ..limits import Limits
 from ..optimize import DEFAULT_TRIALS, optimize
+from ..target import in_session
 from .engine import Engine, TaskLost, choose_engine
 from .models import ModelSource, find_models, load_model
 
@@ -78,10 +79,7 @@ class Outcome:
 
 
 def _target(model: ModelSource, options: BatchOptions) -> str | strategies.Target:
-    name = options.target or ("ort" if model.is_file else "cpu")
-    if name != "ops" and "ort" in strategies.Target(name).keys:
-        return strategies.Target(name, optimizer=options.ort_optimizer, threads=options.threads)
-    return name
+    return in_session(options.target or ("ort" if model.is_file else "cpu"), options.ort_optimizer, options.threads)
 
 
 def _log(options: BatchOptions, target: str | strategies.Target) -> Any:
