@@ -228,7 +228,7 @@ class EGraph:
     # -- constraints ---------------------------------------------------------------------------
     def close_region(self, node: Handle, interior: Iterable[Handle]) -> None:
         """Record that the e-node added as `node` replaces a region whose `interior` classes must not
-        be used by any other extracted node (an escaping-intermediate constraint)."""
+        be used by any other extracted node (a closed-region constraint)."""
         self._regions.append((self._terms[node], frozenset(interior)))
 
     # -- reading --------------------------------------------------------------------------------

@@ -72,7 +72,7 @@ class Choice:
 
     def check(self, view: EGraphView) -> None:
         """Raise `ExtractionError` unless roots are chosen, choices lie in their classes, the chosen
-        program is closed and acyclic, and every escaping-intermediate constraint holds."""
+        program is closed and acyclic, and every closed-region constraint holds."""
         for c in self.roots:
             if c not in view.classes:
                 raise ExtractionError(f"root e-class {c} is not in the e-graph")

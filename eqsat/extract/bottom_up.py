@@ -103,7 +103,7 @@ def extract_bottom_up(view: EGraphView, roots: Sequence[ClassId], costs: Sequenc
 
 
 def with_closed_regions(view: EGraphView, costs: Sequence[float], extract: Callable[[list[float]], Choice]) -> Choice:
-    """Re-extract with violating nodes banned until every escaping-intermediate constraint holds."""
+    """Re-extract with violating nodes banned until every closed-region constraint holds."""
     costs = list(costs)
     banned: list[NodeId] = []
     while True:

@@ -17,7 +17,7 @@ it. A local search (`refine`) follows: it tries switching one class to another o
 switching together every class of the program that can read one class the program lacks (the
 split of a merged call) to such a node; classes a move newly needs take their bottom-up choice,
 classes no longer used leave, and a move is kept when the program's DAG cost falls and it stays
-acyclic and keeps every escaping-intermediate constraint. Passes repeat until none improves, at
+acyclic and keeps every closed-region constraint. Passes repeat until none improves, at
 most `REFINE_PASSES`, and the search stops once its moves have visited `REFINE_WORK` classes per
 e-node in all (work bounds, not a clock: the result is deterministic).
 

@@ -26,7 +26,7 @@ children, are dropped; classes that every program contains are found. Then:
   it is computed from, in whichever layout). Without them HiGHS left 54-81% gaps after 60 s on
   the zoo's layout-grown e-graphs (`bench_extract`): half-chosen twins (one value in two layouts)
   served each other, layer after layer, and the relaxation paid for a few percent of any program;
-- an escaping-intermediate constraint forbids its node together with any node outside its region
+- a closed-region constraint forbids its node together with any node outside its region
   (its own class and the protected classes) that uses a protected class.
 
 Each solve starts with the linear relaxation (`RELAXATION_SHARE` of the time left): when its

@@ -6,7 +6,7 @@ Reductions and analyses, each keeping at least one optimal program:
   left, or a lower bound on any program using it above a budget (a known program's cost);
 - **dominated nodes**: node n is dropped when a node m of the same class costs no more and needs a
   subset of n's child classes (ties: the lower id stays). Swapping n for m in any program keeps it
-  closed, acyclic (m's edges are some of n's) and no dearer, and breaks no escaping-intermediate
+  closed, acyclic (m's edges are some of n's) and no dearer, and breaks no closed-region
   constraint as long as m carries none of its own, so such an m never dominates;
 - **mandatory classes**: a class that every program of the roots contains (the roots, and what
   every candidate of a mandatory class needs); its choice is an equality, and with one candidate

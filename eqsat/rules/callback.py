@@ -12,7 +12,7 @@ What a callback sees for one match:
 
 The callback's result is merged into the root's class. The classes of the match's inner nodes,
 and of a dominator's parent and path (not the leaves its paths skip, which may have other users,
-as a shared weight does), go with it as an extraction constraint: if the result is extracted, no
+as a shared weight does), go with it as a closed region (`ClosedRegion`): if the result is extracted, no
 node outside the region may use them (TVM's `rewrite` rejects matches whose inner nodes escape,
 and requires the child to post-dominate the parent; here the e-graph keeps both programs and
 extraction decides, since which users remain depends on what is extracted).

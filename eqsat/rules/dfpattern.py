@@ -40,7 +40,8 @@ Decided at extraction, not per match (the answer depends on which users the extr
 keeps): escaping intermediates (an inner node of a callback's match used outside it) and the
 dominator's post-dominance (the child post-dominates the parent). A callback's result carries
 the match's inner classes and the dominator's parent and path classes as an extraction
-constraint instead (see `callback`); `find_matches` decides post-dominance in the lowered program.
+constraint, a closed region (`ClosedRegion`), instead (see `callback`); `find_matches` decides
+post-dominance in the lowered program.
 
 Differences from the direct matcher, all from the e-graph holding values rather than nodes:
 structurally equal sub-graphs are one class (lowering hash-conses them), so a pattern cannot tell
