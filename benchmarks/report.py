@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator, Sequence
 
-from strategies.ort_timing import default_threads
+from strategies.tuning_db import this_device
 
 RESULTS = Path(__file__).resolve().parent / "results"
 
@@ -54,20 +54,10 @@ class Section:
 
 
 def cpu_description() -> dict[str, Any]:
-    """The CPU model, the CPUs this process may use, and its widest x86 vector extensions: what a
-    timing depends on (ONNX Runtime's NCHWc block is 16 floats with AVX-512, 8 with AVX2)."""
-    model, flags = platform.processor() or platform.machine(), set()
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            key, _, value = line.partition(":")
-            if key.strip() == "model name":
-                model = value.strip()
-            elif key.strip() == "flags":
-                flags = set(value.split())
-    except OSError:
-        pass
-    isa = [f for f in ("avx512f", "avx2", "avx") if f in flags]
-    return {"cpu": model, "cpus": default_threads(), "vector_isa": isa[0] if isa else "unknown"}
+    """The CPU model, the CPUs this process may use, and its widest vector extension: what a timing
+    depends on (ONNX Runtime's NCHWc block is 16 floats with AVX-512, 8 with AVX2)."""
+    device = this_device()
+    return {"cpu": device.cpu, "cpus": device.threads, "vector_isa": device.vector}
 
 
 def write_results(name: str, rows: Sequence[dict[str, Any]], columns: Sequence[str], notes: str = "",
