@@ -24,9 +24,8 @@ and in the kernel, and only the floor is applied; the kernel gives NaN, not 0, f
 scores are NaN because Q or K hold NaN or infinity (or their products overflow), which the op gives as 0.
 K and V with fewer heads than Q (grouped-query attention) go to `Attention` as they are (its 4-D
 inputs may have fewer KV heads).
-Otherwise (an older opset, or a rank ONNX's `Attention` does not take) each is written as
-`MatMul(Q, Transpose(K))` (K and V with fewer heads gathered to the query's first), `Mul` by the scale, `Add` of the mask, `Softmax` over the last axis
-and `MatMul` with V: the spelling it was recognised from.
+Otherwise (an older opset, a dtype or a rank ONNX Runtime's `Attention` does not take) each is
+written as the spelling it was recognised from (`_spelled_out`), a cache's `Concat`s first.
 """
 
 from __future__ import annotations

@@ -243,7 +243,11 @@ def _precise_type(egraph: EGraph, nodes, handle: Handle, depth: int):
                 and len(t.fields) == len(ty.fields)]
     finally:
         _SHAPE_PATH.discard(handle)
-    return min(made, key=lambda t: sum(isinstance(d, AnyDim) for f in t.fields for d in f.shape), default=ty)
+    return min([ty, *made], key=_unknown_dims)
+
+
+def _unknown_dims(ty: TupleType) -> int:
+    return sum(isinstance(d, AnyDim) for f in ty.fields for d in getattr(f, "shape", ()))
 
 
 def _fewer_any(a: tuple, b: tuple) -> bool:
