@@ -1,5 +1,5 @@
-"""What `eqsat optimize` writes: where the ONNX goes and which model (ours, or the input when the
-speed check finds ours no faster), and the JSON report."""
+"""What `eqsat optimize` writes: where the ONNX goes and which model (ours, ours without the op
+families that do not pay, or the input, as the speed check finds), and the JSON report."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from .explain import provenance_records
 from .onnx_io import faster_of, to_onnx
 from .optimize import Optimized
 from .soundness.verify import Verification
-from .speed import SpeedCheck
+from .speed import SpeedVerdict
 
 __all__ = ["onnx_output", "onnx_model", "report_record", "comparison_record", "verification_record"]
 
@@ -42,9 +42,11 @@ def onnx_output(args: argparse.Namespace) -> str | None:
     return out
 
 
-def onnx_model(args: argparse.Namespace, res: Any, mod: ir.IRModule, params: dict) -> tuple[bytes, SpeedCheck | None]:
-    """The ONNX model to write: ours, or for the ort target the input (byte for byte when it is a
-    file) when ours is not faster (`faster_of`, unless --no-speed-check), with the check's outcome."""
+def onnx_model(args: argparse.Namespace, res: Any, mod: ir.IRModule,
+               params: dict) -> tuple[bytes, SpeedVerdict | None]:
+    """The ONNX model to write: ours, or for the ort target the faster of ours without some op
+    families and the input (byte for byte when it is a file) when ours is not faster (`faster_of`,
+    unless --no-speed-check), with the verdict."""
     ours = to_onnx(res, args.standard_onnx, args.onnx_contrib)
     if res.target != "ort" or not args.speed_check:
         return ours.SerializeToString(), None
@@ -80,12 +82,14 @@ def _program_record(target: str, extractor: str, cost_before: float, cost_after:
             "verification": verification_record(verification), "program": provenance_records(mod, provenance)}
 
 
-def report_record(model: str, res: Optimized, check: SpeedCheck | None) -> dict[str, Any]:
+def report_record(model: str, res: Optimized, check: SpeedVerdict | None) -> dict[str, Any]:
     """What `optimize --json` writes: costs, the saturation report, the verification, the speed check
-    and every node of the program with its rule chain."""
-    return {"model": model, **_program_record(res.target, res.extractor, res.cost_before, res.cost_after,
-                                              res.extract_seconds, res.info, res.verification, res.mod,
-                                              res.provenance),
+    and every node of the program with its rule chain; the program is the one written when the speed
+    check kept ours without some op families."""
+    kept = check.result if check is not None and check.result is not None else res
+    return {"model": model, **_program_record(kept.target, kept.extractor, kept.cost_before, kept.cost_after,
+                                              kept.extract_seconds, kept.info, kept.verification, kept.mod,
+                                              kept.provenance),
             "report": res.report.to_dict(), "speed_check": check.to_dict() if check else None}
 
 

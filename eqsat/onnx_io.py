@@ -4,7 +4,9 @@ The `ort` target's program is ONNX Runtime's program: it is written with ONNX Ru
 ops and blocked-layout kernels unless the caller asks for standard ONNX only, in which case the
 blocked-layout rules are left out, so no blocked layout is ever written as transposes. Before an
 ort program is handed back it is timed against the input in the session it will run in
-(`eqsat.speed`); when it is not faster, the input is handed back instead, and the report says so.
+(`eqsat.speed`); when it is not faster, programs that leave out one family of its rewrites are
+timed in turn (`eqsat.regions`), and the first that is faster is handed back, else the input; the
+report says which, with every program tried.
 """
 
 from __future__ import annotations
@@ -15,9 +17,11 @@ from typing import Any
 import ir
 from strategies import Target
 
+from .errors import VerificationError
 from .optimize import Optimized, optimize
+from .regions import MAX_VARIANTS, Family, families, without
 from .soundness.inputs import random_inputs
-from .speed import SpeedCheck, speed_check
+from .speed import SpeedCheck, SpeedVerdict, Tried, speed_check
 
 __all__ = ["optimize_onnx", "exports_contrib", "to_onnx", "faster_of", "SPEED_SIZE"]
 
@@ -38,15 +42,49 @@ def to_onnx(res: Optimized, standard_onnx: bool = False, onnx_contrib: bool = Fa
     return ir.frontend.to_onnx(res.mod, res.params, contrib=exports_contrib(res.target, standard_onnx, onnx_contrib))
 
 
-def faster_of(res: Optimized, original: Any, ours: Any) -> tuple[Any, SpeedCheck]:
-    """`ours` when it runs faster than `original` in ONNX Runtime (see `eqsat.speed`), else `original`;
-    with the check's outcome. Both run in the session `res`'s target names (`strategies.Target`'s
-    `optimizer` and `threads`), on inputs drawn for `res`'s input program (symbolic sizes `SPEED_SIZE`)."""
+def faster_of(res: Optimized, original: Any, ours: Any) -> tuple[Any, SpeedVerdict]:
+    """`ours` when it runs faster than `original` in ONNX Runtime (see `eqsat.speed`); else the first
+    program without one of `res`'s op families that does (`eqsat.regions`: largest estimated saving
+    first, at most `MAX_VARIANTS`, each verified as `res` was); else `original`; with the verdict.
+    All run in the session `res`'s target names (`strategies.Target`'s `optimizer` and `threads`),
+    on inputs drawn for `res`'s input program (symbolic sizes `SPEED_SIZE`)."""
     mod, params = res.saturated.input_module() if res.saturated is not None else (res.mod, res.params)
     feeds = random_inputs(mod, skip=list(params), size=SPEED_SIZE)
     session = res.spec.target if res.spec is not None and res.spec.target is not None else Target("ort")
-    check = speed_check(original, ours, feeds, optimizer=session.optimizer, threads=session.threads)
-    return (ours if check.kept == "ours" else original), check
+
+    def timed(model: Any) -> SpeedCheck:
+        return speed_check(original, model, feeds, optimizer=session.optimizer, threads=session.threads)
+
+    check = timed(ours)
+    tried = [Tried(check=check)]
+    if check.kept == "ours":
+        return ours, SpeedVerdict(tuple(tried))
+    seen = [res.mod]
+    for family in (families(res) if res.saturated is not None else [])[:MAX_VARIANTS]:
+        variant, note = _variant(res, family, seen)
+        if variant is None:
+            tried.append(Tried((family.name,), family.ops, note=note))
+            continue
+        model = to_onnx(variant, res.spec.standard_onnx)
+        tried.append(Tried((family.name,), family.ops, timed(model)))
+        if tried[-1].faster:
+            return model, SpeedVerdict(tuple(tried), variant)
+    return original, SpeedVerdict(tuple(tried))
+
+
+def _variant(res: Optimized, family: Family, seen: list[ir.IRModule]) -> tuple[Optimized | None, str]:
+    """`res` without `family` (`eqsat.regions.without`), added to `seen`; or None and why it is not
+    timed: it failed verification, it is the input, or it is a program in `seen`."""
+    try:
+        variant = without(res, family)
+    except VerificationError as err:
+        return None, f"not verified: {err}"
+    if variant.info.get("kept_input"):
+        return None, "the input program"
+    if any(ir.structural_equal(variant.mod, m) for m in seen):
+        return None, "the same program as one tried before"
+    seen.append(variant.mod)
+    return variant, ""
 
 
 def optimize_onnx(model: Any, *, target: "str | Target" = "ort", standard_onnx: bool = False, speed: bool = True,

@@ -1,4 +1,5 @@
-"""Never slower, checked: an ort program that is not faster than the input gives the input back."""
+"""Never slower, checked: an ort program that is not faster than the input gives the input back, or
+ours without the op families that do not pay."""
 
 from __future__ import annotations
 
@@ -7,8 +8,15 @@ import json
 import numpy as np
 import pytest
 
+import eqsat
+import ir
+import strategies
 from eqsat.cli import main
+from eqsat.onnx_io import faster_of, to_onnx
+from eqsat.regions import BLOCKED_LAYOUT, MAX_VARIANTS, families
 from eqsat.speed import speed_check
+from ir.frontend.export_contrib import CONTRIB_EMITTERS
+from ir.frontend.export_nchwc import ort_nchwc_block_size
 
 onnx = pytest.importorskip("onnx")
 pytest.importorskip("onnxruntime")
@@ -51,8 +59,124 @@ def test_the_cli_reports_the_speed_check_and_can_skip_it(tmp_path, capsys):
     assert main(["optimize", str(src), str(tmp_path / "out.onnx"), "--quiet", "--json", str(report)]) == 0
     assert "speed check under onnxruntime (optimizer all, 1 thread(s)" in capsys.readouterr().out
     check = json.loads(report.read_text())["speed_check"]
-    assert check["kept"] in ("ours", "input") and len(check["ratios"]) == 9
+    assert check["kept"] == next((t["program"] for t in check["tried"] if t["faster"]), "input")
+    assert len(check["ratios"]) == 9 and check["tried"][0]["program"] == "ours"
     if check["kept"] == "input":
         assert (tmp_path / "out.onnx").read_bytes() == src.read_bytes()
     assert main(["optimize", str(src), str(tmp_path / "out2.onnx"), "--quiet", "--no-speed-check"]) == 0
     assert "speed check" not in capsys.readouterr().out
+
+
+SLOW_MATMULS = 24
+"""products a slowed emitter adds: each program holding its op runs 2x+ longer than the input."""
+
+
+def _slowed(op: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Export `op` as ONNX Runtime's contrib op, then products of its value by 256-wide matrices
+    (`SLOW_MATMULS` 256x256) that only decide Where(IsNaN(sum), value, value): the same value, bit
+    for bit, at a large price."""
+    emit = CONTRIB_EMITTERS[op]
+
+    def emitter(ctx, call, args):
+        out = emit(ctx, call, args)
+        last = ctx.node("MatMul", [out, ctx.const(np.full((ctx.type_of(call).shape[-1], 256), 1e-3, np.float32))])
+        w = ctx.const(np.full((256, 256), 1e-3, np.float32))
+        for _ in range(SLOW_MATMULS):
+            last = ctx.node("MatMul", [last, w])
+        return ctx.node("Where", [ctx.node("IsNaN", [ctx.node("ReduceSum", [last], keepdims=0)]), out, out])
+    monkeypatch.setitem(CONTRIB_EMITTERS, op, emitter)
+
+
+def _two_families() -> "onnx.ModelProto":
+    """y = Gelu(c + c + c + b) for three copies c of a chain of four 256x256 products of x, which the
+    e-graph computes once (the input, run with ONNX Runtime's optimizer off, three times), and
+    z = Relu(x @ v + d): ours brings in nn.bias_gelu and nn.dense_bias_act."""
+    rng = np.random.default_rng(0)
+
+    def const(name, *shape):
+        return helper.make_tensor(name, TensorProto.FLOAT, shape, rng.standard_normal(shape).astype(np.float32) * 0.05)
+    nodes, chains = [], []
+    for c in range(3):
+        last = "x"
+        for k in range(4):
+            nodes.append(helper.make_node("MatMul", [last, "w"], [f"m{c}_{k}"]))
+            last = f"m{c}_{k}"
+        chains.append(last)
+    nodes += [helper.make_node("Sum", chains, ["s"]), helper.make_node("Add", ["s", "b"], ["sb"]),
+              helper.make_node("Gelu", ["sb"], ["y"]), helper.make_node("MatMul", ["x", "v"], ["xv"]),
+              helper.make_node("Add", ["xv", "d"], ["xvd"]), helper.make_node("Relu", ["xvd"], ["z"])]
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [64, 256])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [64, 256]),
+                               helper.make_tensor_value_info("z", TensorProto.FLOAT, [64, 128])],
+                              [const("w", 256, 256), const("b", 256), const("v", 256, 128), const("d", 128)])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 20)])
+
+
+def _optimized(model: "onnx.ModelProto") -> eqsat.Optimized:
+    mod, params = ir.frontend.from_onnx(model)
+    return eqsat.optimize(mod, params, target=strategies.Target("ort", optimizer="disabled"),
+                          limits=eqsat.Limits(iterations=6))
+
+
+def test_the_families_ours_brought_in_largest_estimated_saving_first():
+    res = _optimized(_two_families())
+    found = families(res)
+    assert sorted(f.name for f in found) == ["nn.bias_gelu", "nn.dense_bias_act"]
+    assert [f.saving for f in found] == sorted((f.saving for f in found), reverse=True)
+    assert all(f.saving > 0 and f.ops == (f.name,) for f in found)
+
+
+@pytest.mark.skipif(ort_nchwc_block_size() is None, reason="this ONNX Runtime has no NCHWc kernels")
+def test_the_blocked_layout_is_one_family():
+    mod, params = ir.models.get("squeezenet", small=True)
+    res = eqsat.optimize(mod, params, target="ort", limits=eqsat.Limits(iterations=8), verify=False)
+    found = {f.name: f.ops for f in families(res)}
+    assert {"layout_transform", "nn.contrib_conv2d_NCHWc_bias_act", "nn.max_pool3d"} <= set(found[BLOCKED_LAYOUT])
+    assert found["nn.conv2d_bias_act"] == ("nn.conv2d_bias_act",)
+
+
+def test_ours_without_the_family_that_does_not_pay_is_kept(monkeypatch):
+    _slowed("nn.bias_gelu", monkeypatch)
+    source = _two_families()
+    res = _optimized(source)
+    chosen, verdict = faster_of(res, source, to_onnx(res))
+    assert verdict.kept == "ours without nn.bias_gelu" and verdict.ours.median > 2
+    assert [t.name for t in verdict.tried if not t.faster] == [t.name for t in verdict.tried[:-1]]
+    assert verdict.tried[-1].check.median < 0.5 and verdict.median == verdict.tried[-1].check.median
+    kept = verdict.result
+    assert "nn.bias_gelu" not in kept.op_counts_after and kept.op_counts_after.get("nn.dense_bias_act") == 1
+    assert kept.verification is not None and kept.verification.passed
+    written = {n.op_type for n in chosen.graph.node}
+    assert "FusedGemm" in written and "BiasGelu" not in written
+    assert "kept: ours without nn.bias_gelu; the regions that pay were kept" in verdict.summary()
+
+
+def test_the_input_is_kept_when_no_family_left_out_pays(monkeypatch):
+    _slowed("nn.bias_gelu", monkeypatch)
+    _slowed("nn.dense_bias_act", monkeypatch)
+    source = _two_families()
+    res = _optimized(source)
+    chosen, verdict = faster_of(res, source, to_onnx(res))
+    assert chosen is source and verdict.kept == "input" and verdict.result is None
+    variants = [f"ours without {f.name}" for f in families(res)[:MAX_VARIANTS]]
+    assert [t.name for t in verdict.tried] == ["ours", *variants] and len(variants) == 2
+    assert all(t.check is not None and t.check.median > 1.5 for t in verdict.tried)
+    assert "no program tried is faster" in verdict.summary()
+
+
+def test_the_report_shows_every_program_tried(tmp_path, capsys, monkeypatch):
+    _slowed("nn.bias_gelu", monkeypatch)
+    src, out, report = tmp_path / "in.onnx", tmp_path / "out.onnx", tmp_path / "r.json"
+    onnx.save(_two_families(), str(src))
+    assert main(["optimize", str(src), str(out), "--quiet", "--json", str(report), "--ort-optimizer", "disabled",
+                 "--iterations", "6"]) == 0
+    printed = capsys.readouterr().out
+    assert "so programs with part of it were timed" in printed and "ours without nn.bias_gelu / input" in printed
+    check = json.loads(report.read_text())["speed_check"]
+    assert check["kept"] == "ours without nn.bias_gelu" and check["tried"][-1]["ops"] == ["nn.bias_gelu"]
+    assert check["tried"][0]["program"] == "ours" and not check["tried"][0]["faster"] and check["rule"]
+    assert all(len(t["ratios"]) == 9 for t in check["tried"])
+    written = onnx.load(str(out))
+    assert "BiasGelu" not in {n.op_type for n in written.graph.node}
+    program_ops = {n["op"] for n in json.loads(report.read_text())["program"] if "op" in n}
+    assert "nn.bias_gelu" not in program_ops and "nn.dense_bias_act" in program_ops
