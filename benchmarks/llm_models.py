@@ -1,8 +1,9 @@
 """Small decoder LLMs and a BERT-like encoder from `transformers`, exported by both of torch's exporters:
 the fixtures in `tests/fixtures/llm` (run `python -m benchmarks.llm_models` to regenerate them).
-Families: Llama, Qwen2, Phi-3 (partial rotary), Gemma (one KV head, GeGLU), GPT-2, GPT-J
-(interleaved rotary on (batch, sequence, heads, head size), from a sin/cos table gathered at the
-positions) and BERT.
+Families: Llama, Qwen2, Phi-3 (partial rotary), Gemma (one KV head, GeGLU), Gemma-2 (soft-capped
+attention scores and logits, a sliding-window layer; eager attention only: transformers refuses
+sdpa for it), GPT-2, GPT-J (interleaved rotary on (batch, sequence, heads, head size), from a
+sin/cos table gathered at the positions) and BERT.
 
 Each family is built from its config object (no hub download): hidden 64, one layer, 4 query heads,
 grouped-query KV heads where the family has them, a 128-token vocabulary with tied embeddings, and
@@ -17,7 +18,9 @@ The exporters are `torchscript` (`dynamo=False`, opset 17, `dynamic_axes`) and `
 `Dim.AUTO`, since it is the sum of two dims); attention is `sdpa` or `eager`. Each export is checked
 against torch in ONNX Runtime at its example sizes and at a second size; `manifest.json` lists every
 fixture with what its model has (rope, gqa, norm, activation, packed qkv) and every variant that
-failed, with the error. Needs torch, transformers and onnxscript (the `exports` extra).
+failed, with the error. Needs torch, transformers and onnxscript (the `exports` extra);
+`python -m benchmarks.llm_models gemma2` exports only the families named, keeping the others'
+manifest entries.
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ import contextlib
 import io
 import json
 import os
+import sys
 import warnings
 from typing import Any
 
@@ -73,6 +77,13 @@ FAMILIES: dict[str, tuple[str, str, dict[str, Any], dict[str, Any]]] = {
               dict(_COMMON, num_key_value_heads=1, head_dim=HEAD_DIM, hidden_activation="gelu_pytorch_tanh"),
               dict(decoder=True, rope="half", rotary_dim=16, kv_heads=1, norm="rmsnorm(1+w)",
                    activation="gelu-tanh-gated", qkv="separate", embedding_scale=True)),
+    "gemma2": ("Gemma2Config", "Gemma2ForCausalLM",
+               dict(_COMMON, num_key_value_heads=1, head_dim=HEAD_DIM, hidden_activation="gelu_pytorch_tanh",
+                    attn_logit_softcapping=50.0, final_logit_softcapping=30.0, sliding_window=4,
+                    query_pre_attn_scalar=HEAD_DIM),
+               dict(decoder=True, rope="half", rotary_dim=16, kv_heads=1, norm="rmsnorm(1+w)",
+                    activation="gelu-tanh-gated", qkv="separate", embedding_scale=True, softcap=50.0,
+                    sliding_window=4, attentions=["eager"])),
     "gpt2": ("GPT2Config", "GPT2LMHeadModel",
              dict(vocab_size=VOCAB, n_embd=HIDDEN, n_inner=128, n_layer=LAYERS, n_head=HEADS, n_positions=64,
                   tie_word_embeddings=True, initializer_range=0.2, activation_function="gelu_new"),
@@ -219,37 +230,55 @@ def _check(proto: onnx.ModelProto, family: str, attention: str, cache: bool) -> 
     return errors
 
 
-def main(directory: str = FIXTURE_DIR) -> dict[str, Any]:
-    """Export every variant into `directory` with `manifest.json`; returns the manifest."""
-    os.makedirs(directory, exist_ok=True)
-    fixtures, failed = [], []
-    for family, (_, _, _, has) in FAMILIES.items():
-        for exporter in EXPORTERS:
-            for attention in ATTENTIONS:
-                for cache in ((False, True) if has["decoder"] else (False,)):
-                    name = f"{family}_{exporter}_{attention}{'_cache' if cache else ''}"
-                    entry = dict(name=name, file=f"{name}.onnx", family=family, exporter=exporter,
+def _fixture(directory: str, family: str, exporter: str, attention: str, cache: bool) -> tuple[dict, str | None]:
+    """One variant exported into `directory` and checked: (its manifest entry, None), or (the entry, the error)."""
+    has = FAMILIES[family][3]
+    name = f"{family}_{exporter}_{attention}{'_cache' if cache else ''}"
+    entry: dict[str, Any] = dict(name=name, file=f"{name}.onnx", family=family, exporter=exporter,
                                  opset=EXPORTERS[exporter], attention=attention, cache=cache)
-                    try:
-                        proto = export(family, exporter, attention, cache)
-                        entry["torch_vs_ort"] = _check(proto, family, attention, cache)
-                    except Exception as e:  # noqa: BLE001 - a failing export is recorded, not fatal
-                        failed.append(dict(entry, error=f"{type(e).__name__}: {str(e).splitlines()[0][:300]}"))
-                        print(f"{name}: FAILED {failed[-1]['error']}")
-                        continue
-                    onnx.save(proto, os.path.join(directory, entry["file"]))
-                    entry.update(has=has, inputs=[i.name for i in proto.graph.input],
-                                 outputs=[o.name for o in proto.graph.output],
-                                 bytes=os.path.getsize(os.path.join(directory, entry["file"])))
-                    fixtures.append(entry)
-                    print(f"{name}: {entry['bytes']} bytes, torch vs ORT {entry['torch_vs_ort']}")
+    try:
+        proto = export(family, exporter, attention, cache)
+        entry["torch_vs_ort"] = _check(proto, family, attention, cache)
+    except Exception as e:  # noqa: BLE001 - a failing export is recorded, not fatal
+        return entry, f"{type(e).__name__}: {str(e).splitlines()[0][:300]}"
+    onnx.save(proto, os.path.join(directory, entry["file"]))
+    entry.update(has=has, inputs=[i.name for i in proto.graph.input], outputs=[o.name for o in proto.graph.output],
+                 bytes=os.path.getsize(os.path.join(directory, entry["file"])))
+    return entry, None
+
+
+def main(directory: str = FIXTURE_DIR, families: list[str] | None = None) -> dict[str, Any]:
+    """Export every variant of `families` (default: all) into `directory` with `manifest.json`, keeping
+    the manifest's entries of the other families; returns the manifest."""
+    os.makedirs(directory, exist_ok=True)
+    chosen = list(FAMILIES) if not families else families
+    fixtures: list[dict[str, Any]] = []
+    failed: list[dict[str, Any]] = []
+    path = os.path.join(directory, "manifest.json")
+    if families and os.path.exists(path):
+        with open(path) as f:
+            kept = json.load(f)
+        fixtures = [e for e in kept["fixtures"] if e["family"] not in chosen]
+        failed = [e for e in kept["failed"] if e["family"] not in chosen]
+    for family in chosen:
+        has = FAMILIES[family][3]
+        for exporter in EXPORTERS:
+            for attention in has.get("attentions", ATTENTIONS):
+                for cache in ((False, True) if has["decoder"] else (False,)):
+                    entry, error = _fixture(directory, family, exporter, attention, cache)
+                    if error is None:
+                        fixtures.append(entry)
+                        print(f"{entry['name']}: {entry['bytes']} bytes, torch vs ORT {entry['torch_vs_ort']}")
+                    else:
+                        failed.append(dict(entry, error=error))
+                        print(f"{entry['name']}: FAILED {error}")
     manifest = dict(sizes=dict(vocab=VOCAB, hidden=HIDDEN, heads=HEADS, head_dim=HEAD_DIM, layers=LAYERS),
                     example=EXAMPLE, checked_at=dict(prefill=sizes_to_check(False), decode=sizes_to_check(True)),
                     notes=NOTES, fixtures=fixtures, failed=failed)
-    with open(os.path.join(directory, "manifest.json"), "w") as f:
+    with open(path, "w") as f:
         json.dump(manifest, f, indent=1)
     return manifest
 
 
 if __name__ == "__main__":
-    main()
+    main(families=sys.argv[1:])
