@@ -95,8 +95,9 @@ def optimize_onnx(model: Any, *, target: "str | Target" = "ort", standard_onnx: 
     `strategies.Target("ort", optimizer=..., threads=...)` names the session the model will run in.
     The other `options` are `eqsat.optimize`'s (`limits`, `extractor`, `verify`, `log`, ...). The
     result is verified where it will run before it is returned (see `eqsat.optimize`); for ort,
-    with `speed`, it is also timed against the input in that session, and the input model itself
-    comes back when ours is not faster (`faster_of`).
+    with `speed`, it is also timed against the input in that session, and when it is not faster, the
+    first faster program without one of its op families comes back, else the input model itself
+    (`faster_of`).
     """
     import onnx
     source = os.fspath(model) if isinstance(model, (str, os.PathLike)) else model
