@@ -3,27 +3,19 @@
 `dominates(parent, path, child)` says two things about the graph below a matched child
 (`ir.dataflow_pattern.match`): a *local* part, every input of the child and of each path node is
 the one parent, a path node or a skipped leaf (a variable or constant), and at least one is not
-skipped, and a *global* part, the child post-dominates the parent. In an e-graph every class may
-hold many equivalent e-nodes, so the local part is decided over all of them, and
-deterministically. A *leaf* class holds a variable or constant e-node; one that is not the parent
-is skipped: never a path class, never in the region.
+skipped, and a *global* part, the child post-dominates the parent. The local part is decided by
+`ir.dataflow_pattern.region.decide_region`, the same function the direct matcher calls; here a
+class is a node whose forms are its e-nodes that match `path` (in the order they were made), so
+the region is a least fixed point over all of them, deterministically (that module's docstring).
+A *leaf* class holds a variable or constant e-node; one that is not the parent is skipped: never
+a path class, never in the region. On an unsaturated e-graph (one e-node per class) the region
+is exactly the direct matcher's.
 
-1. the parent is the first class that matches `parent` in depth-first order from the child's
-   inputs (inputs in order; through the e-nodes of a class that match `path`, in the order the
-   e-nodes were made; leaf classes are tried as the parent, then skipped), as the direct matcher
-   binds the first parent it meets;
-2. a class other than the parent and not a leaf belongs to the path when one of its e-nodes
-   matches `path` and has an input that is not skipped, every such input being the parent or a
-   path class already (a least fixed point: a cycle of path nodes that never reaches the parent
-   does not count); that e-node is the class's witness;
-3. the match holds when the child has an input that is not skipped, and every such input is the
-   parent or a path class.
-
-On an unsaturated e-graph (one e-node per class) this is exactly the direct matcher's local part.
 The global part depends on which users end up in the program, so it cannot be decided per match
 in an e-graph: a callback's result carries the region's classes as an extraction constraint (see
 `callback`), and `find_matches` decides it in the lowered program. Sub-patterns that `parent` or
-`path` share with the rest of the pattern are matched on their own, not joined with it.
+`path` share with the rest of the pattern are matched on their own (by their `PatternIndex`), not
+joined with it, where the direct matcher's walk binds them once for the whole pattern.
 
 `PatternIndex` answers "where does this sub-pattern match" for the parent and path patterns. It
 runs the sub-pattern's queries on each new snapshot; egglog reports only matches that are new
@@ -36,6 +28,7 @@ from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
 from ir.dataflow_pattern import DFPattern, DominatorPattern
+from ir.dataflow_pattern.region import Stop, decide_region
 
 from ..egraph.egraph import EGraph
 from ..egraph.query import QVar
@@ -185,74 +178,40 @@ def check_row(egraph: EGraph, compiled: CompiledDFPattern, vals: dict[str, Any],
 
 def find_region(egraph: EGraph, p: DominatorPattern, child_class: Handle, child: Term,
                 input_only: bool = False) -> Region | None:
-    """The region of `p` below e-node `child` (of class `child_class`) by the module docstring's rules."""
-    nodes = egraph.class_nodes()
-    inputs = node_inputs(nodes, child)
+    """The region of `p` below e-node `child` (of class `child_class`), decided by `decide_region`."""
+    inputs = node_inputs(egraph.class_nodes(), child)
     if not inputs:
         return None
-    parents = pattern_index(egraph, p.parent).matches(egraph, input_only)
-    paths = pattern_index(egraph, p.path).matches(egraph, input_only)
-    program = egraph.input_enodes() if input_only else None
-
-    def is_leaf(c: Handle) -> bool:
-        return any(t.kind in (Kind.VAR, Kind.CONST) and (program is None or t in program) for t in nodes.get(c, ()))
-
-    def path_inputs(sub: SubMatch) -> tuple[Handle, ...]:
-        return node_inputs(nodes, sub.root)
-
-    # 1. the parent, and the classes between it and the child, in depth-first order
-    parent: Handle | None = None
-    region: list[Handle] = []
-    seen: set[Handle] = set()
-    stack = list(reversed(inputs))
-    while stack:
-        c = stack.pop()
-        if c in seen:
-            continue
-        seen.add(c)
-        if parent is None and c in parents:
-            parent = c
-            continue
-        if is_leaf(c):
-            continue
-        region.append(c)
-        for sub in reversed(paths.get(c, ())):
-            stack.extend(reversed(path_inputs(sub)))
-    if parent is None:
+    classes = _ClassRegion(egraph, p, input_only)
+    decided = decide_region(inputs, classes)
+    if isinstance(decided, Stop):
         return None
+    assert decided.parent is not None
+    return Region(p, child_class, decided.parent, classes.parents[decided.parent][0],
+                  tuple((c, sub.root) for c, sub in decided.path))
 
-    def kept(ins: tuple[Handle, ...]) -> list[Handle]:
-        """The inputs that a path does not skip."""
-        return [k for k in ins if k == parent or not is_leaf(k)]
 
-    # 2. path classes: a least fixed point, so every witness's inputs were accepted before it
-    witness: dict[Handle, SubMatch | None] = {parent: None}
-    changed = True
-    while changed:
-        changed = False
-        for c in reversed(region):
-            if c in witness:
-                continue
-            for sub in paths.get(c, ()):
-                ins = kept(path_inputs(sub))
-                if ins and all(k in witness for k in ins):
-                    witness[c] = sub
-                    changed = True
-                    break
-    child_inputs = kept(inputs)
-    if not child_inputs or not all(k in witness for k in child_inputs):
-        return None
-    # 3. the path classes the child actually reaches, in the direct matcher's visiting order
-    path: list[tuple[Handle, Term]] = []
-    visited: set[Handle] = {parent}
-    stack = list(reversed(child_inputs))
-    while stack:
-        c = stack.pop()
-        if c in visited:
-            continue
-        visited.add(c)
-        sub = witness[c]
-        assert sub is not None
-        path.append((c, sub.root))
-        stack.extend(reversed(kept(path_inputs(sub))))
-    return Region(p, child_class, parent, parents[parent][0], tuple(path))
+class _ClassRegion:
+    """An e-graph as a `RegionGraph`: classes with their e-nodes that match the path as forms, the
+    parent and path patterns matched by their `PatternIndex` (with `input_only`, in the program)."""
+
+    strict = False
+
+    def __init__(self, egraph: EGraph, p: DominatorPattern, input_only: bool):
+        self.nodes = egraph.class_nodes()
+        self.parents = pattern_index(egraph, p.parent).matches(egraph, input_only)
+        self.paths = pattern_index(egraph, p.path).matches(egraph, input_only)
+        self.program = egraph.input_enodes() if input_only else None
+
+    def is_parent(self, c: Handle) -> bool:
+        return c in self.parents
+
+    def is_leaf(self, c: Handle) -> bool:
+        return any(t.kind in (Kind.VAR, Kind.CONST) and (self.program is None or t in self.program)
+                   for t in self.nodes.get(c, ()))
+
+    def path_forms(self, c: Handle) -> Sequence[SubMatch]:
+        return self.paths.get(c, ())
+
+    def inputs(self, form: SubMatch) -> tuple[Handle, ...]:
+        return node_inputs(self.nodes, form.root)

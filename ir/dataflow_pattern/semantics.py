@@ -31,7 +31,8 @@ Rules worth knowing (each is TVM's, but where said otherwise):
   each of these nodes needs an input that is the parent or a path node; an input is tried as the
   parent first; call paths go through arguments, never the callee; and the child must
   post-dominate the parent in the whole graph. Skipped leaves are not part of the region
-  (`partition` makes them inputs of its function).
+  (`partition` makes them inputs of its function). `region.decide_region` decides the region for
+  this walk and for the e-matcher alike.
 """
 
 from __future__ import annotations
@@ -63,6 +64,7 @@ from .nodes import (
     VarPattern,
     WildcardPattern,
 )
+from .region import Stop, decide_region
 
 if TYPE_CHECKING:
     from .walk import Graph, Miss, Walker
@@ -334,55 +336,63 @@ def _shape(p: ShapePattern, ty: Type | None) -> tuple[str, str] | None:
 
 # -- dominators --------------------------------------------------------------------------------
 def _dominator(w: Walker, p: DominatorPattern, value: Any, form: Expr, depth: int) -> Miss | None:
-    """The child, then the region back to the parent (module docstring), then post-dominance.
-
-    The parent binds once (memoized); path nodes match without memoization, so one path pattern
-    covers many nodes. Iterative, and each path node is expanded once.
-    """
+    """The child, then the region back to the parent (`region.decide_region`), then post-dominance."""
     miss = w.visit_form(p.child, value, form, depth + 1)
     if miss is not None:
         return miss
     graph, describe = w.graph, w.graph.describe
     if not graph.inputs(value):
         return w.fail(p, value, "dominator_path", depth, lambda: f"the child {describe(value)} has no inputs")
-    region: dict[Any, None] = {}
-    stack = [[value, iter(graph.inputs(value)), False]]  # a node, its inputs, and whether one leads back
+    walked = _WalkedRegion(w, p, depth)
     try:
-        while stack:
-            top = stack[-1]
-            node = next(top[1], None)
-            if node is None:
-                if not top[2]:
-                    return w.fail(p, top[0], "dominator_path", depth, lambda: _dead_end(graph, top[0], value))
-                stack.pop()
-                continue
-            w.memoize = True
-            if w.visit(p.parent, node, depth + 1) is None or node in region:
-                top[2] = True
-                continue
-            if any(is_leaf(f) for f in graph.forms(node)):
-                continue
-            w.memoize = False
-            path_miss = w.visit(p.path, node, depth + 1)
-            if path_miss is not None:
-                return w.fail(p, node, "dominator_path", depth, lambda: f"{describe(node)}, on the way from the "
-                              f"child {describe(value)} back to the parent, matches neither the parent nor the "
-                              "path pattern", because=path_miss)
-            top[2] = True
-            region[node] = None
-            stack.append([node, iter(graph.inputs(node)), False])
+        decided = decide_region(graph.inputs(value), walked)
     finally:
         w.memoize = True
+    if isinstance(decided, Stop):
+        node = value if decided.node is None else decided.node
+        if decided.cause == "dead_end":
+            return w.fail(p, node, "dominator_path", depth, lambda: _dead_end(graph, node, value))
+        return w.fail(p, node, "dominator_path", depth, lambda: f"{describe(node)}, on the way from the child "
+                      f"{describe(value)} back to the parent, matches neither the parent nor the path pattern",
+                      because=walked.miss)
     if p.parent not in w.memo:  # only in a cyclic e-graph: every input led into the region
         return w.fail(p, value, "dominator_path", depth, lambda: "no input leads back to a node matching the parent")
     parent = w.memo[p.parent][0]
-    escaped = graph.escape(value, parent, [parent, *region])
+    escaped = graph.escape(value, parent, [parent, *(n for n, _ in decided.path)])
     if escaped is None:
         return None
     inside, user = escaped
     return w.fail(p, value, "outside_consumer", depth, lambda: f"{describe(inside)} inside the region from the "
                   f"parent {describe(parent)} to the child {describe(value)} is also used by {describe(user)} "
                   "outside it")
+
+
+class _WalkedRegion:
+    """The walker's graph as a `region.RegionGraph`: each value is its own one form, and the parent
+    and path patterns are visited by the walker, the parent memoized (it binds once), the path not
+    (one path pattern covers many nodes)."""
+
+    strict = True
+
+    def __init__(self, w: Walker, p: DominatorPattern, depth: int):
+        self.w, self.p, self.depth = w, p, depth
+        self.miss: Miss | None = None
+        """why the latest node tried against the path pattern did not match it."""
+
+    def is_parent(self, node: Any) -> bool:
+        self.w.memoize = True
+        return self.w.visit(self.p.parent, node, self.depth + 1) is None
+
+    def is_leaf(self, node: Any) -> bool:
+        return any(is_leaf(f) for f in self.w.graph.forms(node))
+
+    def path_forms(self, node: Any) -> tuple[Any, ...]:
+        self.w.memoize = False
+        self.miss = self.w.visit(self.p.path, node, self.depth + 1)
+        return (node,) if self.miss is None else ()
+
+    def inputs(self, form: Any) -> tuple[Any, ...]:
+        return self.w.graph.inputs(form)
 
 
 def _dead_end(graph: Graph, node: Any, child: Any) -> str:

@@ -16,6 +16,9 @@ from ir.dataflow_pattern import (
     wildcard,
 )
 from ir.dataflow_pattern import find_matches as direct_matches
+from ir.dataflow_pattern import semantics
+from ir.dataflow_pattern.region import Region as RegionDecision
+from ir.dataflow_pattern.region import decide_region
 from ir.types import TensorType
 from ir.visitor import bind_params_by_name, children, post_order
 
@@ -24,6 +27,7 @@ from eqsat.errors import PatternCompileError
 from eqsat.extract import GreedyDagExtractor, IlpExtractor, OpCount, TreeExtractor, node_costs
 from eqsat.extract.cost import function_cost
 from eqsat.limits import Limits, StopReason
+from eqsat.rules import dominator as rules_dominator
 from eqsat.rules.callback import CallbackRule, find_matches
 from eqsat.rules.pattern import avar, call, const_pat, pvars
 from eqsat.rules.rule import rule, ruleset
@@ -480,3 +484,31 @@ def test_recursive_patterns_are_refused_by_name():
         find_matches(callback.pattern, low.egraph)
     with pytest.raises(PatternCompileError, match=refused):
         saturate(low.egraph, ruleset("chains", [CallbackRule(callback)]), Limits(iterations=2))
+
+
+def test_the_direct_matcher_and_the_ematcher_decide_a_region_with_one_function(monkeypatch):
+    # a path through bias_add skips the bias variable; both matchers call `decide_region` and agree
+    _, pattern, program, expected = next(case for case in leaf_cases() if case[0] == "bias-add-variable")
+    ir.infer_type(program)
+    decided: dict[str, list] = {"direct": [], "egraph": []}
+
+    def spy(side, module):
+        def decide(inputs, graph):
+            region = decide_region(inputs, graph)
+            if isinstance(region, RegionDecision):
+                decided[side].append(region)
+            return region
+        monkeypatch.setattr(module, "decide_region", decide)
+
+    spy("direct", semantics)
+    spy("egraph", rules_dominator)
+    direct = direct_matches(pattern, program)
+    assert direct == expected == [program]
+    low = lower(ir.IRModule.from_expr(program))
+    cls = classes_of(low.egraph, program)
+    assert find_matches(pattern, low.egraph) == [cls[id(program)]]
+    by_direct = {(cls[id(r.parent)], tuple(cls[id(n)] for n, _ in r.path)) for r in decided["direct"]}
+    by_egraph = {(r.parent, tuple(c for c, _ in r.path)) for r in decided["egraph"]}
+    assert len(by_direct) == 1 and by_direct == by_egraph
+    ((_, path),) = by_direct
+    assert len(path) == 3  # bias_add, relu and leaky_relu; the bias variable is skipped
