@@ -6,7 +6,8 @@
 A sample is a ```text block of shell commands (`$ cmd`) or Python statements (`>>> stmt`, `...`
 continuation lines), each followed by its output. Commands run with bash, statements in one
 interpreter namespace per block (as a REPL echoes them), all in a scratch directory holding
-`model.onnx` (a small zoo model), so a sample that names a file finds one. `--check` compares
+`model.onnx` (a small zoo model) and `models/` (a transformer export), so a sample that names a
+file finds one. `--check` compares
 with numbers masked: timings and counts may move, the words may not. Every ```python block of the
 README is also run there, in a fresh namespace, so each must be self-contained.
 """
@@ -18,6 +19,7 @@ import contextlib
 import io
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -27,6 +29,7 @@ from pathlib import Path
 from typing import Iterator
 
 README = Path(__file__).resolve().parent.parent / "README.md"
+FIXTURES = README.parent / "tests" / "fixtures" / "llm"
 _FENCE = re.compile(r"^```(\w*)\n(.*?)^```\n", re.S | re.M)
 _NUMBER = re.compile(r"[-+]?(?:\d+\.?\d*|\.\d+)(?:e[-+]?\d+)?")
 
@@ -116,11 +119,14 @@ def _inside(cwd: Path) -> Iterator[None]:
 
 @contextlib.contextmanager
 def scratch_dir() -> Iterator[Path]:
-    """A temporary directory with `model.onnx`, SqueezeNet from the zoo (small), for samples that name a file."""
+    """A temporary directory for samples that name files: `model.onnx` (SqueezeNet from the zoo, small)
+    and `models/` holding one transformer export (`tests/fixtures/llm/gpt2_dynamo_sdpa.onnx`)."""
     import ir
     with tempfile.TemporaryDirectory() as tmp:
         mod, params = ir.models.get("squeezenet", small=True)
         (Path(tmp) / "model.onnx").write_bytes(ir.frontend.to_onnx(mod, params).SerializeToString())
+        (Path(tmp) / "models").mkdir()
+        shutil.copy(FIXTURES / "gpt2_dynamo_sdpa.onnx", Path(tmp) / "models")
         yield Path(tmp)
 
 
