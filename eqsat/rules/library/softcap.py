@@ -5,8 +5,10 @@
 
 as `transformers`' eager attention writes it: the scaled scores divided by the cap, `tanh`, times
 the cap, then the mask. The op computes those steps in that order and dtype (its reference kernel:
-`tanh(scores / c) * c`), so the rule is exact in float16, float32 and float64; ONNX Runtime's
-`Attention` caps before it adds the mask too. bfloat16 is left out: the host executor's bfloat16
+`tanh(scores / c) * c`), bit for bit in float16, float32 and float64; ONNX Runtime's `Attention`
+caps before it adds the mask too, but with its own tanh and products, whose last bits differ
+from the spelled-out ops', so the rule is declared inexact (as the other attention rules are, for
+the same reason), and programs using it are verified within tolerance. bfloat16 is left out: the host executor's bfloat16
 product of Q and K rounds otherwise than the op's reference kernel does, which the cap's tanh
 carries to the output bits, and no target runs bfloat16 attention (ONNX Runtime has no such kernel).
 Not rewritten: a cap and a factor that differ (`tanh(s / c) * d`), a cap that is not a positive
@@ -65,6 +67,7 @@ def _gemma2(masked: bool, factor: float = 50.0) -> Expr:
 
 SOFTCAP = ruleset("softcap", [
     rule(f"attention-softcapped{'-masked' if masked else ''}", _capped_pattern(masked), _capped(masked),
-         dtypes="float", example=lambda s=masked: _gemma2(s), near_miss=lambda s=masked: _gemma2(s, factor=30.0))
+         dtypes="float", exact=False, example=lambda s=masked: _gemma2(s),
+         near_miss=lambda s=masked: _gemma2(s, factor=30.0))
     for masked in (False, True)
 ])
