@@ -139,15 +139,18 @@ def perturb_array(value: np.ndarray, relative: Callable[[np.dtype], float], rng:
     if not is_float(value.dtype):
         return value
     work = np.float64 if value.dtype == np.float64 else np.float32
-    wide = value.astype(work)
-    factor = rng.random(value.shape, dtype=work)
-    factor *= work(2 * sign * relative(value.dtype))
-    factor += work(1 - sign * relative(value.dtype))
+    wide = value.astype(work, copy=False)
+    moved = rng.random(value.shape, dtype=work)  # becomes the factor, then the moved values, in place
+    moved *= work(2 * sign * relative(value.dtype))
+    moved += work(1 - sign * relative(value.dtype))
     with np.errstate(over="ignore", invalid="ignore"):
-        moved = np.multiply(wide, factor, out=np.empty_like(wide))  # an array for a scalar too
-    top = work(float_info(value.dtype).max)
-    np.clip(moved, -top, top, out=moved)
-    return np.where(np.isfinite(wide), moved, wide).astype(value.dtype)
+        np.multiply(moved, wide, out=moved)
+        out = moved.astype(value.dtype, copy=False)
+    overflowed = ~np.isfinite(out) & np.isfinite(value)  # a finite value moved past the dtype's range
+    if overflowed.any():
+        top = work(float_info(value.dtype).max)
+        out[overflowed] = np.clip(moved[overflowed], -top, top).astype(value.dtype)
+    return np.where(np.isfinite(value), out, value) if not np.isfinite(value).all() else out
 
 
 ARITHMETIC_OPS = {"add": "Add", "subtract": "Sub", "multiply": "Mul", "divide": "Div"}
