@@ -33,7 +33,8 @@ from typing import Callable, Sequence
 from ..expr import Call
 from .export_context import CONTRIB_DOMAIN, EmitContext, Value
 from .export_elemwise import GELU_OPSET
-from .export_nn import ACTIVATION_PARAMS, ONNX_ACTIVATIONS, cast_to, conv_nchw, from_nchw, gemm_over_rows
+from .export_nn import (ACTIVATION_PARAMS, ONNX_ACTIVATIONS, cast_to, conv_nchw, from_nchw, gemm_over_rows,
+                        rows_known_at_run_time)
 
 __all__ = ["ContribEmitter", "CONTRIB_EMITTERS", "CONTRIB_OPSET"]
 
@@ -82,7 +83,7 @@ def emit_fused_gemm(ctx: EmitContext, call: Call, args: Sequence[Value]) -> Valu
     """FusedGemm, whose kernel takes every fused activation but Clip (ONNX Runtime 1.32: "unknown kernel type")."""
     activation = _activation(call)
     if (activation is None or call.attrs.activation == "clip" or not _float32(ctx, call)
-            or ctx.type_of(call.args[0]).ndim < 2):
+            or ctx.type_of(call.args[0]).ndim < 2 or rows_known_at_run_time(ctx, call)):
         return None
     name, params = activation
     alpha, beta = (params + [None, None])[:2]

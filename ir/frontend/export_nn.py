@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from typing import Callable, Sequence
 
+import numpy as np
+
 from ..attrs import Attrs
 from ..expr import Call, Expr
 from ..op.nn import SPATIAL
@@ -149,12 +151,27 @@ def gemm_over_rows(ctx: EmitContext, call: Call, data: Value, gemm: Callable[[Va
     return ctx.node("Reshape", [out, target])
 
 
+def rows_known_at_run_time(ctx: EmitContext, call: Call) -> bool:
+    """Whether a dense layer's data has more than two axes and leading sizes known only when the model
+    runs: flattening its rows for a 2-D Gemm and shaping them back then takes Shape, Slice, Concat and
+    two Reshapes around each layer."""
+    shape = ctx.type_of(call.args[0]).shape
+    return len(shape) > 2 and not all(known(d) for d in shape[:-1])
+
+
 @emits("nn.dense", "nn.dense_bias_act")
 def emit_dense(ctx: EmitContext, call: Call, args: Sequence[Value]) -> Value:
     """Gemm (weight transposed by `transB`, bias as its `C`) over the rows of the data: ONNX
-    Runtime's Gemm kernel is faster than MatMul on a transposed weight, and needs no transpose."""
+    Runtime's Gemm kernel is faster than MatMul on a transposed weight, and needs no transpose.
+    Over rows known only at run time (`rows_known_at_run_time`), a constant weight is transposed
+    here and the layer is MatMul (+ Add), which takes the data as it is."""
     data, weight, *bias = cast_to(ctx, args, call)
-    out = gemm_over_rows(ctx, call, data, lambda rows: ctx.node("Gemm", [rows, weight, *bias], transB=1))
+    value = ctx.value_of(weight) if rows_known_at_run_time(ctx, call) else None
+    if value is not None:
+        out = ctx.node("MatMul", [data, ctx.const(np.ascontiguousarray(value.T))])
+        out = ctx.node("Add", [out, *bias]) if bias else out
+    else:
+        out = gemm_over_rows(ctx, call, data, lambda rows: ctx.node("Gemm", [rows, weight, *bias], transB=1))
     if call.op.name != "nn.dense_bias_act":
         return out
     return activation_node(ctx, out, call.attrs, ctx.type_of(call).dtype)
