@@ -224,13 +224,19 @@ def test_clipped_take_of_run_time_indices_reads_the_axis_length_only_when_it_is_
 
 @pytest.mark.parametrize("contrib", [False, True])
 def test_dense_over_rows_of_a_symbolic_size_exports(contrib):
-    """A dense layer over (n, 3, 5) data is one Gemm over its rows, reshaped back to sizes read at run time."""
+    """A dense layer over (n, 3, 5) data with a constant weight is MatMul on the weight transposed at
+    export, then Add: no rows flattened for a Gemm and reshaped back at run time. A weight that is
+    a graph input is one Gemm over the rows, reshaped back to sizes read at run time."""
     x = ir.relay.var("x", shape=(ir.SizeVar("n"), 3, 5))
     w, b = (ir.relay.const(floats(*shape, seed=1)) for shape in ((4, 5), (4,)))
-    mod = ir.IRModule.from_expr(ir.relay.nn.dense_bias_act(x, w, b, activation="relu"))
-    exported = to_onnx(mod, contrib=contrib)
-    assert {n.op_type for n in exported.graph.node} >= {"FusedGemm" if contrib else "Gemm", "Shape"}
+    fed = ir.relay.var("w", shape=(4, 5))
+    constant = to_onnx(ir.IRModule.from_expr(ir.relay.nn.dense_bias_act(x, w, b, activation="relu")), contrib=contrib)
+    assert {n.op_type for n in constant.graph.node} == {"MatMul", "Add", "Relu"}
+    given = to_onnx(ir.IRModule.from_expr(ir.relay.Function([x, fed], ir.relay.nn.dense_bias_act(
+        x, fed, b, activation="relu"))), contrib=contrib)
+    assert {n.op_type for n in given.graph.node} >= {"Shape", "Reshape"}
     for n in (1, 4):
         value = floats(n, 3, 5)
         expected = np.maximum(value @ w.data.T + b.data, 0)
-        np.testing.assert_allclose(run_ort(exported, {"x": value})[0], expected, rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(run_ort(constant, {"x": value})[0], expected, rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(run_ort(given, {"x": value, "w": w.data})[0], expected, rtol=1e-5, atol=1e-6)
