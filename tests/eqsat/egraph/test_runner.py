@@ -129,7 +129,7 @@ def test_a_stop_names_the_value_that_reached_its_limit():
     assert str(Stop(StopReason.ITERATION_LIMIT, 30)) == "iteration_limit (30 iterations)"
     assert str(Stop(StopReason.TIME_LIMIT, 10.04)) == "time_limit (10 s)"
     assert str(Stop(StopReason.INTERRUPTED)) == "interrupted"
-    limits = Limits(iterations=5, nodes=100, seconds=2.0)
+    limits = Limits(iterations=5, nodes=100)
     assert limits.first_exceeded(iteration=2, nodes=140, elapsed=0.1) == Stop(StopReason.NODE_LIMIT, 140)
     assert limits.first_exceeded(iteration=5, nodes=10, elapsed=0.1) == Stop(StopReason.ITERATION_LIMIT, 5)
     assert limits.first_exceeded(iteration=1, nodes=10, elapsed=0.1) is None

@@ -53,7 +53,8 @@ def test_greedy_extracts_nasrnns_merged_matmuls_as_the_ilp_does():
     mod, params = ir.models.get("nasrnn", small=True)
     sat = saturate_program(mod, params, rules=default_rules("ort"))
     greedy = extract_program(sat, resolve_target("ort").model, GreedyDagExtractor(refine=True))
-    ilp = extract_program(sat, resolve_target("ort").model, IlpExtractor(seconds=30))
+    # the ILP's time limit is a safety net: its program, proven optimal or not, bounds greedy's from above
+    ilp = extract_program(sat, resolve_target("ort").model, IlpExtractor())
     assert greedy.choice.info["refined_from"] > greedy.cost_after
     assert greedy.cost_after <= ilp.cost_after * 1.001
     splits = sum(1 for c in greedy.choice.classes(sat.view) if sat.view.nodes[greedy.choice.node_of[c]].op == "split")
