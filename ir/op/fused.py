@@ -16,7 +16,7 @@ from ..errors import ShapeError
 from ..types import TensorType, TupleType, Type
 from .nn import CONV_ATTRS, conv2d_rel, dense_rel, layer_norm_rel, matmul_rel
 from .registry import AttrField, OpPattern, register_op
-from .shapes import broadcast_shapes, dims_match, known, same_dtype, tensor
+from .shapes import dims_match, known, same_dtype, tensor
 from .tensor import broadcast_rel
 from .transform import concatenate_rel
 

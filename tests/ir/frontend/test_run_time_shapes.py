@@ -13,7 +13,7 @@ from onnx import helper
 import eqsat
 import ir
 import strategies
-from ir.frontend import FrontendError, from_onnx, to_onnx
+from ir.frontend import from_onnx, to_onnx
 from strategies.errors import KernelError
 from tests.ir.frontend.ort_helpers import assert_outputs_close, flat_outputs, run_ort
 
