@@ -20,7 +20,7 @@ from strategies.executor import prepare_program
 from .soundness.bisect import bisect_unsound
 from .egraph.lower import Lowered, lift_params, lower
 from .egraph.view import EGraphView
-from .errors import VerificationError
+from .errors import ExtractionError, VerificationError
 from .explain import Change, find_changes, format_changes, format_provenance
 from .extract import Choice, CostModel, Extractor, get_extractor, node_costs
 from .limits import Limits
@@ -180,7 +180,10 @@ def extract_for(sat: Saturated, spec: TargetSpec, extractor: str | Extractor, *,
     when `trials` is 0), with its `verification` set. Verification fails closed (`verify_extracted`).
     A `memo` shared across calls verifies each distinct program once per place it runs."""
     out = extract_program(sat, spec.model, extractor)
-    ir.infer_type(out.mod)
+    try:
+        ir.infer_type(out.mod)
+    except ir.IRError as err:  # the e-graph's class types said more than the program's own ops can
+        raise ExtractionError(f"the extracted program does not type-check, so it is not returned: {err}") from None
     if not trials:
         return out
     seen = (memo if memo is not None else {}).setdefault(

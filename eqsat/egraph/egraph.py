@@ -31,6 +31,7 @@ from ir.types import Type
 
 from ..errors import LoweringError
 from .backend import Backend, Frozen, is_row_safe
+from .class_values import has_any, refine_types
 from .terms import Handle, Kind, Term
 from .view import EGraphView, ClosedRegion
 
@@ -106,6 +107,8 @@ class EGraph:
         """indexes that keep themselves current across snapshots (e.g. where a sub-pattern matches)."""
         self.roots: list[Handle] = []
         """classes of the program's outputs (set by `lower`)."""
+        self.imprecise: set[Handle] = set()
+        """handles whose class type may still have `Any` dimensions to fill (`refine_types`)."""
 
     @property
     def backend(self) -> Backend:
@@ -113,8 +116,13 @@ class EGraph:
 
     # -- classes and types --------------------------------------------------------------------
     def type_of(self, handle: Handle) -> Type:
-        """The type of the e-class named by `handle` (the same for every handle of the class)."""
-        return self._types[handle]
+        """The type of the e-class named by `handle` (the same for every handle of the class): the
+        type it was made with, its `Any` dimensions filled at each refresh (`class_values.refine_types`)."""
+        return self._types[self.canonical(handle)]
+
+    def refine_type(self, handle: Handle, ty: Type) -> None:
+        """Type the class of `handle` as `ty`, a type compatible with its own and more precise."""
+        self._types[self.canonical(handle)] = ty
 
     def canonical(self, handle: Handle) -> Handle:
         """The smallest handle of the class, as of the last `refresh`."""
@@ -129,6 +137,8 @@ class EGraph:
             return known
         handle = len(self._types)
         self._types.append(ty)
+        if has_any(ty):
+            self.imprecise.add(handle)
         self._terms.append(term)
         self._memo[term] = handle
         self._pending_terms.append((handle, term))
@@ -136,7 +146,7 @@ class EGraph:
 
     def union(self, a: Handle, b: Handle) -> Merge:
         """Merge two classes if their types agree (queued until `flush`)."""
-        if not types_compatible(self._types[a], self._types[b]):
+        if not types_compatible(self.type_of(a), self.type_of(b)):
             return Merge.TYPE_MISMATCH
         if self.canonical(a) == self.canonical(b):
             return Merge.ALREADY_EQUAL
@@ -245,6 +255,7 @@ class EGraph:
         self._stale = False
         self.snapshot_cache.clear()
         self.generation += 1
+        refine_types(self)
         return frozen
 
     def run_queries(self, key: str, queries: list[str]) -> Frozen:
@@ -328,7 +339,7 @@ class EGraph:
             if term.kind is Kind.CALL:
                 payload = (payload[0], self.attrs[payload[1]])
             nodes.append((term.kind, payload, term.children, cls))
-        types = {cls: self._types[cls] for cls in set(frozen.term_class)}
+        types = {cls: self.type_of(cls) for cls in set(frozen.term_class)}
         origins: list[str | None] = []
         births: list[Handle] = []
         if self.applications:  # the rule that made each e-node: the one of its earliest handle

@@ -492,8 +492,8 @@ def convert_gather(ctx: NodeContext) -> Expr:
     index_values = ctx.constant_value(indices)
     if index_values is not None and is_symbolic(index_values):
         _ints(index_values, "the indices")
-    if index_values is None:  # ONNX indices may be negative (counted from the end): wrap them
-        return ctx.call("take", data, indices, axis=axis, mode="wrap")
+    if index_values is None:  # ONNX's indices: in [-n, n), negatives counted from the end, as `fast` takes them
+        return ctx.call("take", data, indices, axis=axis, mode="fast")
     size = shape[axis]
     if known(size):
         if np.any((index_values < -size) | (index_values >= size)):
@@ -503,8 +503,7 @@ def convert_gather(ctx: NodeContext) -> Expr:
         return ctx.const(np.take(value, index_values, axis=axis))
     if (dims := _static_dims_read(ctx, data, index_values)) is not None:
         return dims
-    mode = "fast" if known(size) else "wrap"
-    return ctx.call("take", data, ctx.const(index_values), axis=axis, mode=mode)
+    return ctx.call("take", data, ctx.const(index_values), axis=axis, mode="fast")
 
 
 # -- reductions ---------------------------------------------------------------------------------------

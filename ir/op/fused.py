@@ -13,7 +13,7 @@ from typing import Sequence
 
 from ..attrs import Attrs
 from ..errors import ShapeError
-from ..types import TensorType, TupleType, Type
+from ..types import AnyDim, TensorType, TupleType, Type
 from .nn import CONV_ATTRS, conv2d_rel, dense_rel, layer_norm_rel, matmul_rel
 from .registry import AttrField, OpPattern, register_op
 from .shapes import dims_match, known, same_dtype, tensor
@@ -48,10 +48,10 @@ def bias_gelu_rel(args: Sequence[Type], attrs: Attrs) -> Type:
 
 
 def skip_layer_norm_rel(args: Sequence[Type], attrs: Attrs) -> Type:
-    summed = broadcast_rel(args[:2], attrs)
-    if summed != tensor(args[0], "data"):
+    summed, data = broadcast_rel(args[:2], attrs), tensor(args[0], "data")
+    if summed.ndim != data.ndim or not all(s == d or isinstance(s, AnyDim) for s, d in zip(summed.shape, data.shape)):
         raise ShapeError(f"skip {args[1]} must broadcast to data {args[0]} without growing it")
-    return layer_norm_rel([summed, *args[2:]], attrs)
+    return layer_norm_rel([data, *args[2:]], attrs)  # a run-time (`Any`) length of skip is data's
 
 
 _PLAIN_DENSE = Attrs({"units": None, "out_dtype": ""})

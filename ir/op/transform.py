@@ -193,5 +193,8 @@ register_op("strided_slice", ["data"], strided_slice_rel, INJ,
                    AttrField("axes", "ints?", None),
                    AttrField("slice_mode", "str", "end", choices=("end", "size"))])
 register_op("take", ["data", "indices"], take_rel, INJ,
-            attrs=[AttrField("axis", "int?", None), AttrField("mode", "str", "clip", choices=("clip", "wrap", "fast"))])
+            attrs=[AttrField("axis", "int?", None), AttrField("mode", "str", "clip", choices=("clip", "wrap", "fast"))],
+            doc="data's entries at `indices` along `axis` (all of data, flattened, for None). Out-of-range "
+                "indices are clamped (`clip`) or taken modulo the length (`wrap`); `fast` takes indices in "
+                "[-n, n), a negative one counted from the end, as ONNX's Gather does (others are an error).")
 register_op("broadcast_to", ["data"], broadcast_to_rel, OpPattern.BROADCAST, attrs=[AttrField("shape", "ints")])

@@ -46,7 +46,8 @@ def _estimate(op_name: str, algorithm: str):
         if algorithm == "blocked":
             rows = numel(out_type) // dim_size(out_type.shape[-1])
             return Work(base.flops, base.bytes, math.ceil(rows / 256), base.efficiency)
-        if algorithm == "gemm" and out_type.ndim > 2:
+        if algorithm == "gemm" and out_type.ndim > 2 and op_name not in ("nn.dense", "nn.dense_bias_act"):
+            # a stack of products, one GEMM each; a dense layer's rows are one GEMM whatever their axes
             matrices = numel(out_type) // (dim_size(out_type.shape[-1]) * dim_size(out_type.shape[-2]))
             return Work(base.flops, base.bytes, matrices, base.efficiency)
         return base

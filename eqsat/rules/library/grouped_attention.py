@@ -28,7 +28,6 @@ from ir.types import AnyDim
 from ..match import Match
 from ..pattern import call, const_pat, pvars
 from ..rule import UNDECIDED, rule, ruleset
-from .shape_values import precise_shape
 
 __all__ = ["GROUPED_ATTENTION"]
 
@@ -46,7 +45,7 @@ def _copies(m: Match, name: str) -> int | None:
     """How many times the repeat bound to `name` copies each head of its data (D), or None where it
     is not `repeat_kv`'s: an axis added before the sequence axis, broadcast to n by the carrier on
     that axis only, and the (..., H, n, S, D) result merged to (..., H * n, S, D)."""
-    shape = precise_shape(m, name)
+    shape = m.shape(name)
     ndim = len(shape)
     added, cond, carrier = m[f"e{name}"], m.const(f"t{name}"), m.const(f"c{name}")
     if ndim < 3 or added.axis % (ndim + 1) != ndim - 2 or added.num_newaxis != 1:
@@ -69,13 +68,13 @@ def _copies(m: Match, name: str) -> int | None:
 
 def _grouped(masked: bool):
     def build(m: Match):
-        if any(isinstance(d, AnyDim) for n in ("q", "k", "v") for d in precise_shape(m, n)[-3:-2]) or \
-                any(isinstance(d, AnyDim) for n in ("k", "v") for d in precise_shape(m, n)):
+        if any(isinstance(d, AnyDim) for n in ("q", "k", "v") for d in m.shape(n)[-3:-2]) or \
+                any(isinstance(d, AnyDim) for n in ("k", "v") for d in m.shape(n)):
             return UNDECIDED  # the heads or the lengths may still be typed by later rewrites
         copies = _copies(m, "k")
-        if copies is None or _copies(m, "v") != copies or precise_shape(m, "k")[-3] != precise_shape(m, "v")[-3]:
+        if copies is None or _copies(m, "v") != copies or m.shape("k")[-3] != m.shape("v")[-3]:
             return None
-        if precise_shape(m, "q")[-3] != precise_shape(m, "k")[-3] * copies:
+        if m.shape("q")[-3] != m.shape("k")[-3] * copies:
             return None
         args = [m.expr("q"), m.expr("k"), m.expr("v")] + ([m.expr("mask")] if masked else [])
         return make_call("nn.masked_attention" if masked else "nn.attention", args, dict(m["a"]))

@@ -37,12 +37,12 @@ import numpy as np
 
 from ir import Expr, relay
 from ir.op.registry import make_call
+from ir.types import AnyDim
 
 from ..match import Match
 from ..pattern import call, const_pat, getitem, pvars, tuple_pat
-from ..rule import rule, ruleset
+from ..rule import UNDECIDED, rule, ruleset
 from .exact import constant
-from .shape_values import precise_shape
 
 __all__ = ["ROTARY"]
 
@@ -110,6 +110,8 @@ def _rotary(halves_ok, tables_of):
     def build(m: Match) -> Expr | None:
         shape = m.shape("x")
         head = shape[-1] if len(shape) == 4 else None
+        if isinstance(head, AnyDim):
+            return UNDECIDED  # the rewrites that type x may come later
         if not isinstance(head, int) or head % 2 or not _last_axis(m["rc"].axis, 4):
             return None
         half = head // 2
@@ -260,7 +262,7 @@ def _interleaved(m: Match) -> Expr | None:
     if not isinstance(rotary, int) or rotary % 2:
         return None
     half = rotary // 2
-    tables = [precise_shape(m, n) for n in ("c", "s")]
+    tables = [m.shape(n) for n in ("c", "s")]
     heads_ahead = (shape[0], shape[2], shape[1], shape[3])
     if not all(_fits(t, heads_ahead, half) for t in tables) or tables[0] != tables[1]:
         return None
