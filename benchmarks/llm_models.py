@@ -20,7 +20,8 @@ against torch in ONNX Runtime at its example sizes and at a second size; `manife
 fixture with what its model has (rope, gqa, norm, activation, packed qkv) and every variant that
 failed, with the error. Needs torch, transformers and onnxscript (the `exports` extra);
 `python -m benchmarks.llm_models gemma2` exports only the families named, keeping the others'
-manifest entries.
+manifest entries. One more fixture has two layers (`DEEP`: Llama, dynamo, sdpa, a prefill), so that
+tests see fusions reach a layer whose shapes were computed at run time by the layer before.
 """
 
 from __future__ import annotations
@@ -101,11 +102,13 @@ FAMILIES: dict[str, tuple[str, str, dict[str, Any], dict[str, Any]]] = {
 }
 
 
-def build(family: str, attention: str) -> tuple[Any, Any]:
-    """(model, config) of `family` with `attention` ("sdpa" or "eager"), random weights, eval mode."""
+def build(family: str, attention: str, layers: int = LAYERS) -> tuple[Any, Any]:
+    """(model, config) of `family` with `attention` ("sdpa" or "eager") and `layers` decoder or encoder
+    layers, random weights, eval mode."""
     import torch
     import transformers
     config_name, model_name, kwargs, _ = FAMILIES[family]
+    kwargs = dict(kwargs, **{"n_layer" if "n_layer" in kwargs else "num_hidden_layers": layers})
     config = getattr(transformers, config_name)(attn_implementation=attention, **kwargs)
     torch.manual_seed(0)
     model = getattr(transformers, model_name)(config).eval()
@@ -173,12 +176,15 @@ def _strip(model: onnx.ModelProto) -> onnx.ModelProto:
     return model
 
 
-def export(family: str, exporter: str, attention: str, cache: bool) -> onnx.ModelProto:
-    """The ONNX export of one fixture variant (see the module docstring)."""
+def export(family: str, exporter: str, attention: str, cache: bool, layers: int = LAYERS) -> onnx.ModelProto:
+    """The ONNX export of one fixture variant (see the module docstring); another number of `layers`
+    for a prefill (no cache) only."""
     import torch
-    model, config = build(family, attention)
+    if cache and layers != LAYERS:
+        raise ValueError("a decode step's past inputs are named for the fixtures' own number of layers")
+    model, config = build(family, attention, layers)
     decoder = FAMILIES[family][3]["decoder"]
-    step = _wrapper(torch, model, config, decoder, LAYERS)
+    step = _wrapper(torch, model, config, decoder, layers)
     sizes = sizes_to_check(cache)["example"]
     args = tuple(torch.from_numpy(v) for v in feed(family, cache, **sizes).values())
     inputs, outputs = _names(cache, decoder)
@@ -280,5 +286,19 @@ def main(directory: str = FIXTURE_DIR, families: list[str] | None = None) -> dic
     return manifest
 
 
+DEEP = ("llama", "dynamo", "sdpa", 2)
+"""the one fixture of more than one layer (family, exporter, attention, layers): fusions must reach
+every layer, where shapes computed at run time have passed through the layers before."""
+
+
+def deep_fixture(directory: str = FIXTURE_DIR) -> str:
+    """Export `DEEP` (a prefill) into `directory`; its path."""
+    family, exporter, attention, layers = DEEP
+    path = os.path.join(directory, f"{family}_{exporter}_{attention}_{layers}layers.onnx")
+    onnx.save(export(family, exporter, attention, False, layers), path)
+    return path
+
+
 if __name__ == "__main__":
     main(families=sys.argv[1:])
+    deep_fixture()

@@ -21,7 +21,7 @@ import pytest
 
 import eqsat
 import ir
-from benchmarks.llm_models import feed, sizes_to_check
+from benchmarks.llm_models import DEEP, feed, sizes_to_check
 from ir.frontend import from_onnx, to_onnx
 from tests.ir.frontend.ort_helpers import assert_outputs_close, run_ort
 
@@ -34,10 +34,6 @@ XFAIL: dict[str, str] = {}
 UNVERIFIED: dict[str, str] = {}
 """fixture -> why `optimize` runs with verify=False on it (the comparison below still runs)."""
 CACHE_OUTSIDE: dict[str, str] = {
-    "gpt2_dynamo_sdpa_cache": "dynamo's GPT-2 splits Q, K and V from a dense layer over the flattened (batch x seq) "
-                              "tokens and puts the heads back by run-time shapes; a static reshape cannot split batch x "
-                              "seq into two symbolic sizes, so K's transposed round trip after the cache's Concat stays "
-                              "dynamic and the Concat outside the attention",
     "gemma2_torchscript_eager_cache": "Gemma-2's sliding-window layer slices the past to its last sliding_window - 1 "
                                       "tokens before the Concat, and K/V reach the attention through run-time shapes "
                                       "the shape rules do not make static yet: the KV head copies and the Concat stay "
@@ -158,3 +154,20 @@ def test_soft_capped_scores_are_the_kernels(name):
     _, ours = optimized(name)
     caps = [a.f for n in ours.graph.node if n.op_type == "Attention" for a in n.attribute if a.name == "softcap"]
     assert caps == [ENTRIES[name]["has"]["softcap"]] * MANIFEST["sizes"]["layers"]
+
+
+def test_every_layer_of_a_two_layer_model_reaches_its_fused_kernels():
+    """The second layer's shapes are computed at run time from the first layer's outputs (`Any` at
+    import); the e-graph types them as the first layer's fusions do, so that layer's rotary
+    embeddings, attention and norms fuse as well, and the program still gives the fixture's outputs."""
+    family, exporter, attention, layers = DEEP
+    proto = onnx.load(os.path.join(FIXTURES, f"{family}_{exporter}_{attention}_{layers}layers.onnx"))
+    mod, params = from_onnx(proto)
+    res = eqsat.optimize(mod, params, target="ort", limits=LIMITS)
+    ours = to_onnx(res.mod, res.params, contrib=True)
+    ops = [n.op_type for n in ours.graph.node]
+    assert ops.count("RotaryEmbedding") == 2 * layers and ops.count("Attention") == layers, ops
+    assert ops.count("RMSNormalization") == 2 * layers + 1 and "Neg" not in ops and "Softmax" not in ops, ops
+    for sizes in sizes_to_check(False).values():
+        inputs = feed(family, False, **sizes)
+        assert_outputs_close(run_ort(proto, inputs), run_ort(ours, inputs), rel=1e-4)
