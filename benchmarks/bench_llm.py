@@ -24,6 +24,7 @@ import argparse
 import contextlib
 import importlib.util
 import io
+import itertools
 import json
 import logging
 import multiprocessing
@@ -306,15 +307,17 @@ def _mid_sized() -> Any:
         yield
 
 
-def mid_cases(exporter: str) -> list[tuple[str, onnx.ModelProto, str, list[dict], dict]]:
-    """The mid-size config's prefill (512 tokens) and decode step (1 token after 512), fp32."""
+def mid_cases(exporter: str, dtypes: Sequence[str]) -> list[tuple[str, onnx.ModelProto, str, list[dict], dict]]:
+    """The mid-size config's prefill (512 tokens) and decode step (1 token after 512) with weights
+    (and past values) of each of `dtypes`."""
     cases = []
     with _mid_sized():
-        for cache in (False, True):
-            model = llm_models.export("llama", exporter, "sdpa", cache)
+        for dtype, cache in itertools.product(dtypes, (False, True)):
+            model = llm_models.export("llama", exporter, "sdpa", cache, dtype=dtype)
             sizes = dict(batch=1, seq=1, past=MID["past"]) if cache else dict(batch=1, seq=MID["seq"])
-            feed = llm_models.feed("llama", cache, **sizes)
-            name = f"mid_llama_{exporter}_sdpa_{'decode' if cache else 'prefill'}"
+            feed = llm_models.feed("llama", cache, **sizes, dtype=dtype)
+            suffix = "" if dtype == "float32" else "_fp16"
+            name = f"mid_llama_{exporter}_sdpa_{'decode' if cache else 'prefill'}{suffix}"
             cases.append((name, model, "llama", [feed], feed))
     return cases
 
@@ -365,6 +368,8 @@ def main(argv: Sequence[str] | None = None) -> None:
                         help="the committed fixtures, or the mid-size Llama-like config (needs torch)")
     parser.add_argument("--exporter", choices=sorted(llm_models.EXPORTERS), default="dynamo",
                         help="torch exporter of the mid config")
+    parser.add_argument("--dtypes", default="float32,float16",
+                        help="comma-separated weight dtypes of the mid config (float32, float16)")
     parser.add_argument("--repeat", type=int, default=10, help="least timed rounds per model")
     parser.add_argument("--seconds", type=float, default=1.0, help="least seconds the original runs per model")
     parser.add_argument("--peers", default=",".join(PEERS), help="comma-separated peers to run (may be empty)")
@@ -372,17 +377,21 @@ def main(argv: Sequence[str] | None = None) -> None:
     args = parser.parse_args(argv)
     if args.repeat < 1:
         parser.error("--repeat must be at least 1")
+    if not args.dtypes or set(args.dtypes.split(",")) - {"float32", "float16"}:
+        parser.error(f"--dtypes takes float32 and float16, not {args.dtypes!r}")
     peers = [p for p in args.peers.split(",") if p]
     if set(peers) - set(PEERS):
         parser.error(f"unknown peers {sorted(set(peers) - set(PEERS))}; choose from {', '.join(PEERS)}")
     import onnxruntime
     if args.config == "mid":
-        cases = mid_cases(args.exporter)
+        dtypes = args.dtypes.split(",")
+        cases = mid_cases(args.exporter, dtypes)
         heads, hidden = MID["heads"], MID["hidden"]
-        what = (f"Mid-size Llama-like model (random weights, fp32, {args.exporter} exporter, sdpa): hidden "
+        what = (f"Mid-size Llama-like model (random weights, {' and '.join(dtypes)} (`_fp16`: weights and past "
+                f"values in float16), {args.exporter} exporter, sdpa): hidden "
                 f"{MID['hidden']}, {MID['layers']} layers, {MID['heads']} query / {MID['kv_heads']} KV heads, "
                 f"intermediate {MID['intermediate']}, vocabulary {MID['vocab']}; prefill: batch 1, {MID['seq']} "
-                f"tokens; decode: batch 1, one token after a {MID['past']}-token past. fp16 weights: not run.")
+                f"tokens; decode: batch 1, one token after a {MID['past']}-token past.")
         feeds = "the timed feed"
     else:
         cases = fixture_cases(args.fixtures.split(",") if args.fixtures else None)

@@ -102,13 +102,14 @@ FAMILIES: dict[str, tuple[str, str, dict[str, Any], dict[str, Any]]] = {
 }
 
 
-def build(family: str, attention: str, layers: int = LAYERS) -> tuple[Any, Any]:
+def build(family: str, attention: str, layers: int | None = None) -> tuple[Any, Any]:
     """(model, config) of `family` with `attention` ("sdpa" or "eager") and `layers` decoder or encoder
-    layers, random weights, eval mode."""
+    layers (default: the family's), random weights, eval mode."""
     import torch
     import transformers
     config_name, model_name, kwargs, _ = FAMILIES[family]
-    kwargs = dict(kwargs, **{"n_layer" if "n_layer" in kwargs else "num_hidden_layers": layers})
+    if layers is not None:
+        kwargs = dict(kwargs, **{"n_layer" if "n_layer" in kwargs else "num_hidden_layers": layers})
     config = getattr(transformers, config_name)(attn_implementation=attention, **kwargs)
     torch.manual_seed(0)
     model = getattr(transformers, model_name)(config).eval()
@@ -153,9 +154,9 @@ def _names(cache: bool, decoder: bool) -> tuple[list[str], list[str]]:
 
 
 def feed(family: str, cache: bool, batch: int, seq: int, past: int = 0, pad: int = 0,
-         seed: int = 0) -> dict[str, np.ndarray]:
+         seed: int = 0, dtype: str = "float32") -> dict[str, np.ndarray]:
     """Inputs for a fixture: token ids, a mask whose last batch row has `pad` leading zeros (left
-    padding), and for a cache `past` random keys/values per layer."""
+    padding), and for a cache `past` random keys/values (of `dtype`) per layer."""
     rng = np.random.default_rng(seed)
     past = past if cache else 0
     mask = np.ones((batch, seq + past), np.int64)
@@ -163,7 +164,7 @@ def feed(family: str, cache: bool, batch: int, seq: int, past: int = 0, pad: int
     out = {"ids": rng.integers(0, VOCAB, (batch, seq)).astype(np.int64), "mask": mask}
     kv_heads = FAMILIES[family][3]["kv_heads"]
     for name in _names(cache, True)[0][2:]:
-        out[name] = rng.standard_normal((batch, kv_heads, past, HEAD_DIM)).astype(np.float32)
+        out[name] = rng.standard_normal((batch, kv_heads, past, HEAD_DIM)).astype(dtype)
     return out
 
 
@@ -176,17 +177,20 @@ def _strip(model: onnx.ModelProto) -> onnx.ModelProto:
     return model
 
 
-def export(family: str, exporter: str, attention: str, cache: bool, layers: int = LAYERS) -> onnx.ModelProto:
+def export(family: str, exporter: str, attention: str, cache: bool, layers: int | None = None,
+           dtype: str = "float32") -> onnx.ModelProto:
     """The ONNX export of one fixture variant (see the module docstring); another number of `layers`
-    for a prefill (no cache) only."""
+    for a prefill (no cache) only; `dtype` "float16" for half-precision weights and past values."""
     import torch
-    if cache and layers != LAYERS:
+    if cache and layers not in (None, LAYERS):
         raise ValueError("a decode step's past inputs are named for the fixtures' own number of layers")
     model, config = build(family, attention, layers)
+    layers = LAYERS if layers is None else layers
+    model = model.to(getattr(torch, dtype))
     decoder = FAMILIES[family][3]["decoder"]
     step = _wrapper(torch, model, config, decoder, layers)
     sizes = sizes_to_check(cache)["example"]
-    args = tuple(torch.from_numpy(v) for v in feed(family, cache, **sizes).values())
+    args = tuple(torch.from_numpy(v) for v in feed(family, cache, **sizes, dtype=dtype).values())
     inputs, outputs = _names(cache, decoder)
     buffer = io.BytesIO()
     with torch.no_grad(), warnings.catch_warnings(), contextlib.redirect_stdout(io.StringIO()):

@@ -91,10 +91,15 @@ def timing_clock(threads: int) -> tuple[str, Callable[[], float]]:
 
 
 def ort_session(model: Any, threads: int, optimization: str = GRAPH_OPTIMIZATION,
-                initializers: Mapping[str, np.ndarray] | None = None) -> Any:
+                external: Mapping[str, np.ndarray] | None = None,
+                initializers: Mapping[str, np.ndarray] | None = None, prepack: bool = True) -> Any:
     """A CPU `InferenceSession` of an ONNX model (a `ModelProto` or its bytes) with `threads` intra-op
-    threads (0: ONNX Runtime's default) at an optimization level; `initializers` replace the model's
-    initializers of those names (the session keeps their buffers alive).
+    threads (0: ONNX Runtime's default) at an optimization level; `external` holds the arrays of the
+    initializers the model writes as held in memory (`ir.frontend.to_onnx(external=...)`), and
+    `initializers` replace the model's own initializers of those names. Both are taken without a
+    copy (the session keeps them alive). Not `prepack`: weights are not repacked for the kernels
+    when the session is made (half the making of a large model's session, for slightly slower runs:
+    for a session that runs a few times).
 
     Idle worker threads sleep instead of spinning, so sessions left open do not hold the cores.
     """
@@ -111,13 +116,16 @@ def ort_session(model: Any, threads: int, optimization: str = GRAPH_OPTIMIZATION
     options.inter_op_num_threads = 1
     options.add_session_config_entry("session.intra_op.allow_spinning", "0")
     options.graph_optimization_level = levels[optimization]
-    values = [(name, ort.OrtValue.ortvalue_from_numpy(np.ascontiguousarray(value)))
-              for name, value in (initializers or {}).items()]
-    for name, value in values:
-        options.add_initializer(name, value)
+    options.add_session_config_entry("session.disable_prepacking", "0" if prepack else "1")
+    held = {name: ort.OrtValue.ortvalue_from_numpy(np.ascontiguousarray(value))
+            for name, value in {**(external or {}), **(initializers or {})}.items()}
+    if external:
+        options.add_external_initializers(list(external), [held[name] for name in external])
+    for name in initializers or {}:
+        options.add_initializer(name, held[name])
     data = model if isinstance(model, bytes) else model.SerializeToString()
     session = ort.InferenceSession(data, options, providers=["CPUExecutionProvider"])
-    session.replaced_initializers = values  # ONNX Runtime reads their buffers for the session's lifetime
+    session.held_initializers = held  # ONNX Runtime reads their buffers for the session's lifetime
     return session
 
 

@@ -146,6 +146,9 @@ def perturb_array(value: np.ndarray, relative: Callable[[np.dtype], float], rng:
     with np.errstate(over="ignore", invalid="ignore"):
         np.multiply(moved, wide, out=moved)
         out = moved.astype(value.dtype, copy=False)
+    top = float(float_info(value.dtype).max) / (1 + 2 * relative(value.dtype))
+    if value.size and -top < float(value.min()) and float(value.max()) < top:  # finite, and none can overflow
+        return out
     overflowed = ~np.isfinite(out) & np.isfinite(value)  # a finite value moved past the dtype's range
     if overflowed.any():
         top = work(float_info(value.dtype).max)

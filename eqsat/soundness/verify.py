@@ -171,25 +171,32 @@ def _cpu_runner(mod: IRModule, params: Mapping[str, Any]) -> tuple[Runner, str, 
 
 def _ort_runner(mod: IRModule, params: Mapping[str, Any], contrib: bool) -> tuple[Runner, str, Moved]:
     """ONNX Runtime with its graph optimizer off and its default threads (every core: verification is
-    what the run waits for), on `mod` exported (with contrib ops when `contrib`). Its perturbed twins
-    are the same model with its float initializers of more than one element replaced at session
-    creation (no second export; bfloat16 models are exported perturbed)."""
-    model = ir.frontend.to_onnx(mod, params, contrib=contrib, check=False)  # ONNX Runtime checks what it loads
+    what the run waits for) and no weights repacked (it runs a few times), on `mod` exported (with
+    contrib ops when `contrib`), its weights handed to the session as the arrays they are (no copy
+    into the model and out again). Its
+    perturbed twins are the same model with its float initializers of more than one element replaced
+    (no second export; a model with initializers ONNX Runtime cannot take from numpy, bfloat16 ones,
+    is exported perturbed)."""
+    weights: dict[str, np.ndarray] = {}
+    model = ir.frontend.to_onnx(mod, params, contrib=contrib, check=False, external=weights)  # ONNX Runtime checks
     data = model.SerializeToString()
 
     def moved() -> list[Runner]:
-        import onnx.numpy_helper  # onnx is installed wherever ONNX Runtime runs; the cpu path needs neither
-        rng = np.random.default_rng(0xC0457)
-        weights = {t.name: onnx.numpy_helper.to_array(t) for t in model.graph.initializer}
-        if any(is_float(w.dtype) and w.dtype.name not in ("float16", "float32", "float64") for w in weights.values()):
-            # ONNX Runtime takes no bfloat16 array from numpy: export the perturbed programs instead
+        import onnx.numpy_helper  # installed wherever ONNX Runtime runs; the cpu path needs neither
+        if any(t.HasField("raw_data") and t.data_type == onnx.TensorProto.BFLOAT16 for t in model.graph.initializer):
             return [_ort_runner(*perturbed_program(mod, params, _rtol, 0, sign), contrib)[0] for sign in (1.0, -1.0)]
+        rng = np.random.default_rng(0xC0457)
         operands = _scalar_operands(model)
-        return [_ort_run(ort_session(data, threads=0, optimization="disabled", initializers={
-                    name: perturb_array(w, _rtol, rng, sign) for name, w in weights.items()
-                    if is_float(w.dtype) and (w.size > 1 or name in operands)}))
+        inside = {t.name: onnx.numpy_helper.to_array(t) for t in model.graph.initializer if t.HasField("raw_data")}
+
+        def moved_values(values: Mapping[str, np.ndarray], sign: float) -> dict[str, np.ndarray]:
+            return {name: perturb_array(w, _rtol, rng, sign) if is_float(w.dtype) and (w.size > 1 or name in operands)
+                    else w for name, w in values.items()}
+        return [_ort_run(ort_session(data, threads=0, optimization="disabled", external=moved_values(weights, sign),
+                                     initializers=moved_values(inside, sign), prepack=False))
                 for sign in (1.0, -1.0)]
-    return _ort_run(ort_session(data, threads=0, optimization="disabled")), "onnxruntime (optimizer off)", moved
+    return (_ort_run(ort_session(data, threads=0, optimization="disabled", external=weights, prepack=False)),
+            "onnxruntime (optimizer off)", moved)
 
 
 def _scalar_operands(model: Any) -> set[str]:

@@ -43,12 +43,20 @@ from .inline import inline_bindings
 from .onnx_type_constraints import legalize_types
 from .onnx_types import elem_of_dtype, value_info
 
-__all__ = ["to_onnx", "DEFAULT_OPSET", "OLDEST_EXPORT_OPSET"]
+__all__ = ["to_onnx", "DEFAULT_OPSET", "IN_MEMORY", "OLDEST_EXPORT_OPSET"]
 
 DEFAULT_OPSET = 17  # the first with LayerNormalization
 OLDEST_EXPORT_OPSET = 13
 _SHARED_CONSTANT_ELEMENTS = 16  # emitter constants up to this size are shared by value
 _SPLAT_MIN_ELEMENTS = 1024  # a constant this large whose elements are all equal becomes ConstantOfShape
+IN_MEMORY = "in-memory"
+"""the location an initializer written to `to_onnx(external=...)` names: its data is the dict's array."""
+_SHARED_DTYPES = frozenset({"float16", "float32", "float64", "int8", "int16", "int32", "int64", "uint8", "uint16",
+                            "uint32", "uint64", "bool"})
+"""dtypes whose arrays ONNX Runtime takes from numpy as they are (`OrtValue.ortvalue_from_numpy`)."""
+_EXTERNAL_MIN_BYTES = 1024
+"""smaller initializers stay in the model: ONNX Runtime reads shapes, axes and the like from there
+when it loads a model."""
 
 
 def _is_splat(data: np.ndarray) -> bool:
@@ -122,9 +130,12 @@ class _GraphExporter:
         elem_of_dtype(value.dtype.name, f"constant {name!r}")
         self.initializers[name] = value
 
-    def write_initializers(self, graph: onnx.GraphProto) -> None:
+    def write_initializers(self, graph: onnx.GraphProto, external: dict[str, np.ndarray] | None = None) -> None:
         """Add the initializers some node reads to `graph` in place (weights can be large: each is copied
-        once; one an emitter replaced by its slices, or a parameter nothing uses, is left out)."""
+        once; one an emitter replaced by its slices, or a parameter nothing uses, is left out). With
+        `external`, those of a dtype numpy and ONNX Runtime share and of `_EXTERNAL_MIN_BYTES` or more
+        are written as references to data held in memory (`IN_MEMORY`) and their arrays put in
+        `external`, not copied."""
         used = _read_names(graph)
         for name, value in self.initializers.items():
             if name not in used:
@@ -133,7 +144,13 @@ class _GraphExporter:
             tensor.name = name
             tensor.data_type = elem_of_dtype(value.dtype.name, name)
             tensor.dims.extend(value.shape)
-            tensor.raw_data = np.ascontiguousarray(value, dtype=value.dtype.newbyteorder("<")).tobytes()
+            data = np.ascontiguousarray(value, dtype=value.dtype.newbyteorder("<"))
+            if external is not None and value.dtype.name in _SHARED_DTYPES and data.nbytes >= _EXTERNAL_MIN_BYTES:
+                tensor.data_location = onnx.TensorProto.EXTERNAL
+                tensor.external_data.add(key="location", value=IN_MEMORY)
+                external[name] = data
+            else:
+                tensor.raw_data = data.tobytes()
 
     def context(self, scope: _Scope) -> EmitContext:
         """An emitter context that appends to the nodes of `scope`."""
@@ -274,9 +291,15 @@ def _domains(graph: onnx.GraphProto) -> set[str]:
 
 
 def to_onnx(mod: IRModule | Expr, params: Mapping[str, np.ndarray] | None = None, opset: int | None = None,
-            name: str = "main", contrib: bool = False, check: bool = True) -> onnx.ModelProto:
+            name: str = "main", contrib: bool = False, check: bool = True,
+            external: dict[str, np.ndarray] | None = None) -> onnx.ModelProto:
     """Export `mod["main"]` (or an expression) as an ONNX model checked by `onnx.checker` (unless not
     `check`: for a model that goes straight into ONNX Runtime, which checks what it loads).
+
+    `external` (a dict, filled here) keeps the weights' data out of the model (initializers of 1 KiB
+    or more): each becomes a reference to data held in memory and its array an entry of `external`,
+    which an ONNX Runtime session takes as it is (`SessionOptions.add_external_initializers`); such
+    a model is not checked.
 
     `params` maps parameter names to arrays (anything with `.numpy()` works too); those become
     initializers. `opset` defaults to 17, or to the first opset that writes each op of the program
@@ -342,10 +365,10 @@ def to_onnx(mod: IRModule | Expr, params: Mapping[str, np.ndarray] | None = None
             opset_ids.append(onnx.helper.make_opsetid(export_nchwc.NCHWC_DOMAIN, CONTRIB_OPSET))
     model = onnx.helper.make_model(graph, opset_imports=opset_ids, producer_name="relay-eqsat",
                                    ir_version=ir_version)
-    exporter.write_initializers(model.graph)
+    exporter.write_initializers(model.graph, external)
     legalize_types(model)  # ONNX's type constraints: a legal (widened) form, or a FrontendError naming the node
     try:
-        if check:
+        if check and external is None:
             onnx.checker.check_model(model)
     except onnx.checker.ValidationError as err:
         raise FrontendError(f"the exported model does not pass onnx.checker: {err}") from None

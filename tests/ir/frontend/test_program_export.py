@@ -246,3 +246,24 @@ def test_a_bias_stays_an_add_when_the_convolution_has_another_reader_or_the_bias
     fed = ir.IRModule.from_expr(relay.nn.bias_add(conv, relay.var("b", shape=(6,))))
     check_against_interpreter(fed, {"w": params["w"]})
     assert op_counts(to_onnx(fed, {"w": params["w"]}))["Add"] == 1
+
+
+def test_weights_written_as_held_in_memory_run_in_onnx_runtime_as_the_inline_model_does():
+    """`to_onnx(external=...)` keeps the weights out of the model (no copy) and ONNX Runtime takes the
+    arrays themselves; a reshape's small target stays in the model, where ONNX Runtime reads it."""
+    pytest.importorskip("onnxruntime")
+    from strategies.ort_timing import ort_session
+    x = relay.var("x", shape=(2, 8))
+    w = relay.var("w", shape=(64, 8))  # 2 KiB: held in memory
+    mod = ir.IRModule.from_expr(relay.Function([x, w], relay.reshape(relay.nn.dense(x, w), [16, 8])))
+    params = {"w": np.random.default_rng(0).standard_normal((64, 8)).astype(np.float32)}
+    external: dict[str, np.ndarray] = {}
+    model = to_onnx(mod, params, external=external)
+    assert set(external) == {"w"} and np.array_equal(external["w"], params["w"])
+    written = {t.name: t for t in model.graph.initializer}
+    assert written["w"].data_location == onnx.TensorProto.EXTERNAL and not written["w"].raw_data
+    assert all(t.raw_data for n, t in written.items() if n != "w")  # the reshape's target
+    feed = {"x": np.random.default_rng(1).standard_normal((2, 8)).astype(np.float32)}
+    inline = ort_session(to_onnx(mod, params), threads=1).run(None, feed)
+    held = ort_session(model, threads=1, external=external, prepack=False).run(None, feed)
+    assert np.array_equal(inline[0], held[0]) and np.abs(inline[0]).max() > 0
