@@ -189,11 +189,12 @@ def _ort_runner(mod: IRModule, params: Mapping[str, Any], contrib: bool) -> tupl
         operands = _scalar_operands(model)
         inside = {t.name: onnx.numpy_helper.to_array(t) for t in model.graph.initializer if t.HasField("raw_data")}
 
-        def moved_values(values: Mapping[str, np.ndarray], sign: float) -> dict[str, np.ndarray]:
-            return {name: perturb_array(w, _rtol, rng, sign) if is_float(w.dtype) and (w.size > 1 or name in operands)
-                    else w for name, w in values.items()}
-        return [_ort_run(ort_session(data, threads=0, optimization="disabled", external=moved_values(weights, sign),
-                                     initializers=moved_values(inside, sign), prepack=False))
+        def moves(name: str, w: np.ndarray) -> bool:
+            return is_float(w.dtype) and (w.size > 1 or name in operands)
+        return [_ort_run(ort_session(
+                    data, threads=0, optimization="disabled", prepack=False,
+                    external={n: perturb_array(w, _rtol, rng, sign) if moves(n, w) else w for n, w in weights.items()},
+                    initializers={n: perturb_array(w, _rtol, rng, sign) for n, w in inside.items() if moves(n, w)}))
                 for sign in (1.0, -1.0)]
     return (_ort_run(ort_session(data, threads=0, optimization="disabled", external=weights, prepack=False)),
             "onnxruntime (optimizer off)", moved)
@@ -329,7 +330,11 @@ def verify(original: IRModule, params: Mapping[str, Any] | None, optimized: IRMo
     run_original, runner, moved = _runner(original, params, where, False, notes)
     run_moved = functools.cache(moved)  # built when some value first needs the noise scale
     variables = size_variables(original, skip)
-    run_optimized, runner_optimized, _ = _runner(optimized, optimized_params, where, contrib, notes)
+    try:
+        run_optimized, runner_optimized, _ = _runner(optimized, optimized_params, where, contrib, notes)
+    except Exception as e:  # noqa: BLE001 - a program that cannot be written or loaded where it runs fails
+        _fail(report, f"the optimized program cannot be run where it will run ({type(e).__name__}: "
+                      f"{str(e).splitlines()[0] if str(e) else ''})")
     worst = _Comparison(True)
     kinds: list[str] = []
     checked = [0] * len(labels)

@@ -36,6 +36,7 @@ import numpy as np
 
 from ..expr import Call, Expr
 from ..op.shapes import known
+from .errors import FrontendError
 from ..types import TensorType, is_static
 from .export_context import ONE_NODE_OPSETS, EmitContext, Relayout, Value, emits
 from .export_tensor import relayout_of, unsqueeze
@@ -234,6 +235,9 @@ def _spelled_out(ctx: EmitContext, call: Call, query: TensorType, kv_heads, q: V
 def _repeat_kv(ctx: EmitContext, q_heads, kv_heads, key: Value, value: Value) -> tuple[Value, Value]:
     """K and V with each of their heads repeated for its group of query heads (a `Gather` of the
     head axis, which takes symbolic lengths elsewhere), or as they are where the head counts agree."""
+    if not (known(q_heads) and known(kv_heads)):
+        raise FrontendError(f"attention with {q_heads} query and {kv_heads} key/value heads: the head counts must "
+                            f"be known to write it as ONNX ops")
     if q_heads == kv_heads:
         return key, value
     heads = ctx.ints(np.repeat(np.arange(kv_heads), q_heads // kv_heads))

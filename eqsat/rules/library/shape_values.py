@@ -88,8 +88,13 @@ def _static_reshape(m: Match):
     except Exception:  # noqa: BLE001 - a target the static op cannot take
         return None
     want = tuple(shape[i] if d == 0 else d for i, d in enumerate(target))
-    return out if all(w == -1 or w == r for w, r in zip(want, relation.shape)) and len(want) == len(relation.shape) \
-        else None
+    if len(want) != len(relation.shape) or not all(w == -1 or w == r for w, r in zip(want, relation.shape)):
+        return None
+    inferred = newshape.index(-1) if -1 in newshape else None
+    if inferred is not None and known(relation.shape[inferred]):  # the length -1 stands for, written out, so
+        newshape[inferred] = int(relation.shape[inferred])          # that types read without the e-graph know it
+        out = make_call("reshape", [m.expr("x")], {"newshape": newshape})
+    return out
 
 
 def _static_expand(m: Match):

@@ -144,3 +144,24 @@ def test_as_many_heads_as_tokens_in_four_d(merge):
               **{f"w{p}": (RNG.standard_normal((heads * size, heads * size)) * 0.3).astype("float32") for p in "qkv"}}
     _, model = _export_and_check(mod, values)
     assert _heads(model) == [heads]
+
+
+def test_grouped_attention_spelled_out_repeats_kv_heads_and_refuses_unknown_head_counts():
+    """Where no `Attention` node fits (float16 here), K and V of fewer heads are gathered to the query's
+    heads; head counts unknown where the program is written cannot be told apart, so the export refuses
+    (a program with the KV heads left as they are would not run)."""
+    from ir.frontend.errors import FrontendError
+    from ir.types import Any
+
+    def program(heads, kv_heads):
+        q = relay.var("q", shape=(2, heads, 5, 8), dtype="float16")
+        k, v = (relay.var(n, shape=(2, kv_heads, 5, 8), dtype="float16") for n in "kv")
+        return ir.IRModule.from_expr(relay.Function([q, k, v], relay.nn.attention(q, k, v, scale=0.25)))
+
+    inputs = {n: RNG.standard_normal((2, h, 5, 8)).astype(np.float16) for n, h in (("q", 4), ("k", 2), ("v", 2))}
+    model = to_onnx(program(4, 2))
+    assert "Attention" not in Counter(n.op_type for n in model.graph.node)
+    want = evaluate(program(4, 2), inputs)
+    assert_outputs_close(run_ort(model, inputs), [np.asarray(want)], rel=2e-3)
+    with pytest.raises(FrontendError, match="head counts must be known"):
+        to_onnx(program(Any, Any))
