@@ -2,7 +2,8 @@
 decomposition in standard ONNX.
 
     contrib:   RotaryEmbedding(data, position_ids, cos_cache, sin_cache; interleaved, num_heads,
-                               rotary_embedding_dim)                           (com.microsoft)
+                               rotary_embedding_dim)                           (com.microsoft),
+               position_ids [0] (an offset) for tables shared by the batch
     opset 23:  RotaryEmbedding(data, cos, sin; interleaved, num_heads, rotary_embedding_dim), the
                tables as its (batch, sequence, r/2) caches, expanded over the batch  (float32)
     below:     data * cat(cos, cos) + rotate_half(data) * cat(sin, sin), the rest of the head after
@@ -86,10 +87,12 @@ def emit_rotary_embedding(ctx: EmitContext, call: Call, args: Sequence[Value]) -
 
 
 def _position_ids(ctx: EmitContext, call: Call, data: Value, cos: Value) -> Value:
-    """(B, S) int64 ids numbering the rows of the reshaped (B or 1, S, r/2) table, the same ids for
-    every batch row where the table has one."""
+    """Int64 ids numbering the rows of the reshaped (B or 1, S, r/2) table: for a table of one row
+    for the batch, the kernel's offset form, [0] (token s reads row s), else (B, S) ids."""
     batch = ctx.type_of(call.args[0]).shape[0]
     table = ctx.type_of(call.args[1]).shape
+    if table[0] == 1:
+        return ctx.const(np.zeros(1, np.int64))
     if is_static(table[:2]) and is_static([batch]):
         ids = np.arange(table[0] * table[1], dtype=np.int64).reshape(table[:2])
         return ctx.const(np.ascontiguousarray(np.broadcast_to(ids, (batch, table[1]))))
