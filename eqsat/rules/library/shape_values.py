@@ -146,19 +146,21 @@ def _rows_restored(m: Match):
     if len(shape) < 3 or list(m["f"].newshape) != [-1, shape[-1]] or tuple(target) != (*shape[:-1], units):
         return None
     out = make_call("nn.dense", [m.expr("x"), m.expr("w")], dict(m["d"]))
-    if "ba" not in m.values:
+    if "b" not in m.classes:
         return out
-    if m["ba"].axis not in (1, -1) or m.shape("b") != (units,):
-        return None
+    if "ba" in m.values and m["ba"].axis not in (1, -1) or m.shape("b") != (units,):
+        return None  # a bias over the units only: the same added to every row, whatever the rows' axes
     return make_call("add", [out, m.expr("b")])
 
 
-def _rows_example(order: tuple = (0, 1), bias: bool = True) -> Expr:
-    """(2, 3, 4) data flattened to rows, a dense of 5 units (plus bias), its rows reshaped back by a
-    target read from the data's shape (`order`: its leading dimensions in this order)."""
+def _rows_example(order: tuple = (0, 1), bias: str | None = "bias_add") -> Expr:
+    """(2, 3, 4) data flattened to rows, a dense of 5 units (plus a bias by `bias_add` or `add`), its
+    rows reshaped back by a target read from the data's shape (`order`: its leading dimensions in
+    this order)."""
     data = relay.var("x", shape=(2, 3, 4))
     dense = relay.nn.dense(relay.reshape(data, [-1, 4]), relay.var("w", shape=(5, 4)))
-    dense = relay.nn.bias_add(dense, relay.var("b", shape=(5,))) if bias else dense
+    if bias is not None:
+        dense = (relay.nn.bias_add if bias == "bias_add" else relay.add)(dense, relay.var("b", shape=(5,)))
     dims = relay.shape_of(data)
     lead = [relay.strided_slice(dims, [i], [i + 1], axes=[0]) for i in order]
     return relay.dyn.reshape(dense, relay.concatenate([*lead, relay.const(np.array([5], np.int64))], axis=0))
@@ -198,8 +200,10 @@ _ROWS = call("nn.dense", _FLAT, w, bind_attrs="d")
 SHAPE_VALUES = ruleset("shape-values", [
     rule("dyn-dense-rows-restored", call("dyn.reshape", call("nn.bias_add", _ROWS, b, bind_attrs="ba"), t),
          _rows_restored, example=_rows_example, near_miss=lambda: _rows_example((1, 0))),
+    rule("dyn-dense-rows-restored-added", call("dyn.reshape", call("add", _ROWS, b), t), _rows_restored,
+         example=lambda: _rows_example(bias="add"), near_miss=lambda: _rows_example((1, 0), bias="add")),
     rule("dyn-dense-rows-restored-unbiased", call("dyn.reshape", _ROWS, t), _rows_restored,
-         example=lambda: _rows_example(bias=False), near_miss=lambda: _rows_example((1, 0), bias=False)),
+         example=lambda: _rows_example(bias=None), near_miss=lambda: _rows_example((1, 0), bias=None)),
     rule("dyn-reshape-static", call("dyn.reshape", x, t, bind_attrs="r"), _static_reshape,
          example=_example_reshape, near_miss=lambda: _example_reshape(unknown=True)),
     rule("dyn-heads-round-trip",
