@@ -27,3 +27,7 @@ class ExtractionError(EqsatError, RuntimeError):
 
 class VerificationError(EqsatError, RuntimeError):
     """An extracted program computes something else than the original (names the rules applied)."""
+
+
+class SpeedCheckError(EqsatError, RuntimeError):
+    """The speed check could not time the programs: the input model fails on every input set drawn."""

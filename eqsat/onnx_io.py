@@ -20,7 +20,7 @@ from strategies import Target
 from .errors import VerificationError
 from .optimize import Optimized, optimize
 from .regions import MAX_VARIANTS, Family, families, without
-from .soundness.inputs import random_inputs
+from .soundness.inputs import random_inputs, size_assignments, size_variables
 from .speed import SpeedCheck, SpeedVerdict, Tried, speed_check
 
 __all__ = ["optimize_onnx", "exports_contrib", "to_onnx", "faster_of", "SPEED_SIZE"]
@@ -47,9 +47,11 @@ def faster_of(res: Optimized, original: Any, ours: Any) -> tuple[Any, SpeedVerdi
     program without one of `res`'s op families that does (`eqsat.regions`: largest estimated saving
     first, at most `MAX_VARIANTS`, each verified as `res` was); else `original`; with the verdict.
     All run in the session `res`'s target names (`strategies.Target`'s `optimizer` and `threads`),
-    on inputs drawn for `res`'s input program (symbolic sizes `SPEED_SIZE`)."""
+    on inputs drawn for `res`'s input program (symbolic sizes `SPEED_SIZE`, then one at a time twice
+    that, as verification draws them, until the input model runs)."""
     mod, params = res.saturated.input_module() if res.saturated is not None else (res.mod, res.params)
-    feeds = random_inputs(mod, skip=list(params), size=SPEED_SIZE)
+    feeds = [random_inputs(mod, skip=list(params), size=SPEED_SIZE, named=named)
+             for named in size_assignments(size_variables(mod, list(params)), SPEED_SIZE)]
     session = res.spec.target if res.spec is not None and res.spec.target is not None else Target("ort")
 
     def timed(model: Any) -> SpeedCheck:

@@ -7,12 +7,16 @@ from typing import Iterator
 from .expr import Expr, Function
 from .visitor import free_vars
 
-__all__ = ["IRModule", "entry_function", "INPUT_DEFAULTS", "input_defaults"]
+__all__ = ["IRModule", "entry_function", "INPUT_DEFAULTS", "input_defaults", "OUTPUT_NAMES", "output_names"]
 
 #: the attribute of `main` naming its parameters that are inputs with a default value (an ONNX graph
 #: input that an initializer also defines): the default travels in `params` like a weight's value, but
 #: the parameter is never bound to it (a caller may feed another value), and export keeps it an input
 INPUT_DEFAULTS = "input_defaults"
+
+#: the attribute of `main` naming its outputs, in order, as the ONNX model it was imported from does:
+#: export gives them the same names, so a caller fetches an optimized model's outputs as it did
+OUTPUT_NAMES = "output_names"
 
 
 class IRModule:
@@ -59,6 +63,11 @@ class IRModule:
 def input_defaults(func: Function) -> frozenset[str]:
     """The names of `func`'s parameters that are inputs with a default value (see `INPUT_DEFAULTS`)."""
     return frozenset(func.attrs.get(INPUT_DEFAULTS, ()))
+
+
+def output_names(func: Function) -> tuple[str, ...]:
+    """The names of `func`'s outputs where it has them (see `OUTPUT_NAMES`), else ()."""
+    return tuple(func.attrs.get(OUTPUT_NAMES, ()))
 
 
 def entry_function(program: "IRModule | Expr") -> Function:

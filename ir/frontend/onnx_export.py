@@ -27,6 +27,7 @@ import onnx
 from ..errors import IRError
 from ..expr import Call, Constant, Expr, Function, If, Tuple, TupleGetItem, Var
 from ..module import IRModule, entry_function, input_defaults
+from ..module import output_names as output_names_of
 from ..op.registry import Op
 from ..type_infer import infer_type, types_compatible
 from ..visitor import children, post_order
@@ -290,6 +291,24 @@ def _domains(graph: onnx.GraphProto) -> set[str]:
         *(_domains(sub) for node in graph.node for sub in _subgraphs(node)))
 
 
+def _named_as_imported(nodes: list[onnx.NodeProto], results: list[str], wanted: Sequence[str], inputs: Sequence[str],
+                       initializers: Mapping[str, np.ndarray]) -> list[str]:
+    """The graph's output names: those of the model the program was imported from (`ir.output_names`),
+    the nodes that make them renamed in place, where there are as many, distinct, and no other value
+    has one; else `results` as they are (a graph with subgraphs, which may read outer names, too)."""
+    if len(wanted) != len(results) or len(set(wanted)) != len(wanted) or list(wanted) == results:
+        return results
+    taken = {n for node in nodes for n in (*node.input, *node.output)} | set(inputs) | set(initializers)
+    if (set(wanted) - set(results)) & taken or any(a.type in (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS)
+                                                   for node in nodes for a in node.attribute):
+        return results
+    renamed = dict(zip(results, wanted))
+    for node in nodes:
+        node.input[:] = [renamed.get(n, n) for n in node.input]
+        node.output[:] = [renamed.get(n, n) for n in node.output]
+    return list(wanted)
+
+
 def to_onnx(mod: IRModule | Expr, params: Mapping[str, np.ndarray] | None = None, opset: int | None = None,
             name: str = "main", contrib: bool = False, check: bool = True,
             external: dict[str, np.ndarray] | None = None) -> onnx.ModelProto:
@@ -353,6 +372,8 @@ def to_onnx(mod: IRModule | Expr, params: Mapping[str, np.ndarray] | None = None
             root.nodes.append(onnx.helper.make_node("Identity", [result], [renamed], name=renamed))
             result = renamed
         output_names.append(result)
+    output_names = _named_as_imported(root.nodes, output_names, output_names_of(main), [i.name for i in inputs],
+                                      exporter.initializers)
     outputs = [value_info(n, t) for n, t in zip(output_names, _flatten_type(func.body.checked_type))]
 
     elidable = exporter.views.keys() | exporter.relayouts.keys() | exporter.bypassable.keys()

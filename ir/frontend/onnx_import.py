@@ -35,7 +35,7 @@ from onnx import version_converter
 
 from ..errors import IRError, TypeInferenceError
 from ..expr import Constant, Expr, Function, Tuple, Var
-from ..module import INPUT_DEFAULTS, IRModule
+from ..module import INPUT_DEFAULTS, OUTPUT_NAMES, IRModule
 from ..type_infer import infer_type
 from ..types import SizeVar, TensorType
 from ..visitor import bind, free_vars
@@ -527,7 +527,9 @@ def from_onnx(model: onnx.ModelProto | str | os.PathLike | bytes, shape: Mapping
     body = importer.materialize_symbolic_values(body)
     used = {id(v) for v in free_vars(body)}
     weight_params = [v for v in weights.values() if id(v) in used]
-    func = Function(inputs + weight_params, body, attrs={INPUT_DEFAULTS: tuple(defaults)} if defaults else None)
+    attrs = {OUTPUT_NAMES: tuple(o.name for o in proto.graph.output),
+             **({INPUT_DEFAULTS: tuple(defaults)} if defaults else {})}
+    func = Function(inputs + weight_params, body, attrs=attrs)
     mod = infer_type(IRModule({"main": func}))
     params = {**defaults, **{v.name_hint: importer.param_values[v] for v in weight_params}}
     return mod, params

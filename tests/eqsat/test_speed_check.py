@@ -180,3 +180,24 @@ def test_the_report_shows_every_program_tried(tmp_path, capsys, monkeypatch):
     assert "BiasGelu" not in {n.op_type for n in written.graph.node}
     program_ops = {n["op"] for n in json.loads(report.read_text())["program"] if "op" in n}
     assert "nn.bias_gelu" not in program_ops and "nn.dense_bias_act" in program_ops
+
+
+def test_the_speed_check_times_on_the_first_input_set_the_input_model_runs_on():
+    """A model that fails on some input (here a feed of the wrong width) is timed on the next set;
+    one it fails on entirely cannot be timed, which is a `SpeedCheckError`, not a crash."""
+    from eqsat.errors import SpeedCheckError
+    wrong = {"x": np.zeros((64, 255), np.float32)}
+    check = speed_check(_model(12), _model(1), [wrong, FEEDS], optimizer="disabled")
+    assert check.kept == "ours"
+    with pytest.raises(SpeedCheckError, match="fails on every input set"):
+        speed_check(_model(1), _model(1), [wrong], optimizer="disabled")
+
+
+def test_a_decode_step_is_timed_with_a_mask_as_long_as_the_past_and_new_tokens():
+    """dynamo's decode step takes a mask of its own length (`Dim.AUTO`): all sizes equal do not run,
+    so the speed check draws the next sizes, as verification does; the call returns a model either way,
+    whose outputs have the input model's names (ours are named as the imported ones were)."""
+    import os
+    path = os.path.join(os.path.dirname(__file__), "..", "fixtures", "llm", "llama_dynamo_sdpa_cache.onnx")
+    out = eqsat.optimize_onnx(path, limits=eqsat.Limits(iterations=8, nodes=20_000))
+    assert {o.name for o in out.graph.output} == {o.name for o in onnx.load(path).graph.output}
