@@ -19,7 +19,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
-from strategies.ort_timing import ort_session, timing_clock
+from strategies.ort_timing import ort_session, quiet_runner, timing_clock
 
 from .errors import SpeedCheckError
 
@@ -177,12 +177,8 @@ def speed_check(original: Any, ours: Any, feeds: Mapping[str, np.ndarray] | Sequ
 
 
 def _runner(session: Any, feeds: Mapping[str, np.ndarray]) -> Callable[[], Any]:
-    import onnxruntime
-    names = {i.name for i in session.get_inputs()}
-    mine = {k: v for k, v in feeds.items() if k in names}
-    quiet = onnxruntime.RunOptions()
-    quiet.log_severity_level = 4  # an input set the input model fails on is passed over, not logged
-    return lambda: session.run(None, mine, quiet)
+    run = quiet_runner(session)  # an input set the input model fails on is passed over, not logged
+    return lambda: run(feeds)
 
 
 def _warm_up(run: Callable[[], Any], clock: Callable[[], float], count: int = 3) -> float:

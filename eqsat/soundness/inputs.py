@@ -149,11 +149,12 @@ def perturb_array(value: np.ndarray, relative: Callable[[np.dtype], float], rng:
     top = float(float_info(value.dtype).max) / (1 + 2 * relative(value.dtype))
     if value.size and -top < float(value.min()) and float(value.max()) < top:  # finite, and none can overflow
         return out
-    overflowed = ~np.isfinite(out) & np.isfinite(value)  # a finite value moved past the dtype's range
+    finite = np.isfinite(value)
+    overflowed = ~np.isfinite(out) & finite  # a finite value moved past the dtype's range
     if overflowed.any():
         top = work(float_info(value.dtype).max)
         out[overflowed] = np.clip(moved[overflowed], -top, top).astype(value.dtype)
-    return np.where(np.isfinite(value), out, value) if not np.isfinite(value).all() else out
+    return out if finite.all() else np.where(finite, out, value)
 
 
 ARITHMETIC_OPS = {"add": "Add", "subtract": "Sub", "multiply": "Mul", "divide": "Div"}

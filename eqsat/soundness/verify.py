@@ -50,7 +50,7 @@ import ir
 from ir import IRModule
 from ir.dtype_info import float_info, is_float
 import strategies
-from strategies.ort_timing import ort_session
+from strategies.ort_timing import ort_session, quiet_runner
 from strategies.values import random_tensor
 
 from ..errors import VerificationError
@@ -173,10 +173,9 @@ def _ort_runner(mod: IRModule, params: Mapping[str, Any], contrib: bool) -> tupl
     """ONNX Runtime with its graph optimizer off and its default threads (every core: verification is
     what the run waits for) and no weights repacked (it runs a few times), on `mod` exported (with
     contrib ops when `contrib`), its weights handed to the session as the arrays they are (no copy
-    into the model and out again). Its
-    perturbed twins are the same model with its float initializers of more than one element replaced
-    (no second export; a model with initializers ONNX Runtime cannot take from numpy, bfloat16 ones,
-    is exported perturbed)."""
+    into the model and out again). Its perturbed twins are the same model with its float
+    initializers of more than one element replaced (no second export; a model with initializers
+    ONNX Runtime cannot take from numpy, bfloat16 ones, is exported perturbed)."""
     weights: dict[str, np.ndarray] = {}
     model = ir.frontend.to_onnx(mod, params, contrib=contrib, check=False, external=weights)  # ONNX Runtime checks
     data = model.SerializeToString()
@@ -212,11 +211,8 @@ def _scalar_operands(model: Any) -> set[str]:
 
 
 def _ort_run(session: Any) -> Runner:
-    import onnxruntime
-    names = [i.name for i in session.get_inputs()]
-    quiet = onnxruntime.RunOptions()
-    quiet.log_severity_level = 4  # a failing input set is reported by verify, not logged by the session
-    return lambda inputs: [np.asarray(v) for v in session.run(None, {n: inputs[n] for n in names}, quiet)]
+    run = quiet_runner(session)  # a failing input set is reported by verify, not logged by the session
+    return lambda inputs: [np.asarray(v) for v in run(inputs)]
 
 
 def _runner(mod: IRModule, params: Mapping[str, Any], where: str, contrib: bool,
