@@ -129,14 +129,18 @@ def ort_session(model: Any, threads: int, optimization: str = GRAPH_OPTIMIZATION
     return session
 
 
-def quiet_runner(session: Any) -> Callable[[Mapping[str, np.ndarray]], list]:
-    """`session.run` on the inputs of a feed the session takes, with ONNX Runtime's own logging of a
-    failed run off: the caller decides what a failure means (an input set passed over, say)."""
+def quiet_runner(session: Any) -> Callable[..., list]:
+    """`run(inputs, overrides=None)`: `session.run` on the inputs of a feed the session takes (and on
+    `overrides`, values of initializers the model also lists as graph inputs), with ONNX Runtime's own
+    logging of a failed run off: the caller decides what a failure means (an input set passed over, say)."""
     import onnxruntime as ort
     names = [i.name for i in session.get_inputs()]
     quiet = ort.RunOptions()
     quiet.log_severity_level = 4
-    return lambda inputs: session.run(None, {n: inputs[n] for n in names}, quiet)
+
+    def run(inputs: Mapping[str, np.ndarray], overrides: Mapping[str, np.ndarray] | None = None) -> list:
+        return session.run(None, {**{n: inputs[n] for n in names}, **(overrides or {})}, quiet)
+    return run
 
 
 def _weight_bytes(workload: Workload, constant: frozenset[int]) -> int:

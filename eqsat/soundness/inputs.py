@@ -9,7 +9,7 @@ rule that holds at one length only (a `mean` rewritten as a `sum` scaled by 4, s
 
 from __future__ import annotations
 
-from typing import Callable, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
@@ -23,8 +23,8 @@ from strategies.values import INPUT_KINDS, random_tensor
 from ..errors import VerificationError
 
 __all__ = ["ARITHMETIC_OPS", "INPUT_KINDS", "random_inputs", "symbolic_sizes", "has_symbolic_inputs",
-           "size_variables", "size_assignments", "masked_rows", "perturbed", "perturb_array", "perturbed_program",
-           "itemsize", "tensor_bytes"]
+           "size_variables", "size_assignments", "masked_rows", "SIGNS", "perturbed", "perturb_array",
+           "perturbed_program", "itemsize", "tensor_bytes"]
 
 SMALL_PRIME = 3
 """the first length a size variable takes; then 1, then a prime above every static input dimension."""
@@ -122,39 +122,69 @@ def masked_rows(values: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
     return out
 
 
+SIGNS = (1.0, -1.0)
+"""the two ways values are moved, in the order verification runs them."""
+
+
 def perturbed(values: Mapping[str, np.ndarray], relative: Callable[[np.dtype], float], seed: int,
               sign: float = 1.0) -> dict[str, np.ndarray]:
     """`values` with every float element scaled by 1 + sign * u * relative(dtype), u uniform in
-    [-1, 1] (finite values stay finite): how much an output moves then is the scale of its rounding
-    noise (see `verify`, which moves both ways: a kink such as relu's moves one way only)."""
+    (-1, 1), the same u for both signs (finite values stay finite): how much an output moves then is
+    the scale of its rounding noise (see `verify`, which moves both ways: a kink such as relu's
+    moves one way only)."""
     rng = np.random.default_rng(seed + 0x5EED)
     return {name: perturb_array(value, relative, rng, sign) for name, value in values.items()}
 
 
+_CHUNK = 1 << 16
+"""elements moved at a time (`perturb_array`): the work values of a chunk stay in cache."""
+
+
 def perturb_array(value: np.ndarray, relative: Callable[[np.dtype], float], rng: np.random.Generator,
                   sign: float = 1.0) -> np.ndarray:
-    """`value` with every float element scaled by 1 + sign * u * relative(dtype), u uniform in [-1, 1],
-    computed in float32 (float64 for float64 values) and clipped to the dtype's finite range."""
+    """`value` with every float element scaled by 1 + sign * u * relative(dtype), u uniform in (-1, 1)
+    (`_draws`: the same u for both signs from generators in the same state), computed in float32
+    (float64 for float64 values) and clipped to the dtype's finite range; a non-finite element stays
+    as it is."""
     value = np.asarray(value)
     if not is_float(value.dtype):
         return value
+    r = relative(value.dtype)
     work = np.float64 if value.dtype == np.float64 else np.float32
-    wide = value.astype(work, copy=False)
-    moved = rng.random(value.shape, dtype=work)  # becomes the factor, then the moved values, in place
-    moved *= work(2 * sign * relative(value.dtype))
-    moved += work(1 - sign * relative(value.dtype))
+    draws, scale, offset = _draws(rng, value.size, work, sign * r)
+    flat = value.reshape(-1)
+    out = np.empty_like(flat)
+    step = np.empty(min(_CHUNK, flat.size), work)
     with np.errstate(over="ignore", invalid="ignore"):
-        np.multiply(moved, wide, out=moved)
-        out = moved.astype(value.dtype, copy=False)
-    top = float(float_info(value.dtype).max) / (1 + 2 * relative(value.dtype))
+        for start in range(0, flat.size, _CHUNK):
+            part = slice(start, min(start + _CHUNK, flat.size))
+            moved = np.multiply(draws[part], scale, out=step[:part.stop - start], dtype=work)
+            moved += offset
+            wide = flat[part].astype(work, copy=False)
+            moved *= wide  # sign * u * r * value
+            np.add(wide, moved, out=out[part], casting="same_kind")
+    out = out.reshape(value.shape)
+    top = float(float_info(value.dtype).max) / (1 + 2 * r)
     if value.size and -top < float(value.min()) and float(value.max()) < top:  # finite, and none can overflow
         return out
     finite = np.isfinite(value)
     overflowed = ~np.isfinite(out) & finite  # a finite value moved past the dtype's range
     if overflowed.any():
-        top = work(float_info(value.dtype).max)
-        out[overflowed] = np.clip(moved[overflowed], -top, top).astype(value.dtype)
+        top = float(float_info(value.dtype).max)
+        out[overflowed] = np.clip(out[overflowed], -top, top)
     return out if finite.all() else np.where(finite, out, value)
+
+
+def _draws(rng: np.random.Generator, size: int, work: type, r: float) -> tuple[np.ndarray, Any, Any]:
+    """Random draws for `size` elements and the scale and offset that make `u * r` of them, u uniform
+    in (-1, 1) (the same draws for `r` and `-r`). For float32 from 16 random bits per element, centred on a grid 2**-15 apart (a third
+    of the cost of drawing floats): `1 + u * r` on that grid is finer than float32 or any narrower
+    dtype holds it (3e-8 apart for float32's `r` of 1e-3, where an ulp of 1 is 1.2e-7); float64
+    draws float64s."""
+    if work is np.float64:
+        return rng.random(size), np.float64(2 * r), np.float64(-r)
+    bits = rng.integers(0, 1 << 16, size, dtype=np.uint16)
+    return bits, np.float32(r * 2.0 ** -15), np.float32(r * (2.0 ** -16 - 1.0))
 
 
 ARITHMETIC_OPS = {"add": "Add", "subtract": "Sub", "multiply": "Mul", "divide": "Div"}

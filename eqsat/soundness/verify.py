@@ -13,11 +13,13 @@ The check is local. Each float element must agree within
 at that element, where `noise` is how far the original's output moves there when every float
 input, constant and weight (a scalar one where arithmetic reads it: `inputs.ARITHMETIC_OPS`, which
 also says why) is scaled by `1 + u * RTOL` and by `1 - u * RTOL` (u uniform in
-[-1, 1]; both ways, since a kink such as relu's moves one way only): the scale of the rounding noise of the
+(-1, 1); both ways, since a kink such as relu's moves one way only): the scale of the rounding noise of the
 terms that made the element (an exact cancellation gets a tolerance from its terms, a
-well-conditioned element about twice `RTOL`). The noise takes two more runs of the original per
-input set, so it is measured only when some value disagrees without it (it only widens the
-tolerance). The tolerance is never scaled by a tensor's largest value, so a wrong slice beside a
+well-conditioned element about twice `RTOL`). Each way takes one more run of the original per
+input set, so the noise is measured only as far as some value needs it: a value that agrees
+without it is not compared again, then one that agrees with the noise of the first way (the
+noise is the larger move of the two, so the tolerance of one way is at most that of both) is
+not compared with the second. The tolerance is never scaled by a tensor's largest value, so a wrong slice beside a
 large one is seen. NaN and infinity positions (and the
 infinities' signs) must be the same; integer and bool outputs must be equal. (The sign of a zero
 is left to `check_rule`, which runs each rule bit for bit on the reference kernels: the kernels a
@@ -55,7 +57,7 @@ from strategies.values import random_tensor
 
 from ..errors import VerificationError
 from ..report import Report
-from .inputs import (ARITHMETIC_OPS, INPUT_KINDS, SMALL_PRIME, has_symbolic_inputs, masked_rows, perturb_array,
+from .inputs import (ARITHMETIC_OPS, INPUT_KINDS, SIGNS, SMALL_PRIME, has_symbolic_inputs, masked_rows,
                      perturbed, perturbed_program, random_inputs, size_assignments, size_variables, symbolic_sizes,
                      tensor_bytes)
 
@@ -153,72 +155,77 @@ def _with_values(mod: IRModule, extra: Sequence[ir.Expr]) -> IRModule:
 Runner = Callable[[dict], list[np.ndarray]]
 
 
-Moved = Callable[[], list[Runner]]
-"""builds the original's two runners with its tensor constants and weights perturbed (see `_noise`)."""
+Moved = Callable[[int], Runner]
+"""the original's runner with its tensor constants and weights moved the way `SIGNS[side]` (see `_noise_of`)."""
 
 
 def _cpu_runner(mod: IRModule, params: Mapping[str, Any]) -> tuple[Runner, str, Moved]:
     """The cpu executor; calls with no cpu implementation (another target's fused forms) run their
-    reference kernels."""
+    reference kernels. Its moved twins are built when first run."""
     exe = strategies.build(mod, "cpu", params, reference_fallback=True)
     references = sorted({s.workload.op for s in exe.selections if s.reason == "reference"})
     name = f"cpu executor (reference kernels for {', '.join(references)})" if references else "cpu executor"
 
-    def moved() -> list[Runner]:
-        return [_cpu_runner(*perturbed_program(mod, params, _rtol, 0, sign))[0] for sign in (1.0, -1.0)]
+    def moved(side: int) -> Runner:
+        return _cpu_runner(*perturbed_program(mod, params, _rtol, 0, SIGNS[side]))[0]
     return (lambda inputs: flat_outputs(exe.run(inputs))), name, moved
 
 
-def _ort_runner(mod: IRModule, params: Mapping[str, Any], contrib: bool) -> tuple[Runner, str, Moved]:
+def _ort_runner(mod: IRModule, params: Mapping[str, Any], contrib: bool,
+                movable: bool = False) -> tuple[Runner, str, Moved | None]:
     """ONNX Runtime with its graph optimizer off and its default threads (every core: verification is
     what the run waits for) and no weights repacked (it runs a few times), on `mod` exported (with
     contrib ops when `contrib`), its weights handed to the session as the arrays they are (no copy
-    into the model and out again). Its perturbed twins are the same model with its float
-    initializers of more than one element replaced (no second export; a model with initializers
-    ONNX Runtime cannot take from numpy, bfloat16 ones, is exported perturbed)."""
+    into the model and out again). When `movable`, the float initializers that move (`_moving`) are
+    also graph inputs, so the moved twins are runs of the same session fed moved values (no second
+    export, no other session; a model with initializers ONNX Runtime cannot take from numpy, bfloat16
+    ones, has its moved twins exported apart)."""
     weights: dict[str, np.ndarray] = {}
     model = ir.frontend.to_onnx(mod, params, contrib=contrib, check=False, external=weights)  # ONNX Runtime checks
-    data = model.SerializeToString()
+    moving = _moving(model, weights) if movable else None
+    run = quiet_runner(ort_session(model.SerializeToString(), threads=0, optimization="disabled", external=weights,
+                                   prepack=False))  # a failing input set is reported by verify, not logged
 
-    def moved() -> list[Runner]:
-        import onnx.numpy_helper  # installed wherever ONNX Runtime runs; the cpu path needs neither
-        if any(t.HasField("raw_data") and t.data_type == onnx.TensorProto.BFLOAT16 for t in model.graph.initializer):
-            return [_ort_runner(*perturbed_program(mod, params, _rtol, 0, sign), contrib)[0] for sign in (1.0, -1.0)]
-        rng = np.random.default_rng(0xC0457)
-        operands = _scalar_operands(model)
-        inside = {t.name: onnx.numpy_helper.to_array(t) for t in model.graph.initializer if t.HasField("raw_data")}
-
-        def moves(name: str, w: np.ndarray) -> bool:
-            return is_float(w.dtype) and (w.size > 1 or name in operands)
-        return [_ort_run(ort_session(
-                    data, threads=0, optimization="disabled", prepack=False,
-                    external={n: perturb_array(w, _rtol, rng, sign) if moves(n, w) else w for n, w in weights.items()},
-                    initializers={n: perturb_array(w, _rtol, rng, sign) for n, w in inside.items() if moves(n, w)}))
-                for sign in (1.0, -1.0)]
-    return (_ort_run(ort_session(data, threads=0, optimization="disabled", external=weights, prepack=False)),
-            "onnxruntime (optimizer off)", moved)
+    def moved(side: int) -> Runner:
+        if moving is None:
+            return _ort_runner(*perturbed_program(mod, params, _rtol, 0, SIGNS[side]), contrib)[0]
+        values = perturbed(moving, _rtol, 0xC0457, SIGNS[side])
+        return _ort_outputs(lambda inputs: run(inputs, values))
+    return _ort_outputs(run), "onnxruntime (optimizer off)", moved if movable else None
 
 
-def _scalar_operands(model: Any) -> set[str]:
-    """Initializers that only the arithmetic nodes of `ARITHMETIC_OPS` read: the scalars
-    `perturbed_program` perturbs (one another node reads too stays, as an exponent or a fill must)."""
+def _moving(model: Any, external: Mapping[str, np.ndarray]) -> dict[str, np.ndarray] | None:
+    """The float initializers of `model` that move (of more than one element, or a scalar that only the
+    arithmetic nodes of `ARITHMETIC_OPS` read: the scalars `perturbed_program` moves; one another node
+    reads too stays, as an exponent or a fill must), made graph inputs a run may feed; None when
+    `model` holds a bfloat16 initializer (numpy cannot feed one)."""
+    import onnx.helper
+    import onnx.numpy_helper  # installed wherever ONNX Runtime runs; the cpu path needs neither
+    if any(t.HasField("raw_data") and t.data_type == onnx.TensorProto.BFLOAT16 for t in model.graph.initializer):
+        return None
     readers: dict[str, set[str]] = {}
     for node in model.graph.node:
         for name in node.input:
             readers.setdefault(name, set()).add(node.op_type)
     arithmetic = set(ARITHMETIC_OPS.values())
-    return {t.name for t in model.graph.initializer if readers.get(t.name, {""}) <= arithmetic}
+    moving = {}
+    for t in model.graph.initializer:
+        value = external[t.name] if t.name in external else onnx.numpy_helper.to_array(t)
+        if is_float(value.dtype) and (value.size > 1 or readers.get(t.name, {""}) <= arithmetic):
+            moving[t.name] = value
+            model.graph.input.append(onnx.helper.make_tensor_value_info(t.name, t.data_type, list(t.dims)))
+    return moving
 
 
-def _ort_run(session: Any) -> Runner:
-    run = quiet_runner(session)  # a failing input set is reported by verify, not logged by the session
+def _ort_outputs(run: Callable[[dict], list]) -> Runner:
     return lambda inputs: [np.asarray(v) for v in run(inputs)]
 
 
-def _runner(mod: IRModule, params: Mapping[str, Any], where: str, contrib: bool,
-            notes: list[str]) -> tuple[Runner, str, Moved]:
+def _runner(mod: IRModule, params: Mapping[str, Any], where: str, contrib: bool, notes: list[str],
+            movable: bool = False) -> tuple[Runner, str, Moved | None]:
+    """Where `mod` runs, its name, and (`movable`, or on the cpu executor) its moved twins."""
     if where == "ort" and importlib.util.find_spec("onnxruntime") is not None:
-        return _ort_runner(mod, params, contrib=contrib)
+        return _ort_runner(mod, params, contrib, movable)
     if where == "ort":
         notes.append("onnxruntime is not installed: ran on the cpu executor instead")
     return _cpu_runner(mod, params)
@@ -323,7 +330,7 @@ def verify(original: IRModule, params: Mapping[str, Any] | None, optimized: IRMo
         optimized = _with_values(optimized, boundaries.optimized)
         labels += list(boundaries.labels)
     notes: list[str] = []
-    run_original, runner, moved = _runner(original, params, where, False, notes)
+    run_original, runner, moved = _runner(original, params, where, False, notes, movable=True)
     run_moved = functools.cache(moved)  # built when some value first needs the noise scale
     variables = size_variables(original, skip)
     try:
@@ -384,25 +391,33 @@ def verify(original: IRModule, params: Mapping[str, Any] | None, optimized: IRMo
                         len(labels) - outputs)
 
 
+Noise = Callable[[int, Sequence[int]], list[np.ndarray | None]]
+"""noise(ways, values): the noise scale of each of `values` from the first `ways` runs of the original
+moved (`SIGNS`); None for each where a moved run fails."""
+
+
 def _compare_all(wants: list[np.ndarray], gots: list[np.ndarray], outputs: int, kind: str,
-                 noise: Callable[[], list[np.ndarray | None]]) -> dict[int, _Comparison]:
+                 noise: Noise) -> dict[int, _Comparison]:
     """Each value compared (boundaries not on a non-finite set: inside a program, kernels may turn NaN
-    and inf into other values, see above), first without the noise term; the noise, which takes two
-    more runs of the original, is measured only when some value needs it: it only widens tolerances."""
+    and inf into other values, see above), first without the noise term, then the values that disagree
+    again with the noise of one moved run, then of both. The noise only widens a tolerance and the
+    noise of one way is at most that of both, so a value that agrees at an earlier step agrees with
+    the noise of both ways: the moved runs are made only when some value needs them."""
     values = [k for k in range(len(wants)) if not (k >= outputs and kind == "nonfinite")]
     compared = {k: _compare(wants[k], gots[k], None, k >= outputs) for k in values}
-    if all(c.agrees for c in compared.values()):
-        return compared
-    scales = noise()
-    return {k: _compare(wants[k], gots[k], scales[k], k >= outputs) for k in values}
+    for ways in range(1, len(SIGNS) + 1):
+        disagree = [k for k in values if not compared[k].agrees]
+        if not disagree:
+            break
+        scales = noise(ways, disagree)
+        compared.update({k: _compare(wants[k], gots[k], scale, k >= outputs) for k, scale in zip(disagree, scales)})
+    return compared
 
 
 def _run_original(original: IRModule, skip: Sequence[str], seed: int, kind: str, size: int, variables: list[str],
-                  run: Runner, run_moved: Callable[[], Sequence[Runner]]) -> tuple[dict[str, np.ndarray], list[np.ndarray],
-                                                                  Callable[[], list[np.ndarray | None]]]:
-    """An input set the original runs on, its outputs, and a function that measures each output's
-    noise scale (how far it moves under the perturbation both ways; None for each where a moved
-    run fails). Size variables take `size`, then one at a time twice that (`size_assignments`: a
+                  run: Runner, run_moved: Moved) -> tuple[dict[str, np.ndarray], list[np.ndarray], Noise]:
+    """An input set the original runs on, its outputs, and a function that measures their noise
+    scales (`Noise`: how far each moves when the original is moved). Size variables take `size`, then one at a time twice that (`size_assignments`: a
     mask as long as past and new tokens together). Integer inputs are often indices or shapes:
     where the original fails on full-range ones, they are drawn from [0, 2), then all 0 (a
     reshape's "copy this dimension"), then all 1 (an expand to itself)."""
@@ -420,17 +435,28 @@ def _run_original(original: IRModule, skip: Sequence[str], seed: int, kind: str,
             except Exception as e:  # noqa: BLE001 - the input set, not the optimizer, is at fault
                 failure = e
                 continue
-            return candidate, wants, lambda c=candidate, w=wants: _noise_of(c, w, seed, run_moved)
+            return candidate, wants, _noise_of(candidate, wants, seed, run_moved)
     raise failure  # type: ignore[misc]
 
 
-def _noise_of(inputs: dict[str, np.ndarray], wants: list[np.ndarray], seed: int,
-              run_moved: Callable[[], Sequence[Runner]]) -> list[np.ndarray | None]:
-    try:
-        moved = [r(perturbed(inputs, _rtol, seed, sign)) for r, sign in zip(run_moved(), (1.0, -1.0))]
-    except Exception:  # noqa: BLE001 - no noise scale: the comparison stays as strict as without it
-        return [None] * len(wants)
-    return [_noise(w, [m[k] for m in moved]) for k, w in enumerate(wants)]
+def _noise_of(inputs: dict[str, np.ndarray], wants: list[np.ndarray], seed: int, run_moved: Moved) -> Noise:
+    """`Noise` of the original's outputs `wants` on `inputs`: each moved run is made once, when first needed."""
+    @functools.cache
+    def outputs(side: int) -> list[np.ndarray] | None:
+        try:
+            return run_moved(side)(perturbed(inputs, _rtol, seed, SIGNS[side]))
+        except Exception:  # noqa: BLE001 - no noise scale: the comparison stays as strict as without it
+            return None
+
+    def noise(ways: int, values: Sequence[int]) -> list[np.ndarray | None]:
+        moved: list[list[np.ndarray]] = []
+        for side in range(ways):
+            out = outputs(side)
+            if out is None:
+                return [None] * len(values)
+            moved.append(out)
+        return [_noise(wants[k], [m[k] for m in moved]) for k in values]
+    return noise
 
 
 def _noise(want: np.ndarray, moved: list[np.ndarray]) -> np.ndarray | None:
