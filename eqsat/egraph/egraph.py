@@ -19,6 +19,7 @@ from __future__ import annotations
 import bisect
 import enum
 import hashlib
+import weakref
 from dataclasses import dataclass
 from typing import Callable, Iterable, Mapping
 
@@ -57,13 +58,21 @@ class Application:
     root: Handle
 
 
+_KEYS: weakref.WeakKeyDictionary[Constant, str] = weakref.WeakKeyDictionary()
+"""each live constant's `constant_key` (its data is read-only: the key never changes)."""
+
+
 def constant_key(c: Constant) -> str:
     """Content digest of a constant (dtype, shape and bytes): equal tensors share one e-node. SHA-256,
     which x86's SHA extensions run at twice BLAKE2's speed: the layout and merge rules make hundreds
-    of megabytes of weights on a CNN, each digested once."""
-    h = hashlib.sha256(f"{c.dtype}{c.shape}".encode())
-    h.update(np.ascontiguousarray(c.data).reshape(-1).view(np.uint8))
-    return h.hexdigest()[:32]
+    of megabytes of weights on a CNN; each constant is digested once (a bound weight is keyed both
+    when it is bound and when it is lowered)."""
+    key = _KEYS.get(c)
+    if key is None:
+        h = hashlib.sha256(f"{c.dtype}{c.shape}".encode())
+        h.update(np.ascontiguousarray(c.data).reshape(-1).view(np.uint8))
+        key = _KEYS[c] = h.hexdigest()[:32]
+    return key
 
 
 def attrs_key(attrs: Attrs) -> str:

@@ -1,7 +1,7 @@
 """Competing dense / matmul / batch_matmul kernels (numpy + BLAS), with fused epilogues.
 
 - `gemm`: one BLAS GEMM per matrix (dense flattens the leading axes into rows first, and reads
-  its weight transposed to [K, units], once per constant weight);
+  its weight through a transposed view, [K, units]: BLAS takes a transposed operand as it is);
 - `blocked`: dense as GEMMs over blocks of `tile_rows` rows; a fused epilogue (bias, activation)
   runs on each block while it is still in cache;
 - `stacked`: numpy's stacked matmul on contiguous copies (one C loop over many small matrices,
@@ -56,14 +56,13 @@ def _dense(algorithm: str, data: np.ndarray, weight_t: np.ndarray, config: Mappi
 def dense_compute(algorithm: str, fused: bool = False) -> PreparedCompute:
     """`nn.dense` (data @ weight.T), or, `fused`, `nn.dense_bias_act`, by the named algorithm.
 
-    A constant weight is transposed into a contiguous [K, units] matrix once, when the call is
-    prepared (BLAS reads it without a transposed access on every call).
+    A constant weight is cast (to `out_dtype`) once, when the call is prepared, and read through a
+    transposed view: no copy of it is made (BLAS packs its operands for a GEMM either way, so a
+    transposed one costs no more per call, and a build that runs a few times does not pay for a
+    transposed copy of every weight).
     """
-    def transposed(attrs: Attrs, weight: np.ndarray) -> np.ndarray:
-        return np.ascontiguousarray(_cast(attrs, weight)[0].T)
-
     def prepare(attrs: Attrs, constants: Sequence[Any], out_type: Type, config: Mapping[str, Any]) -> Kernel:
-        weight_t = transposed(attrs, constants[1]) if constants[1] is not None else None
+        weight_t = _cast(attrs, constants[1])[0].T if constants[1] is not None else None
 
         def kernel(inputs: Sequence[Any], donated) -> np.ndarray:
             (data,) = _cast(attrs, inputs[0])
