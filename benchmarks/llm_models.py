@@ -21,7 +21,8 @@ fixture with what its model has (rope, gqa, norm, activation, packed qkv) and ev
 failed, with the error. Needs torch, transformers and onnxscript (the `exports` extra);
 `python -m benchmarks.llm_models gemma2` exports only the families named, keeping the others'
 manifest entries. One more fixture has two layers (`DEEP`: Llama, dynamo, sdpa, a prefill), so that
-tests see fusions reach a layer whose shapes were computed at run time by the layer before.
+tests see fusions reach a layer whose shapes were computed at run time by the layer before, and
+one has float16 weights (`HALF`: the same, one layer), as half-precision models are exported.
 """
 
 from __future__ import annotations
@@ -293,6 +294,9 @@ def main(directory: str = FIXTURE_DIR, families: list[str] | None = None) -> dic
 DEEP = ("llama", "dynamo", "sdpa", 2)
 """the one fixture of more than one layer (family, exporter, attention, layers): fusions must reach
 every layer, where shapes computed at run time have passed through the layers before."""
+HALF = ("llama", "dynamo", "sdpa", "float16")
+"""the one fixture of half-precision weights (family, exporter, attention, dtype): its tables are
+computed in float32 and cast, its norms cast to float32 and back."""
 
 
 def deep_fixture(directory: str = FIXTURE_DIR) -> str:
@@ -303,6 +307,15 @@ def deep_fixture(directory: str = FIXTURE_DIR) -> str:
     return path
 
 
+def half_fixture(directory: str = FIXTURE_DIR) -> str:
+    """Export `HALF` (a prefill) into `directory`; its path."""
+    family, exporter, attention, dtype = HALF
+    path = os.path.join(directory, f"{family}_{exporter}_{attention}_fp16.onnx")
+    onnx.save(export(family, exporter, attention, False, dtype=dtype), path)
+    return path
+
+
 if __name__ == "__main__":
     main(families=sys.argv[1:])
     deep_fixture()
+    half_fixture()

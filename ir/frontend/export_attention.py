@@ -49,7 +49,11 @@ ONE_NODE_OPSETS.update(dict.fromkeys(("nn.attention", "nn.masked_attention", "nn
 #: ONNX's `Attention` takes 4-D (batch, heads, sequence, head size) inputs (3-D ones pack the heads);
 #: a 3-D call's leading axis is taken as the heads of one batch
 _ATTENTION_RANK = 4
-#: the dtypes ONNX Runtime's CPU kernel of `Attention` takes
+#: the dtypes `Attention` is written in. ONNX Runtime 1.32 runs it in float16 too (its CPU kernel
+#: computes in float32), but not as the op does: exporters fill hidden scores with the dtype's lowest
+#: value, and a row hidden throughout is then, in float16, scores rounded onto that value (spaced 32
+#: apart there) and averaged over the largest, while the kernel softmaxes the scores themselves; the
+#: float32 floor below (`_MASK_FLOOR`) has no float16 counterpart
 _ATTENTION_DTYPES = ("float32",)
 
 

@@ -5,7 +5,7 @@
 Attention, which ONNX Runtime runs from opset 23, with past and present keys and values for the last) and `nn.feed_forward` (Gemm, Gelu, Gemm in cache-sized column chunks)
 have no generic strategy: a target runs them only if its keys say it
 has such kernels, so the e-graph extracts them only for such a target. `nn.bias_gelu` is legal in
-float32 only: ONNX Runtime's CPU kernels of BiasGelu and FastGelu take no float16.
+the dtypes ONNX Runtime's CPU kernels of BiasGelu and FastGelu run (`KERNEL_DTYPES`).
 """
 
 from __future__ import annotations
@@ -23,7 +23,11 @@ from .dense import matmul_strategy_cpu
 from .generic import host_reference, no_knobs
 from .norm import add_layer_norm_implementations
 
-__all__ = ["reference_strategy_ort", "skip_layer_norm_strategy_ort"]
+__all__ = ["KERNEL_DTYPES", "reference_strategy_ort", "skip_layer_norm_strategy_ort"]
+
+#: the dtypes ONNX Runtime 1.32 runs its activation and rotary contrib kernels in on the CPU (what
+#: `ir.frontend.export_contrib` writes them in)
+KERNEL_DTYPES = ("float32", "float16")
 
 
 def reference_strategy_ort(op_name: str, dtypes: tuple[str, ...] | None = None):
@@ -50,5 +54,5 @@ def skip_layer_norm_strategy_ort(attrs: Attrs, in_types: Sequence[Type], out_typ
 get_op("nn.fused_matmul").get_attr("FTVMStrategy").register("ort", matmul_strategy_cpu("nn.fused_matmul"))
 for _name in ("nn.attention", "nn.masked_attention", "nn.cached_attention", "nn.feed_forward"):
     get_op(_name).get_attr("FTVMStrategy").register("ort", reference_strategy_ort(_name))
-get_op("nn.bias_gelu").get_attr("FTVMStrategy").register("ort", reference_strategy_ort("nn.bias_gelu", ("float32",)))
+get_op("nn.bias_gelu").get_attr("FTVMStrategy").register("ort", reference_strategy_ort("nn.bias_gelu", KERNEL_DTYPES))
 get_op("nn.skip_layer_norm").get_attr("FTVMStrategy").register("ort", skip_layer_norm_strategy_ort)

@@ -32,16 +32,16 @@ FORMS = {"contrib": lambda mod: to_onnx(mod, {}, contrib=True), "onnx23": lambda
 FORM_DOMAINS = {"contrib": ["com.microsoft"], "onnx23": [""], "decomposed": []}
 
 
-def _module(shape: tuple, table: tuple, interleaved: bool) -> ir.IRModule:
-    x, c, s = relay.var("x", shape=shape), relay.var("c", shape=table), relay.var("s", shape=table)
+def _module(shape: tuple, table: tuple, interleaved: bool, dtype: str = "float32") -> ir.IRModule:
+    x, c, s = (relay.var(n, shape=t, dtype=dtype) for n, t in (("x", shape), ("c", table), ("s", table)))
     return ir.IRModule.from_expr(relay.Function([x, c, s], make_call("nn.rotary_embedding", [x, c, s],
                                                                      {"interleaved": interleaved})))
 
 
-def _feed(shape: tuple, table: tuple, seed: int = 0) -> dict[str, np.ndarray]:
+def _feed(shape: tuple, table: tuple, seed: int = 0, dtype: str = "float32") -> dict[str, np.ndarray]:
     rng = np.random.default_rng(seed)
-    return {"x": rng.standard_normal(shape).astype("float32"), "c": rng.standard_normal(table).astype("float32"),
-            "s": rng.standard_normal(table).astype("float32")}
+    return {"x": rng.standard_normal(shape).astype(dtype), "c": rng.standard_normal(table).astype(dtype),
+            "s": rng.standard_normal(table).astype(dtype)}
 
 
 def _formula(x: np.ndarray, c: np.ndarray, s: np.ndarray, interleaved: bool) -> np.ndarray:
@@ -57,19 +57,22 @@ def _formula(x: np.ndarray, c: np.ndarray, s: np.ndarray, interleaved: bool) -> 
     return np.concatenate([rot * cos + rotated * sin, rest], axis=-1)
 
 
+@pytest.mark.parametrize("dtype", ["float32", "float16"])
 @pytest.mark.parametrize("interleaved", [False, True], ids=["half", "interleaved"])
 @pytest.mark.parametrize("case", CASES, ids=lambda c: "x".join(map(str, c)))
-def test_kernel_and_both_onnx_forms_match_the_formula(case, interleaved):
+def test_kernel_and_both_onnx_forms_match_the_formula(case, interleaved, dtype):
+    """In float16 ONNX Runtime's kernels compute in float32 and round once: within float16 rounding
+    of the formula's products and sum."""
     batch, table_batch, heads, seq, head, r = case
     shape, table = (batch, heads, seq, head), (table_batch, seq, r // 2)
-    mod, feed = _module(shape, table, interleaved), _feed(shape, table)
+    mod, feed = _module(shape, table, interleaved, dtype), _feed(shape, table, dtype=dtype)
     want = _formula(feed["x"], feed["c"], feed["s"], interleaved)
     got = strategies.build(mod, "ort", {}).run(**feed)
     np.testing.assert_array_equal(got, want)
     for form, export in FORMS.items():
         model = export(mod)
         assert [n.domain or "" for n in model.graph.node if n.op_type == "RotaryEmbedding"] == FORM_DOMAINS[form]
-        assert_outputs_close([want], run_ort(model, feed), rel=1e-6)
+        assert_outputs_close([want], run_ort(model, feed), rel=1e-6 if dtype == "float32" else 2e-3)
 
 
 def test_symbolic_batch_and_sequence_number_the_table_rows_when_the_model_runs():

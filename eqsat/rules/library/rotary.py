@@ -48,8 +48,17 @@ __all__ = ["ROTARY"]
 
 x, f, q, c, s, ids = pvars("x f q c s ids")
 _TABLE = call("concatenate", tuple_pat(f, f), bind_attrs="tc")
-_COS = call("expand_dims", call("cos", _TABLE), bind_attrs="ec")
-_SIN = call("expand_dims", call("sin", _TABLE), bind_attrs="es")
+
+
+def _table(fn: str, expand: str, cast: str | None = None):
+    """`expand_dims(fn(cat(f, f)))`, with `cast` the attribute name of a cast between (half-precision
+    models compute the angles in float32 and cast the tables to the data's dtype)."""
+    table = call(fn, _TABLE)
+    return call("expand_dims", call("cast", table, bind_attrs=cast) if cast else table, bind_attrs=expand)
+
+
+_COS, _SIN = _table("cos", "ec"), _table("sin", "es")
+_CAST_COS, _CAST_SIN = _table("cos", "ec", "kc"), _table("sin", "es", "ks")
 
 
 def _last_axis(axis: int, ndim: int) -> bool:
@@ -81,11 +90,15 @@ def _head_axis(m: Match) -> bool:
 
 def _angle_tables(m: Match, x_shape: tuple, half: int) -> tuple[Expr, Expr] | None:
     """cos/sin read `cat(f, f)` on the last axis of f (B or 1, S, half), a head axis added at 1:
-    the tables cos(f), sin(f)."""
+    the tables cos(f), sin(f), each cast as the match casts it (a cast of a concatenation is the
+    concatenation of the casts)."""
     if not (_fits(m.shape("f"), x_shape, half) and _last_axis(m["tc"].axis, 3) and _head_axis(m)):
         return None
     angles = m.expr("f")
-    return relay.cos(angles), relay.sin(angles)
+    tables = relay.cos(angles), relay.sin(angles)
+    if "kc" in m.values:
+        tables = tuple(relay.cast(t, m[k].dtype) for t, k in zip(tables, ("kc", "ks")))
+    return tables
 
 
 def _cache_tables(m: Match, x_shape: tuple, half: int) -> tuple[Expr, Expr] | None:
@@ -145,17 +158,20 @@ def _partial(m: Match) -> Expr | None:
 
 
 def _rope_example(split_at: int | None = None, second=None, sign: int = -1, scale: float | None = None,
-                  partial: bool = False, split: bool = False) -> Expr:
+                  partial: bool = False, split: bool = False, dtype: str = "float32") -> Expr:
     """transformers' `q * cos + rotate_half(q) * sin` on q (2, 3, 5, 8), angles (1, 5, 4); the
     keyword arguments make near misses: halves split elsewhere, other angles for the second half,
-    the other sign, a scaled table; `partial`: only the first 4 of 8 features rotate."""
+    the other sign, a scaled table; `partial`: only the first 4 of 8 features rotate; a `dtype`
+    other than float32: q of that dtype, the float32 tables cast to it."""
     head = 4 if partial else 8
     half = head // 2
-    data = relay.var("x", shape=(2, 3, 5, 8))
+    data = relay.var("x", shape=(2, 3, 5, 8), dtype=dtype)
     xr = relay.strided_slice(data, [0], [head], axes=[3]) if partial else data
     angles = relay.var("f", shape=(1, 5, half))
     table = relay.concatenate([angles, angles if second is None else second], axis=-1)
     cos, sin = relay.cos(table), relay.sin(table)
+    if dtype != "float32":
+        cos, sin = relay.cast(cos, dtype), relay.cast(sin, dtype)
     if scale is not None:
         factor = relay.const(np.float32(scale))
         cos, sin = relay.multiply(cos, factor), relay.multiply(sin, factor)
@@ -339,6 +355,9 @@ ROTARY = ruleset("rotary", [
          example=_rope_example,
          near_miss=[lambda: _rope_example(second=relay.var("g", shape=(1, 5, 4))), lambda: _rope_example(sign=1),
                     lambda: _rope_example(split_at=3), lambda: _rope_example(scale=0.5)]),
+    rule("rotary-embedding-cast", _rotate(_CAST_COS, _CAST_SIN), _rotary(_sliced_halves, _angle_tables),
+         dtypes="float", exact=False, example=lambda: _rope_example(dtype="float16"),
+         near_miss=lambda: _rope_example(dtype="float16", sign=1)),
     rule("rotary-embedding-split", _rotate(_COS, _SIN, split=True), _rotary(_split_halves, _angle_tables),
          dtypes="float", exact=False, example=lambda: _rope_example(split=True),
          near_miss=lambda: _rope_example(split=True, second=relay.var("g", shape=(1, 5, 4)))),

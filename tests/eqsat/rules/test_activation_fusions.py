@@ -18,6 +18,7 @@ from onnx import TensorProto, helper, numpy_helper
 
 import eqsat
 import ir
+import strategies
 from tests.ir.frontend.ort_helpers import assert_outputs_close, run_ort
 
 MS = "com.microsoft"
@@ -124,9 +125,10 @@ def test_standard_export_of_exact_gelu_is_the_spelling_ort_fuses(op):
     assert fused[f"{MS}:Gelu"] + fused[f"{MS}:BiasGelu"] == 1 and "Erf" not in fused
 
 
-def test_tanh_gelu_after_a_bias_is_fast_gelu_with_its_bias():
+@pytest.mark.parametrize("dtype", ["float32", "float16"])
+def test_tanh_gelu_after_a_bias_is_fast_gelu_with_its_bias(dtype):
     nodes = [_node("Add", ["x", "b"], "xb"), *_gelu_tanh_nodes("xb", "pow", "left")]
-    out = _optimized(_model(nodes, {"x": _SHAPE, "b": _SHAPE[-1:]}, _GELU_CONSTANTS))
+    out = _optimized(_model(nodes, {"x": _SHAPE, "b": _SHAPE[-1:]}, _GELU_CONSTANTS, dtype))
     assert _ops(out) == Counter({f"{MS}:FastGelu": 1})
     assert len(out.graph.node[0].input) == 2
 
@@ -145,12 +147,13 @@ def test_exact_gelu_is_not_fast_gelu():
 
 # -- QuickGelu and SiLU ----------------------------------------------------------------------------
 
+@pytest.mark.parametrize("dtype", ["float32", "float16"])
 @pytest.mark.parametrize("alpha", [1.702, 1.0])
-def test_sigmoid_gate_is_quick_gelu(alpha):
+def test_sigmoid_gate_is_quick_gelu(alpha, dtype):
     nodes = [_node("Mul", ["x", "a"], "ax"), _node("Sigmoid", ["ax"], "s"), _node("Mul", ["x", "s"], "y")]
-    out = _optimized(_model(nodes, {"x": _SHAPE}, {"a": alpha}))
+    out = _optimized(_model(nodes, {"x": _SHAPE}, {"a": alpha}, dtype))
     assert _ops(out) == Counter({f"{MS}:QuickGelu": 1})
-    assert _attr(out, "QuickGelu", "alpha") == pytest.approx(alpha)
+    assert _attr(out, "QuickGelu", "alpha") == pytest.approx(float(np.asarray(alpha, dtype)))  # the constant as written
 
 
 def test_near_miss_a_per_channel_gate_scale_stays_unfused():
@@ -197,13 +200,22 @@ def test_dense_bias_exact_gelu_reaches_bias_gelu():
     assert _ops(_optimized(_dense_gelu("float32")))[f"{MS}:BiasGelu"] == 1
 
 
-def test_float16_gelu_is_never_bias_gelu():
-    """ONNX Runtime's CPU BiasGelu takes float32 only: the ort target never extracts it for float16."""
-    mod, params = ir.frontend.from_onnx(_dense_gelu("float16"))
-    res = eqsat.optimize(mod, params, target="ort")
-    assert "nn.bias_gelu" not in res.op_counts_after
-    out = _optimized(_dense_gelu("float16"))
-    assert f"{MS}:BiasGelu" not in _ops(out)
+@pytest.mark.parametrize("approximate,kernel", [("none", "BiasGelu"), ("tanh", "FastGelu")])
+def test_float16_bias_gelu_is_ort_kernel(approximate, kernel):
+    """ONNX Runtime's CPU BiasGelu and FastGelu run float16 (computing in float32): the ort target may
+    extract `nn.bias_gelu` there, and its export is the kernel, within float16 rounding of the op."""
+    from ir import relay
+    x, b = relay.var("x", shape=_SHAPE, dtype="float16"), relay.var("b", shape=_SHAPE[-1:], dtype="float16")
+    call = relay.nn.bias_gelu(x, b, approximate=approximate)
+    ir.infer_type(ir.IRModule.from_expr(relay.Function([x, b], call)))
+    assert strategies.CostModel("ort").is_legal("nn.bias_gelu", None, [x.checked_type, b.checked_type],
+                                               call.checked_type)
+    mod = ir.IRModule.from_expr(relay.Function([x, b], call))
+    exported = ir.frontend.to_onnx(mod, contrib=True)
+    assert _ops(exported) == Counter({f"{MS}:{kernel}": 1})
+    rng = np.random.default_rng(3)
+    feeds = {"x": (3 * rng.standard_normal(_SHAPE)).astype("float16"), "b": rng.standard_normal(8).astype("float16")}
+    assert_outputs_close([strategies.evaluate(mod, feeds)], run_ort(exported, feeds), rel=2e-3)
 
 
 # -- RMS norm with (1 + w) ---------------------------------------------------------------------------
