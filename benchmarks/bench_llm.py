@@ -3,6 +3,7 @@
     python -m benchmarks.bench_llm                        # every LLM fixture -> results/llm.{json,md}
     python -m benchmarks.bench_llm --fixtures llama_torchscript_sdpa,gpt2_dynamo_eager_cache --repeat 3
     python -m benchmarks.bench_llm --config mid --name llm_mid   # mid-size Llama-like, prefill + decode
+    python -m benchmarks.bench_llm --config mid --gains rotary,attention,rms_norm,activation   # + each kernel's gain
 
 Per model (the fixtures of `tests/fixtures/llm`, made by `benchmarks.llm_models`, or with `--config
 mid` one Llama-like model of hidden 1024 and 4 layers exported from `transformers` with random
@@ -15,7 +16,9 @@ weights: a prefill of 512 tokens and a decode step of one token after a 512-toke
 (b) each output's largest difference from the original in ONNX Runtime (over the largest magnitude);
 (c) latency with ONNX Runtime's optimizer fully on and one intra-op thread: the original, ours, each
     peer's output and a control (a second session of the original) take turns in rounds whose order
-    alternates; per round the time ratios, reported as medians with their quartiles.
+    alternates; per round the time ratios, reported as medians with their quartiles;
+(d) with `--gains`, what each fused kernel gains: ours against ours made without the rules that
+    form that kernel, in the same rounds.
 """
 
 from __future__ import annotations
@@ -100,13 +103,31 @@ def _error_text(err: BaseException) -> str:
     return f"{type(err).__name__}: {str(err).splitlines()[0][:200] if str(err) else ''}{where}"
 
 
-def ours(original: onnx.ModelProto) -> tuple[onnx.ModelProto, float]:
-    """Our program for ONNX Runtime and the seconds import + optimize took (`original` unchanged)."""
+KERNELS: dict[str, Callable[[str], bool]] = {
+    "rotary": lambda rule: rule.startswith("rotary-embedding"),
+    "attention": lambda rule: "attention" in rule and "-through-" not in rule,
+    "rms_norm": lambda rule: rule.startswith("rms-norm"),
+    "activation": lambda rule: rule in ("silu", "quick-gelu", "gelu-erf", "gelu-tanh", "gelu-tanh-factored",
+                                        "bias-gelu", "bias-gelu-tanh"),
+}
+"""fused kernel family -> whether a rule of the ort target's rules forms it (`--gains` leaves them out)."""
+
+
+def rules_without(kernel: str) -> Any:
+    """The ort target's rules less those that form `kernel` (one of `KERNELS`)."""
+    from eqsat.rules.library import default_rules, resolve_rules
+    from eqsat.rules.rule import ruleset
+    return ruleset(f"without-{kernel}", [r for r in resolve_rules(default_rules("ort")) if not KERNELS[kernel](r.name)])
+
+
+def ours(original: onnx.ModelProto, rules: Any = None) -> tuple[onnx.ModelProto, float]:
+    """Our program for ONNX Runtime (with the target's rules, or `rules`) and the seconds import +
+    optimize took (`original` unchanged)."""
     import eqsat
     from ir.frontend import from_onnx, to_onnx
     start = time.perf_counter()
     mod, params = from_onnx(original)
-    result = eqsat.optimize(mod, params, target="ort")
+    result = eqsat.optimize(mod, params, target="ort", rules=rules)
     seconds = time.perf_counter() - start
     return to_onnx(result.mod, result.params, contrib=True), seconds
 
@@ -194,15 +215,18 @@ def _ratio_text(s: Mapping[str, float] | None) -> str:
 
 def measure(name: str, original: onnx.ModelProto, family: str, heads: int, hidden: int,
             check: Sequence[dict[str, np.ndarray]], timed: dict[str, np.ndarray], repeat: int, min_seconds: float,
-            peers: Sequence[str] = PEERS) -> dict[str, Any]:
+            peers: Sequence[str] = PEERS, gains: Sequence[str] = ()) -> dict[str, Any]:
     """One row: fused ops, errors and interleaved ratios of ours and each available peer on `original`.
 
     Errors are over the `check` feeds against the original with ONNX Runtime's optimizer off;
-    `timed` is the feed of the timing rounds."""
+    `timed` is the feed of the timing rounds. For each kernel of `gains` (`KERNELS`), our program
+    made without the rules that form it runs in the same rounds: `gain_<kernel>` is its time over ours."""
     models: dict[str, onnx.ModelProto] = {}
     row: dict[str, Any] = {"model": name, "family": family, "failures": {}}
     try:
         models["ours"], row["optimize_s"] = ours(original)
+        for kernel in gains:
+            models[f"without_{kernel}"] = ours(original, rules_without(kernel))[0]
     except Exception as err:  # noqa: BLE001 - our failure is a result too
         row["failures"]["ours"] = _error_text(err)
     for peer in PEERS:
@@ -246,9 +270,10 @@ def measure(name: str, original: onnx.ModelProto, family: str, heads: int, hidde
     for key in ("ours", *PEERS):
         if key in ratios:  # orig time / its time: above 1, it is faster than the original
             row[f"{key}_vs_orig"] = spread(ratios[key])
-    for peer in PEERS:
-        if peer in ratios and "ours" in ratios:  # peer time / ours time, per round
-            row[f"ours_vs_{peer}"] = spread([o / p for o, p in zip(ratios["ours"], ratios[peer])])
+    for other in (*PEERS, *(f"without_{k}" for k in gains)):
+        if other in ratios and "ours" in ratios:  # its time / ours time, per round
+            ratio = spread([o / p for o, p in zip(ratios["ours"], ratios[other])])
+            row[f"ours_vs_{other}" if other in PEERS else f"gain_{other.removeprefix('without_')}"] = ratio
     return row
 
 
@@ -374,11 +399,17 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--seconds", type=float, default=1.0, help="least seconds the original runs per model")
     parser.add_argument("--peers", default=",".join(PEERS), help="comma-separated peers to run (may be empty)")
     parser.add_argument("--name", help="results file name (default llm, llm_mid with --config mid)")
+    parser.add_argument("--gains", default="",
+                        help=f"comma-separated fused kernels whose gain to measure by leaving out the rules that "
+                             f"form them ({', '.join(KERNELS)})")
     args = parser.parse_args(argv)
     if args.repeat < 1:
         parser.error("--repeat must be at least 1")
     if not args.dtypes or set(args.dtypes.split(",")) - {"float32", "float16"}:
         parser.error(f"--dtypes takes float32 and float16, not {args.dtypes!r}")
+    gains = [k for k in args.gains.split(",") if k]
+    if set(gains) - set(KERNELS):
+        parser.error(f"unknown kernels {sorted(set(gains) - set(KERNELS))}; choose from {', '.join(KERNELS)}")
     peers = [p for p in args.peers.split(",") if p]
     if set(peers) - set(PEERS):
         parser.error(f"unknown peers {sorted(set(peers) - set(PEERS))}; choose from {', '.join(PEERS)}")
@@ -402,7 +433,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         feeds = "the example sizes and the second size of `llm_models.sizes_to_check` (left padding by one)"
     rows = []
     for name, model, family, check, timed in cases:
-        row = measure(name, model, family, heads, hidden, check, timed, args.repeat, args.seconds, peers)
+        row = measure(name, model, family, heads, hidden, check, timed, args.repeat, args.seconds, peers, gains)
         rows.append(row)
         print(f"{name}: ours {histogram(row['fused'].get('ours', {}))}; "
               f"vs orig {_ratio_text(row.get('ours_vs_orig'))}, "
@@ -420,6 +451,14 @@ def main(argv: Sequence[str] | None = None) -> None:
                 Section("Failures", failures, FAILURE_COLUMNS,
                         "What crashed or failed (ours or a peer), and where (the innermost frame); `in ORT`: ONNX "
                         "Runtime rejected the written model.")]
+    if gains:
+        sections.insert(1, Section(
+            "Gain per fused kernel", [{"model": r["model"], **{k: _ratio_text(r.get(f"gain_{k}")) for k in gains}}
+                                      for r in rows], ["model", *gains],
+            "Per kernel, our program made without the rules that form it (`bench_llm.KERNELS`: the rotary "
+            "embedding, attention with its grouped and cached forms, the RMS norm, the activations) ran in the "
+            "same rounds as ours: its time over ours per round (above 1: the kernel makes ours faster), median "
+            "and quartiles. A kernel that is not formed (see the fused ops) shows the noise."))
     for row, shown in zip(rows, fused):  # the JSON rows carry the table's fused-op strings too
         row.update({k: shown[k] for k in ("ours", *PEERS, "nodes")})
     path = write_results(args.name or ("llm_mid" if args.config == "mid" else "llm"), rows, COLUMNS, notes, sections)

@@ -53,3 +53,22 @@ def test_benchmark_writes_a_row_per_fixture(tmp_path, monkeypatch):
                 assert row["errors"][peer] < 1e-4 and row[f"ours_vs_{peer}"]["median"] > 0
             else:
                 assert row["failures"][peer]  # what failed is recorded
+
+
+def test_a_kernels_gain_is_ours_against_ours_made_without_its_rules(tmp_path, monkeypatch):
+    """`--gains`: each kernel's rules left out, that kernel (and only it) is missing from the program,
+    which still computes the original's outputs and is timed in the same rounds."""
+    monkeypatch.setattr(report, "RESULTS", tmp_path)
+    bench_llm.main(["--fixtures", "llama_dynamo_sdpa", "--repeat", "2", "--seconds", "0", "--peers", "",
+                    "--gains", "rotary,attention", "--name", "llm_gains"])
+    data = json.loads((tmp_path / "llm_gains.json").read_text())
+    row, = data["rows"]
+    fused = row["fused"]
+    assert fused["ours"]["RotaryEmbedding"] == 2 and fused["ours"]["Attention"] == 1
+    assert "RotaryEmbedding" not in fused["without_rotary"] and fused["without_rotary"]["Attention"] == 1
+    assert "Attention" not in fused["without_attention"] and fused["without_attention"]["RotaryEmbedding"] == 2
+    assert row["errors"]["without_rotary"] < 1e-4 and row["errors"]["without_attention"] < 1e-4
+    assert row["gain_rotary"]["median"] > 0 and row["gain_attention"]["median"] > 0
+    assert "Gain per fused kernel" in data["sections"]
+    with pytest.raises(SystemExit):
+        bench_llm.main(["--gains", "softmax"])
