@@ -261,24 +261,31 @@ def _compare(want: np.ndarray, got: np.ndarray, noise: np.ndarray | None, bounda
         a, b = want.astype(np.float64), got.astype(np.float64) if got.dtype.kind in "biuf" else got
         diff = float(np.abs(a - b).max(initial=0.0)) if a.shape == np.shape(b) else np.inf
         return _Comparison(False, diff, why=f"{want.dtype} values must be equal (optimized gives {got.dtype})")
-    a, b = want.astype(np.float64), got.astype(np.float64)
+    a, b = want.astype(np.float64), got.astype(np.float64)  # copies: zeroed below where not compared
     finite = np.isfinite(a)
     if boundary:
         finite &= np.isfinite(b)
-        a, b = np.where(finite, a, 0.0), np.where(finite, b, 0.0)
     elif not np.array_equal(finite, np.isfinite(b)) or not np.array_equal(a[~finite], b[~finite], equal_nan=True):
         where = np.argwhere(np.isfinite(a) != np.isfinite(b))
         at = f" (first at index {tuple(int(i) for i in where[0])})" if len(where) else ""
         return _Comparison(False, np.inf, why=f"NaN or infinity in different places{at}")
-    noise = np.zeros_like(a) if noise is None else np.where(np.isfinite(noise), noise, np.inf)
-    tolerance = _rtol(want.dtype) * np.abs(a) + float(float_info(want.dtype).tiny) + NOISE_FACTOR * noise
-    tolerance = np.where(finite, tolerance, 0.0)
-    diff = np.where(finite, np.abs(a - b), 0.0)
-    checked = int((~finite).sum() + (finite & np.isfinite(tolerance)).sum())
-    if diff.size == 0:
+    if a.size == 0:
         return _Comparison(True, checked=0)
+    skipped = None if finite.all() else ~finite
+    if skipped is not None:
+        a[skipped], b[skipped] = 0.0, 0.0
+    tolerance = np.abs(a, out=np.empty_like(a))  # arrays (0-d ones too) that are worked in place
+    tolerance *= _rtol(want.dtype)
+    tolerance += float(float_info(want.dtype).tiny)
+    if noise is not None:
+        tolerance += NOISE_FACTOR * np.where(np.isfinite(noise), noise, np.inf)
+    diff = np.subtract(a, b, out=np.empty_like(a))
+    np.abs(diff, out=diff)
     with np.errstate(divide="ignore", invalid="ignore"):
-        ratio = np.where(diff > 0, diff / tolerance, np.where(finite, 0.0, -1.0))
+        ratio = np.divide(diff, tolerance, out=np.empty_like(a))  # 0 where the values are equal, the tolerance finite or not
+    if skipped is not None:
+        tolerance[skipped], ratio[skipped] = 0.0, -1.0
+    checked = a.size if noise is None else int(np.count_nonzero(np.isfinite(tolerance)))  # 0 is finite where skipped
     worst = np.unravel_index(int(np.argmax(ratio)), ratio.shape)
     r = max(float(ratio[worst]), 0.0)
     why = "" if r <= 1.0 else (f"at index {tuple(int(i) for i in worst)} the original gives {a[worst]:.6g}, the "
@@ -463,7 +470,13 @@ def _noise(want: np.ndarray, moved: list[np.ndarray]) -> np.ndarray | None:
     if not is_float(want.dtype) or any(m.shape != want.shape for m in moved):
         return None
     a = want.astype(np.float64)
-    return np.maximum.reduce([np.abs(m.astype(np.float64) - a) for m in moved])
+    largest: np.ndarray | None = None
+    for m in moved:
+        move = m.astype(np.float64)  # a copy, worked in place
+        move -= a
+        np.abs(move, out=move)
+        largest = move if largest is None else np.maximum(largest, move, out=largest)
+    return largest
 
 
 def _bytes(original: IRModule, optimized: IRModule, size: int) -> int:
