@@ -72,6 +72,12 @@ class Saturated:
     def input_choice(self) -> Choice:
         return Choice(self.before.roots, {c: ns[0] for c, ns in self.before.classes.items()})
 
+    def typed_before(self) -> EGraphView:
+        """`before` with its classes typed as saturation left them (`Any` dimensions the e-graph
+        proved filled in), so the input is priced with what its extracted rivals are priced with."""
+        egraph = self.lowered.egraph
+        return dataclasses.replace(self.before, types={c: egraph.type_of(c) for c in self.before.types})
+
     def growth(self) -> Counter[str]:
         """Per rule, the e-nodes of `view` it made: which rules grew the e-graph most."""
         return Counter(origin for origin in self.view.origins if origin is not None)
@@ -154,7 +160,7 @@ def extract_program(sat: Saturated, model: CostModel, extractor: str | Extractor
     seconds = time.perf_counter() - start
     choice.check(sat.view)
     before_choice = sat.input_choice()
-    before = before_choice.dag_cost(sat.before, node_costs(sat.before, model))
+    before = before_choice.dag_cost(sat.before, node_costs(sat.typed_before(), model))
     after = choice.dag_cost(sat.view, costs)
     if after > before:  # a heuristic extractor can lose to the input on a hard e-graph: keep the input
         mod, params = sat.input_module(fold_constants=True)

@@ -4,7 +4,8 @@
 (SkipLayerNormalization), `nn.attention` / `nn.masked_attention` / `nn.cached_attention` (ONNX
 Attention, which ONNX Runtime runs from opset 23, with past and present keys and values for the last) and `nn.feed_forward` (Gemm, Gelu, Gemm in cache-sized column chunks)
 have no generic strategy: a target runs them only if its keys say it
-has such kernels, so the e-graph extracts them only for such a target. `nn.bias_gelu` is legal in
+has such kernels, so the e-graph extracts them only for such a target (attention in float32 only:
+`ATTENTION_DTYPES`). `nn.bias_gelu` is legal in
 the dtypes ONNX Runtime's CPU kernels of BiasGelu and FastGelu run (`KERNEL_DTYPES`).
 """
 
@@ -28,6 +29,9 @@ __all__ = ["KERNEL_DTYPES", "reference_strategy_ort", "skip_layer_norm_strategy_
 #: the dtypes ONNX Runtime 1.32 runs its activation and rotary contrib kernels in on the CPU (what
 #: `ir.frontend.export_contrib` writes them in)
 KERNEL_DTYPES = ("float32", "float16")
+#: the dtypes ONNX `Attention` is written in (`ir.frontend.export_attention`: in float16 a row the mask
+#: hides throughout is not the kernel's); in another the e-graph extracts attention as it is spelled
+ATTENTION_DTYPES = ("float32",)
 
 
 def reference_strategy_ort(op_name: str, dtypes: tuple[str, ...] | None = None):
@@ -52,7 +56,8 @@ def skip_layer_norm_strategy_ort(attrs: Attrs, in_types: Sequence[Type], out_typ
 
 
 get_op("nn.fused_matmul").get_attr("FTVMStrategy").register("ort", matmul_strategy_cpu("nn.fused_matmul"))
-for _name in ("nn.attention", "nn.masked_attention", "nn.cached_attention", "nn.feed_forward"):
-    get_op(_name).get_attr("FTVMStrategy").register("ort", reference_strategy_ort(_name))
+for _name in ("nn.attention", "nn.masked_attention", "nn.cached_attention"):
+    get_op(_name).get_attr("FTVMStrategy").register("ort", reference_strategy_ort(_name, ATTENTION_DTYPES))
+get_op("nn.feed_forward").get_attr("FTVMStrategy").register("ort", reference_strategy_ort("nn.feed_forward"))
 get_op("nn.bias_gelu").get_attr("FTVMStrategy").register("ort", reference_strategy_ort("nn.bias_gelu", KERNEL_DTYPES))
 get_op("nn.skip_layer_norm").get_attr("FTVMStrategy").register("ort", skip_layer_norm_strategy_ort)

@@ -242,3 +242,15 @@ def test_summary_says_which_rules_grew_the_egraph_most():
     assert sum(growth.values()) == sum(o is not None for o in res.saturated.view.origins) > 0
     top, n = growth.most_common(1)[0]
     assert f"e-graph grown most by: {top} ({n} e-nodes)" in res.summary()
+
+
+@pytest.mark.parametrize("target", ["cpu", "ort"])
+def test_the_input_is_priced_with_the_shapes_saturation_proved(target):
+    """A run-time reshape to the data's own shape types its users `(?, ?)` at import; saturation
+    proves the shape, and the input is priced with it as its rivals are, so dropping the reshape
+    is seen to pay (priced with the unknown shape, the input looked cheaper and was kept)."""
+    x = relay.var("x", shape=(512, 512))
+    mod = ir.IRModule.from_expr(relay.Function([x], relay.exp(relay.dyn.reshape(x, relay.shape_of(x)))))
+    res = eqsat.optimize(mod, target=target)
+    assert not res.choice.info.get("kept_input") and dict(res.op_counts_after) == {"exp": 1}
+    assert res.cost_after < res.cost_before
