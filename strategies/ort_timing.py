@@ -91,15 +91,14 @@ def timing_clock(threads: int) -> tuple[str, Callable[[], float]]:
 
 
 def ort_session(model: Any, threads: int, optimization: str = GRAPH_OPTIMIZATION,
-                external: Mapping[str, np.ndarray] | None = None,
-                initializers: Mapping[str, np.ndarray] | None = None, prepack: bool = True) -> Any:
+                external: Mapping[str, np.ndarray] | None = None, prepack: bool = True) -> Any:
     """A CPU `InferenceSession` of an ONNX model (a `ModelProto` or its bytes) with `threads` intra-op
     threads (0: ONNX Runtime's default) at an optimization level; `external` holds the arrays of the
-    initializers the model writes as held in memory (`ir.frontend.to_onnx(external=...)`), and
-    `initializers` replace the model's own initializers of those names. Both are taken without a
-    copy (the session keeps them alive). Not `prepack`: weights are not repacked for the kernels
-    when the session is made (half the making of a large model's session, for slightly slower runs:
-    for a session that runs a few times).
+    initializers the model writes as held in memory (`ir.frontend.to_onnx(external=...)`), which
+    the session copies when it is made (no copy into the model and out again; a run fed an array
+    reads it in place, see `eqsat.soundness.verify`). Not `prepack`: weights are not repacked for
+    the kernels when the session is made (half the making of a large model's session, for slightly
+    slower runs: for a session that runs a few times).
 
     Idle worker threads sleep instead of spinning, so sessions left open do not hold the cores.
     """
@@ -118,11 +117,9 @@ def ort_session(model: Any, threads: int, optimization: str = GRAPH_OPTIMIZATION
     options.graph_optimization_level = levels[optimization]
     options.add_session_config_entry("session.disable_prepacking", "0" if prepack else "1")
     held = {name: ort.OrtValue.ortvalue_from_numpy(np.ascontiguousarray(value))
-            for name, value in {**(external or {}), **(initializers or {})}.items()}
+            for name, value in (external or {}).items()}
     if external:
-        options.add_external_initializers(list(external), [held[name] for name in external])
-    for name in initializers or {}:
-        options.add_initializer(name, held[name])
+        options.add_external_initializers(list(held), list(held.values()))
     data = model if isinstance(model, bytes) else model.SerializeToString()
     session = ort.InferenceSession(data, options, providers=["CPUExecutionProvider"])
     session.held_initializers = held  # ONNX Runtime reads their buffers for the session's lifetime
@@ -131,15 +128,17 @@ def ort_session(model: Any, threads: int, optimization: str = GRAPH_OPTIMIZATION
 
 def quiet_runner(session: Any) -> Callable[..., list]:
     """`run(inputs, overrides=None)`: `session.run` on the inputs of a feed the session takes (and on
-    `overrides`, values of initializers the model also lists as graph inputs), with ONNX Runtime's own
-    logging of a failed run off: the caller decides what a failure means (an input set passed over, say)."""
+    `overrides`: values of other inputs, or of initializers the model also lists as graph inputs),
+    with ONNX Runtime's own logging of a failed run off: the caller decides what a failure means (an
+    input set passed over, say)."""
     import onnxruntime as ort
     names = [i.name for i in session.get_inputs()]
     quiet = ort.RunOptions()
     quiet.log_severity_level = 4
 
     def run(inputs: Mapping[str, np.ndarray], overrides: Mapping[str, np.ndarray] | None = None) -> list:
-        return session.run(None, {**{n: inputs[n] for n in names}, **(overrides or {})}, quiet)
+        overrides = overrides or {}
+        return session.run(None, {**{n: inputs[n] for n in names if n not in overrides}, **overrides}, quiet)
     return run
 
 

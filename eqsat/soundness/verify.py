@@ -44,7 +44,7 @@ import functools
 import importlib.util
 import time
 from dataclasses import dataclass
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Callable, Collection, Mapping, Sequence
 
 import numpy as np
 
@@ -175,16 +175,15 @@ def _ort_runner(mod: IRModule, params: Mapping[str, Any], contrib: bool,
                 movable: bool = False) -> tuple[Runner, str, Moved | None]:
     """ONNX Runtime with its graph optimizer off and its default threads (every core: verification is
     what the run waits for) and no weights repacked (it runs a few times), on `mod` exported (with
-    contrib ops when `contrib`), its weights handed to the session as the arrays they are (no copy
-    into the model and out again). When `movable`, the float initializers that move (`_moving`) are
-    also graph inputs, so the moved twins are runs of the same session fed moved values (no second
-    export, no other session; a model with initializers ONNX Runtime cannot take from numpy, bfloat16
-    ones, has its moved twins exported apart)."""
+    contrib ops when `contrib`), its weights fed to every run as the arrays they are (`_fed_runner`).
+    When `movable`, the float initializers that move (`_moving`) are graph inputs too, so the moved
+    twins are runs of the same session fed moved values (no second export, no other session; a
+    model with initializers ONNX Runtime cannot take from numpy, bfloat16 ones, has its moved twins
+    exported apart)."""
     weights: dict[str, np.ndarray] = {}
     model = ir.frontend.to_onnx(mod, params, contrib=contrib, check=False, external=weights)  # ONNX Runtime checks
     moving = _moving(model, weights) if movable else None
-    run = quiet_runner(ort_session(model.SerializeToString(), threads=0, optimization="disabled", external=weights,
-                                   prepack=False))  # a failing input set is reported by verify, not logged
+    run = _fed_runner(model, weights, moving or {})
 
     def moved(side: int) -> Runner:
         if moving is None:
@@ -194,12 +193,38 @@ def _ort_runner(mod: IRModule, params: Mapping[str, Any], contrib: bool,
     return _ort_outputs(run), "onnxruntime (optimizer off)", moved if movable else None
 
 
+def _fed_runner(model: Any, weights: Mapping[str, np.ndarray], overridable: Collection[str]) -> Callable[..., list]:
+    """`run(inputs, overrides=None)` of `model` (`strategies.ort_timing.quiet_runner`), whose held
+    `weights` (`ir.frontend.to_onnx(external=...)`) are graph inputs fed to every run: ONNX Runtime
+    copies an initializer handed to a session, and reads a fed array in place. Its `overridable`
+    initializers are graph inputs too, which `overrides` may feed. Where the session cannot be made
+    so (a kernel that needs its weight as an initializer), the weights are handed to the session."""
+    import onnx  # installed wherever ONNX Runtime runs; the cpu path needs neither
+
+    def as_inputs(names: Collection[str]) -> list[Any]:
+        return [onnx.helper.make_tensor_value_info(t.name, t.data_type, list(t.dims))
+                for t in model.graph.initializer if t.name in names]
+    fed = onnx.ModelProto()
+    fed.CopyFrom(model)  # small: the weights are not inside it
+    fed.graph.input.extend(as_inputs({*weights, *overridable}))
+    kept = [t for t in model.graph.initializer if t.name not in weights]
+    del fed.graph.initializer[:]
+    fed.graph.initializer.extend(kept)
+    try:
+        run = quiet_runner(ort_session(fed.SerializeToString(), threads=0, optimization="disabled", prepack=False))
+    except Exception:  # noqa: BLE001 - some kernel takes its weight at session creation only
+        model.graph.input.extend(as_inputs(overridable))
+        return quiet_runner(ort_session(model.SerializeToString(), threads=0, optimization="disabled",
+                                        external=weights, prepack=False))
+    return lambda inputs, overrides=None: run(inputs, {**weights, **(overrides or {})})
+
+
 def _moving(model: Any, external: Mapping[str, np.ndarray]) -> dict[str, np.ndarray] | None:
     """The float initializers of `model` that move (of more than one element, or a scalar that only the
     arithmetic nodes of `ARITHMETIC_OPS` read: the scalars `perturbed_program` moves; one another node
-    reads too stays, as an exponent or a fill must), made graph inputs a run may feed; None when
-    `model` holds a bfloat16 initializer (numpy cannot feed one)."""
-    import onnx.helper
+    reads too stays, as an exponent or a fill must), with their values (those of `external` for the
+    weights held outside the model); None when `model` holds a bfloat16 initializer (numpy cannot
+    feed one)."""
     import onnx.numpy_helper  # installed wherever ONNX Runtime runs; the cpu path needs neither
     if any(t.HasField("raw_data") and t.data_type == onnx.TensorProto.BFLOAT16 for t in model.graph.initializer):
         return None
@@ -213,7 +238,6 @@ def _moving(model: Any, external: Mapping[str, np.ndarray]) -> dict[str, np.ndar
         value = external[t.name] if t.name in external else onnx.numpy_helper.to_array(t)
         if is_float(value.dtype) and (value.size > 1 or readers.get(t.name, {""}) <= arithmetic):
             moving[t.name] = value
-            model.graph.input.append(onnx.helper.make_tensor_value_info(t.name, t.data_type, list(t.dims)))
     return moving
 
 
@@ -282,7 +306,7 @@ def _compare(want: np.ndarray, got: np.ndarray, noise: np.ndarray | None, bounda
     diff = np.subtract(a, b, out=np.empty_like(a))
     np.abs(diff, out=diff)
     with np.errstate(divide="ignore", invalid="ignore"):
-        ratio = np.divide(diff, tolerance, out=np.empty_like(a))  # 0 where the values are equal, the tolerance finite or not
+        ratio = np.divide(diff, tolerance, out=np.empty_like(a))  # 0 where equal, the tolerance finite or not
     if skipped is not None:
         tolerance[skipped], ratio[skipped] = 0.0, -1.0
     checked = a.size if noise is None else int(np.count_nonzero(np.isfinite(tolerance)))  # 0 is finite where skipped
@@ -424,10 +448,11 @@ def _compare_all(wants: list[np.ndarray], gots: list[np.ndarray], outputs: int, 
 def _run_original(original: IRModule, skip: Sequence[str], seed: int, kind: str, size: int, variables: list[str],
                   run: Runner, run_moved: Moved) -> tuple[dict[str, np.ndarray], list[np.ndarray], Noise]:
     """An input set the original runs on, its outputs, and a function that measures their noise
-    scales (`Noise`: how far each moves when the original is moved). Size variables take `size`, then one at a time twice that (`size_assignments`: a
-    mask as long as past and new tokens together). Integer inputs are often indices or shapes:
-    where the original fails on full-range ones, they are drawn from [0, 2), then all 0 (a
-    reshape's "copy this dimension"), then all 1 (an expand to itself)."""
+    scales (`Noise`: how far each moves when the original is moved). Size variables take `size`,
+    then one at a time twice that (`size_assignments`: a mask as long as past and new tokens
+    together). Integer inputs are often indices or shapes: where the original fails on full-range
+    ones, they are drawn from [0, 2), then all 0 (a reshape's "copy this dimension"), then all 1 (an
+    expand to itself)."""
     rng = np.random.default_rng(seed)
     integers = [lambda v: v, lambda v: random_tensor(rng, v.shape, str(v.dtype), "index"), np.zeros_like, np.ones_like]
     failure: Exception | None = None
