@@ -192,8 +192,7 @@ def extract_for(sat: Saturated, spec: TargetSpec, extractor: str | Extractor, *,
         raise ExtractionError(f"the extracted program does not type-check, so it is not returned: {err}") from None
     if not trials:
         return out
-    seen = (memo if memo is not None else {}).setdefault(
-        (ir.structural_hash(out.mod), spec.runs_in, spec.contrib), [])
+    seen = [] if memo is None else memo.setdefault((ir.structural_hash(out.mod), spec.runs_in, spec.contrib), [])
     checked = next((v for m, v in seen if ir.structural_equal(m, out.mod)), None)
     if checked is None:
         mod, params = source
