@@ -10,7 +10,8 @@ The check is local. Each float element must agree within
 
     RTOL[dtype] * |reference| + the dtype's smallest normal number + NOISE_FACTOR * |noise|
 
-at that element, where `noise` is how far the original's output moves there when every float
+at that element, where `dtype` is the least precise float dtype among the value's and those of the
+values it is computed from (a float32 value computed from float16 ones carries their rounding), and `noise` is how far the original's output moves there when every float
 input, constant and weight (a scalar one where arithmetic reads it: `inputs.ARITHMETIC_OPS`, which
 also says why) is scaled by `1 + u * RTOL` and by `1 - u * RTOL` (u uniform in
 (-1, 1); both ways, since a kink such as relu's moves one way only): the scale of the rounding noise of the
@@ -43,6 +44,7 @@ from __future__ import annotations
 import functools
 import importlib.util
 import time
+import warnings
 from dataclasses import dataclass
 from typing import Any, Callable, Collection, Mapping, Sequence
 
@@ -50,6 +52,7 @@ import numpy as np
 
 import ir
 from ir import IRModule
+from ir.visitor import children
 from ir.dtype_info import float_info, is_float
 import strategies
 from strategies.ort_timing import ort_session, quiet_runner
@@ -272,7 +275,8 @@ def _bits_equal(want: np.ndarray, got: np.ndarray) -> bool:
     return want.dtype == got.dtype and np.array_equal(want, got)
 
 
-def _compare(want: np.ndarray, got: np.ndarray, noise: np.ndarray | None, boundary: bool = False) -> _Comparison:
+def _compare(want: np.ndarray, got: np.ndarray, noise: np.ndarray | None, boundary: bool = False,
+             precision: str | None = None) -> _Comparison:
     """One value of both programs, element by element (see the module docstring). At a `boundary`
     (a rewritten region's value, not an output) only elements finite in both are compared: kernels
     may place NaN differently inside a program (a max of NaN and a number), and the outputs say
@@ -299,9 +303,12 @@ def _compare(want: np.ndarray, got: np.ndarray, noise: np.ndarray | None, bounda
     if skipped is not None:
         a[skipped], b[skipped] = 0.0, 0.0
     tolerance = np.abs(a, out=np.empty_like(a))  # arrays (0-d ones too) that are worked in place
-    tolerance *= _rtol(want.dtype)
-    tolerance += float(float_info(want.dtype).tiny)
+    dtype = precision or want.dtype
+    tolerance *= _rtol(dtype)
+    tolerance += float(float_info(dtype).tiny)
     if noise is not None:
+        if float_info(dtype).bits <= 16 and noise.ndim:
+            noise = _row_floor(noise)
         tolerance += NOISE_FACTOR * np.where(np.isfinite(noise), noise, np.inf)
     diff = np.subtract(a, b, out=np.empty_like(a))
     np.abs(diff, out=diff)
@@ -318,7 +325,35 @@ def _compare(want: np.ndarray, got: np.ndarray, noise: np.ndarray | None, bounda
                        float(a[worst]) if finite[worst] else 0.0, r, checked, why)
 
 
-def _rtol(dtype: np.dtype) -> float:
+def _row_floor(noise: np.ndarray) -> np.ndarray:
+    """`noise` raised to the median of its row (the last axis) where it is lower. In a 16-bit float
+    an element's move is often none at all (the change rounds away) or one step, while the
+    roundings of the terms that made it, which the moves do not redo, reach it all the same: its
+    row's typical move is the better scale of its noise."""
+    finite = np.where(np.isfinite(noise), noise, np.nan)
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # a row with no finite move: no floor
+        median = np.nanmedian(finite, axis=-1, keepdims=True)
+    return np.fmax(noise, median)
+
+
+def _float_dtypes(ty: ir.Type) -> list[str]:
+    if isinstance(ty, ir.TupleType):
+        return [d for field in ty.fields for d in _float_dtypes(field)]
+    return [ty.dtype] if isinstance(ty, ir.TensorType) and is_float(ty.dtype) else []
+
+
+def _precisions(mod: IRModule) -> list[str | None]:
+    """Per value `main` returns (flattened), the least precise float dtype (the largest `RTOL`) among
+    its own and those of the values it is computed from; None where there is none."""
+    least: dict[ir.Expr, str | None] = {}
+    for node in ir.post_order(mod["main"].body):
+        dtypes = _float_dtypes(node.checked_type) + [d for c in children(node) if (d := least.get(c))]
+        least[node] = max(dtypes, key=_rtol, default=None)
+    return [least[e] for e in _flat_exprs(mod["main"].body)]
+
+
+def _rtol(dtype: np.dtype | str) -> float:
     """`RTOL` of a float dtype: the tolerance relative to each element, and the size of the perturbation
     that measures the element's noise."""
     return RTOL.get(str(dtype), 1e-3)
@@ -360,6 +395,7 @@ def verify(original: IRModule, params: Mapping[str, Any] | None, optimized: IRMo
         original = _with_values(original, boundaries.original)
         optimized = _with_values(optimized, boundaries.optimized)
         labels += list(boundaries.labels)
+    precisions = _precisions(original)
     notes: list[str] = []
     run_original, runner, moved = _runner(original, params, where, False, notes, movable=True)
     run_moved = functools.cache(moved)  # built when some value first needs the noise scale
@@ -391,7 +427,7 @@ def verify(original: IRModule, params: Mapping[str, Any] | None, optimized: IRMo
                 _fail(report, f"the optimized program has {len(gots)} outputs, the original {len(wants)}")
             kinds.append(kind)
             seen.append(wants)
-            compared = _compare_all(wants, gots, outputs, kind, noise)
+            compared = _compare_all(wants, gots, outputs, kind, noise, precisions)
             for k, c in compared.items():
                 if not c.agrees:
                     _fail(report, f"{labels[k]} (shape {wants[k].shape}, {wants[k].dtype}) differs on {at}: |diff| "
@@ -428,20 +464,21 @@ moved (`SIGNS`); None for each where a moved run fails."""
 
 
 def _compare_all(wants: list[np.ndarray], gots: list[np.ndarray], outputs: int, kind: str,
-                 noise: Noise) -> dict[int, _Comparison]:
+                 noise: Noise, precisions: Sequence[str | None]) -> dict[int, _Comparison]:
     """Each value compared (boundaries not on a non-finite set: inside a program, kernels may turn NaN
     and inf into other values, see above), first without the noise term, then the values that disagree
     again with the noise of one moved run, then of both. The noise only widens a tolerance and the
     noise of one way is at most that of both, so a value that agrees at an earlier step agrees with
     the noise of both ways: the moved runs are made only when some value needs them."""
     values = [k for k in range(len(wants)) if not (k >= outputs and kind == "nonfinite")]
-    compared = {k: _compare(wants[k], gots[k], None, k >= outputs) for k in values}
+    compared = {k: _compare(wants[k], gots[k], None, k >= outputs, precisions[k]) for k in values}
     for ways in range(1, len(SIGNS) + 1):
         disagree = [k for k in values if not compared[k].agrees]
         if not disagree:
             break
         scales = noise(ways, disagree)
-        compared.update({k: _compare(wants[k], gots[k], scale, k >= outputs) for k, scale in zip(disagree, scales)})
+        compared.update({k: _compare(wants[k], gots[k], scale, k >= outputs, precisions[k])
+                         for k, scale in zip(disagree, scales)})
     return compared
 
 
