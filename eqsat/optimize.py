@@ -24,7 +24,7 @@ from .errors import ExtractionError, VerificationError
 from .explain import Change, find_changes, format_changes, format_provenance
 from .extract import Choice, CostModel, Extractor, get_extractor, node_costs
 from .limits import Limits
-from .provenance import Provenance
+from .provenance import Chains, Provenance
 from .report import IterationRow, Report, chained
 from .rules.library import resolve_rules
 from .rules.rule import RuleSet, ruleset as ruleset_of
@@ -168,10 +168,8 @@ def extract_program(sat: Saturated, model: CostModel, extractor: str | Extractor
         return Extracted(mod, params, kept, before, before, seconds, ())
     built: dict[int, object] = {}
     mod, params = lift_params(sat.lowered, sat.view, choice.node_of, built, fold_constants=True)
-    chains = {node: chain for c, node in built.items()
-              if isinstance(node, ir.Expr) and (chain := sat.provenance.chain(choice.node_of[c]))}
     return Extracted(mod, params, choice, before, after, seconds, tuple(find_changes(sat.view, choice, costs, model)),
-                     chains, built)
+                     Chains(sat.provenance, built, choice.node_of), built)
 
 
 VerifiedMemo = dict[tuple[int, str, bool], list[tuple[IRModule, Verification]]]

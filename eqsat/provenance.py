@@ -14,6 +14,10 @@ chain is the rule alone.
 
 from __future__ import annotations
 
+from functools import cached_property
+from typing import Iterator, Mapping
+
+from ir import Expr
 from ir.dataflow_pattern.explain import Explainer
 
 from .egraph.egraph import EGraph
@@ -21,7 +25,7 @@ from .egraph.pattern_graph import EGraphForms
 from .egraph.view import EGraphView, NodeId
 from .rules.lhs import left_sides
 
-__all__ = ["Provenance"]
+__all__ = ["Provenance", "Chains"]
 
 
 class Provenance:
@@ -66,3 +70,26 @@ class Provenance:
             if walk.visit(pattern, root) is None:
                 return [n for form in walk.forms.values() if (n := graph.node_of(form)) is not None]
         return []
+
+
+class Chains(Mapping[Expr, tuple[str, ...]]):
+    """Each rule-made node of a lifted program -> its rule chain, all computed when one is first read
+    (finding a chain's matches again is work a caller that never reads them does not wait for)."""
+
+    def __init__(self, provenance: Provenance, built: Mapping[int, object], node_of: Mapping[int, NodeId]):
+        """`built`: e-class -> the program's node for it; `node_of`: e-class -> the e-node chosen."""
+        self._provenance, self._built, self._node_of = provenance, built, node_of
+
+    @cached_property
+    def _chains(self) -> dict[Expr, tuple[str, ...]]:
+        return {node: chain for c, node in self._built.items()
+                if isinstance(node, Expr) and (chain := self._provenance.chain(self._node_of[c]))}
+
+    def __getitem__(self, node: Expr) -> tuple[str, ...]:
+        return self._chains[node]
+
+    def __iter__(self) -> Iterator[Expr]:
+        return iter(self._chains)
+
+    def __len__(self) -> int:
+        return len(self._chains)

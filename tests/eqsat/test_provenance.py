@@ -52,3 +52,15 @@ def test_compare_names_the_rules_that_make_programs_differ():
     cpu, cuda = result.candidates
     assert "skip-layer-norm" in cuda.rules_used - cpu.rules_used
     assert "rules only in B (cuda/greedy): " in result.differences()
+
+
+def test_chains_are_found_when_first_read(monkeypatch):
+    from eqsat.provenance import Provenance
+    found = []
+    real = Provenance.chain
+    monkeypatch.setattr(Provenance, "chain", lambda self, node: found.append(node) or real(self, node))
+    mod, params = ir.models.get("bert", small=True)
+    res = eqsat.optimize(mod, params, verify=False)
+    assert found == []  # nothing read them yet
+    made = [n for n in ir.post_order(res.mod["main"].body) if res.rules_of(n)]
+    assert made and found and all(n in res.provenance for n in made)
