@@ -156,16 +156,20 @@ def test_soft_capped_scores_are_the_kernels(name):
     assert caps == [ENTRIES[name]["has"]["softcap"]] * MANIFEST["sizes"]["layers"]
 
 
+def _extra_fixture(file: str) -> tuple[onnx.ModelProto, onnx.ModelProto, list[str]]:
+    """(a fixture outside the manifest, our ort program for it with contrib ops, that program's op types)."""
+    proto = onnx.load(os.path.join(FIXTURES, file))
+    res = eqsat.optimize(*from_onnx(proto), target="ort", limits=LIMITS)
+    ours = to_onnx(res.mod, res.params, contrib=True)
+    return proto, ours, [n.op_type for n in ours.graph.node]
+
+
 def test_every_layer_of_a_two_layer_model_reaches_its_fused_kernels():
     """The second layer's shapes are computed at run time from the first layer's outputs (`Any` at
     import); the e-graph types them as the first layer's fusions do, so that layer's rotary
     embeddings, attention and norms fuse as well, and the program still gives the fixture's outputs."""
     family, exporter, attention, layers = DEEP
-    proto = onnx.load(os.path.join(FIXTURES, f"{family}_{exporter}_{attention}_{layers}layers.onnx"))
-    mod, params = from_onnx(proto)
-    res = eqsat.optimize(mod, params, target="ort", limits=LIMITS)
-    ours = to_onnx(res.mod, res.params, contrib=True)
-    ops = [n.op_type for n in ours.graph.node]
+    proto, ours, ops = _extra_fixture(f"{family}_{exporter}_{attention}_{layers}layers.onnx")
     assert ops.count("RotaryEmbedding") == 2 * layers and ops.count("Attention") == layers, ops
     assert ops.count("RMSNormalization") == 2 * layers + 1 and "Neg" not in ops and "Softmax" not in ops, ops
     for sizes in sizes_to_check(False).values():
@@ -180,11 +184,7 @@ def test_a_half_precision_model_reaches_its_rotary_and_activation_kernels():
     row hidden throughout is then averaged by float16 rounding in the original, which no kernel
     reproduces (see `ir.frontend.export_attention`)."""
     family, exporter, attention, dtype = HALF
-    proto = onnx.load(os.path.join(FIXTURES, f"{family}_{exporter}_{attention}_fp16.onnx"))
-    mod, params = from_onnx(proto)
-    res = eqsat.optimize(mod, params, target="ort", limits=LIMITS)
-    ours = to_onnx(res.mod, res.params, contrib=True)
-    ops = [n.op_type for n in ours.graph.node]
+    proto, ours, ops = _extra_fixture(f"{family}_{exporter}_{attention}_fp16.onnx")
     assert ops.count("RotaryEmbedding") == 2 and ops.count("QuickGelu") == 1, ops
     assert ops.count("RMSNormalization") == 3 and "Neg" not in ops and "Sigmoid" not in ops, ops
     assert "Attention" not in ops and "Softmax" in ops, ops
