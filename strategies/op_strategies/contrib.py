@@ -18,6 +18,7 @@ from ir.op.registry import get_op
 from ir.types import Type
 
 from ..kernels import attention  # noqa: F401  (registers the attention ops' reference kernels)
+from ..dtype_legality import first_dtype
 from ..strategy import OpStrategy
 from ..target import Target
 from .dense import matmul_strategy_cpu
@@ -42,7 +43,7 @@ def reference_strategy_ort(op_name: str, dtypes: tuple[str, ...] | None = None):
 
     def strategy(attrs: Attrs, in_types: Sequence[Type], out_type: Type, target: Target) -> OpStrategy:
         s = OpStrategy()
-        if dtypes is None or getattr(out_type, "dtype", None) in dtypes:
+        if dtypes is None or first_dtype([out_type]) in dtypes:  # a tuple's first field: cached attention's
             s.add_implementation(compute, no_knobs, name=f"{short}.ort", plevel=10)
         return s
     return strategy
