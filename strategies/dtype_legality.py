@@ -19,7 +19,7 @@ from ir.types import TensorType, TupleType, Type
 
 from .target import Target
 
-__all__ = ["ORT_CPU_DTYPES", "NUMPY_NO_BFLOAT16", "dtype_problem", "first_dtype"]
+__all__ = ["ORT_CPU_DTYPES", "NUMPY_NO_BFLOAT16", "all_dtypes", "dtype_problem", "first_dtype"]
 
 _F = frozenset({"float16", "float32", "float64"})
 _F32 = frozenset({"float16", "float32"})
@@ -61,11 +61,12 @@ def first_dtype(types: tuple[Type, ...] | list[Type]) -> str | None:
     return None
 
 
-def _all_dtypes(types) -> set[str]:
+def all_dtypes(types: tuple[Type, ...] | list[Type]) -> set[str]:
+    """The dtypes of every tensor among `types` (tuple fields included)."""
     out: set[str] = set()
     for ty in types:
         if isinstance(ty, TupleType):
-            out |= _all_dtypes(ty.fields)
+            out |= all_dtypes(ty.fields)
         elif isinstance(ty, TensorType):
             out.add(ty.dtype)
     return out
@@ -79,7 +80,7 @@ def dtype_problem(op: str, in_types: tuple[Type, ...], out_type: Type, target: T
         if "cpu" in target.keys and op in NUMPY_NO_BFLOAT16 and first_dtype(in_types) == "bfloat16":
             return f"{op} on bfloat16: numpy's einsum (the cpu kernels' contraction) has no bfloat16"
         return None
-    if "bfloat16" in _all_dtypes((*in_types, out_type)):
+    if "bfloat16" in all_dtypes((*in_types, out_type)):
         return f"{op} on bfloat16: ONNX Runtime's CPU kernels (and the ONNX export) have no bfloat16"
     allowed = ORT_CPU_DTYPES.get(op)
     dtype = first_dtype(in_types)

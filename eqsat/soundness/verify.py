@@ -55,6 +55,7 @@ from ir import IRModule
 from ir.visitor import children
 from ir.dtype_info import float_info, is_float
 import strategies
+from strategies.dtype_legality import all_dtypes
 from strategies.ort_timing import ort_session, quiet_runner
 from strategies.values import random_tensor
 
@@ -337,18 +338,13 @@ def _row_floor(noise: np.ndarray) -> np.ndarray:
     return np.fmax(noise, median)
 
 
-def _float_dtypes(ty: ir.Type) -> list[str]:
-    if isinstance(ty, ir.TupleType):
-        return [d for field in ty.fields for d in _float_dtypes(field)]
-    return [ty.dtype] if isinstance(ty, ir.TensorType) and is_float(ty.dtype) else []
-
-
 def _precisions(mod: IRModule) -> list[str | None]:
     """Per value `main` returns (flattened), the least precise float dtype (the largest `RTOL`) among
     its own and those of the values it is computed from; None where there is none."""
     least: dict[ir.Expr, str | None] = {}
     for node in ir.post_order(mod["main"].body):
-        dtypes = _float_dtypes(node.checked_type) + [d for c in children(node) if (d := least.get(c))]
+        dtypes = [d for d in all_dtypes([node.checked_type]) if is_float(d)]
+        dtypes += [d for c in children(node) if (d := least.get(c))]
         least[node] = max(dtypes, key=_rtol, default=None)
     return [least[e] for e in _flat_exprs(mod["main"].body)]
 

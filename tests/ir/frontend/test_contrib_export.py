@@ -116,3 +116,12 @@ def test_contrib_nodes_inside_if_branches_run():
         assert_outputs_close(flat_outputs(evaluate(mod, feed)), run_ort(model, feed))
     branch = next(a.g for a in model.graph.node[-1].attribute if a.name == "then_branch")
     assert any(n.domain == MS and n.op_type == "BiasGelu" for n in branch.node)
+
+
+def test_the_cost_model_and_the_export_agree_on_the_kernels_dtypes():
+    """The dtypes ort's strategies call legal for the activation, rotary and attention kernels are the
+    ones the export writes them in (two layers, one fact: `ir` cannot import `strategies`)."""
+    from ir.frontend import export_attention, export_contrib
+    from strategies.op_strategies import contrib as strategies_contrib
+    assert set(strategies_contrib.KERNEL_DTYPES) == set(export_contrib.KERNEL_DTYPES)
+    assert set(strategies_contrib.ATTENTION_DTYPES) == set(export_attention._ATTENTION_DTYPES)
