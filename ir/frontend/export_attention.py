@@ -92,6 +92,9 @@ def _kernel_mask(ctx: EmitContext, call: Call, mask: Value) -> Value:
     as 0, as the op does with `nan_rows="zero"`; a NaN in the mask makes the row NaN). The mask is
     small (it broadcasts), so this is cheap."""
     dtype = ctx.type_of(call.args[0]).dtype
+    chosen = _chosen_mask(ctx, call, mask)
+    if chosen is not None:
+        return chosen
     floor, low = ctx.const(_MASK_FLOOR, dtype), ctx.const(-float("inf"), dtype)
     finite_low = ctx.node("And", [ctx.node("Less", [mask, floor]), ctx.node("Greater", [mask, low])])
     raised = ctx.node("Where", [finite_low, floor, mask])
@@ -99,6 +102,24 @@ def _kernel_mask(ctx: EmitContext, call: Call, mask: Value) -> Value:
         return raised
     hidden = ctx.node("Equal", [ctx.node("ReduceMax", [mask, ctx.ints([-1])], keepdims=1), low])
     return ctx.node("Where", [hidden, ctx.const(float("nan"), dtype), raised])
+
+
+def _chosen_mask(ctx: EmitContext, call: Call, mask: Value) -> Value | None:
+    """`_kernel_mask` of a mask that a `Where` chooses between two constants (the exports' `where(keep, 0,
+    finfo.min)`), as one `Where` choosing between the constants raised to `_MASK_FLOOR`, in place of the
+    mask's own; None where it is not such a mask, or one constant is -inf where the op keeps hidden
+    rows NaN (which rows are hidden throughout is then known only when the model runs)."""
+    made = ctx.producer(mask)
+    if made is None or made.op_type != "Where":
+        return None
+    branches = [ctx.value_of(name) for name in made.input[1:]]
+    if any(b is None for b in branches):
+        return None
+    if getattr(call.attrs, "nan_rows", "keep") != "zero" and any(np.isneginf(b).any() for b in branches):
+        return None
+    raised = [np.where((b < _MASK_FLOOR) & np.isfinite(b), np.asarray(_MASK_FLOOR, b.dtype), b) for b in branches]
+    ctx.bypassable[mask] = made.input[0]  # the mask's own Where is left out when nothing else reads it
+    return ctx.node("Where", [made.input[0], *(ctx.const(r) for r in raised)])
 
 
 def _split_heads(batch: int, heads: int, shape: Sequence[int]) -> np.ndarray:

@@ -135,6 +135,14 @@ class EmitContext:
                                                 domain=domain or None, **attrs))
         return out_names[0] if outputs == 1 else out_names
 
+    def producer(self, value: Value) -> onnx.NodeProto | None:
+        """The node of the current (sub)graph that computes `value`; None for an input, a constant or a tuple."""
+        if isinstance(value, str):
+            for node in reversed(self.nodes):
+                if value in node.output:
+                    return node
+        return None
+
     def const(self, value: Any, dtype: str | None = None) -> str:
         """The name of an initializer holding `value` (small equal constants are shared)."""
         arr = np.asarray(value) if dtype is None else np.asarray(value).astype(dtype)

@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Sequence
 
 import numpy as np
+import onnx
 
 from ..expr import Call, Constant, Expr
 from ..op.shapes import known, normalize_axis
@@ -33,9 +34,19 @@ def emit_gather(ctx: EmitContext, call: Call, args: Sequence[Value]) -> Value:
 
 
 def _tuple_last(ctx: EmitContext, value: str, indices: Expr) -> str:
-    """The IR's [M, Y...] indices as ONNX's int64 [Y..., M]."""
+    """The IR's [M, Y...] indices as ONNX's int64 [Y..., M]: the value a Transpose moved the tuple to the
+    front from (the import's own, for indices computed in the model), else a Transpose of them."""
     rank = ctx.type_of(indices).ndim
-    return ctx.node("Transpose", [as_int64(ctx, value, indices)], perm=[*range(1, rank), 0])
+    value = as_int64(ctx, value, indices)
+    made = ctx.producer(value)
+    if made is not None and made.op_type == "Transpose" and _perm(made) == [rank - 1, *range(rank - 1)]:
+        ctx.bypassable[value] = made.input[0]  # left out when nothing else reads it
+        return made.input[0]
+    return ctx.node("Transpose", [value], perm=[*range(1, rank), 0])
+
+
+def _perm(node: onnx.NodeProto) -> list[int]:
+    return next((list(a.ints) for a in node.attribute if a.name == "perm"), [])
 
 
 @emits("gather_nd")

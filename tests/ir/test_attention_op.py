@@ -121,3 +121,26 @@ def test_a_fully_masked_row_stays_nan_in_onnx_runtime(opset):
     want = attention_loops(values, 0.3)
     assert np.isnan(want[0, :, 1]).all() and np.isnan(want[1, :, 2]).all()
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)  # NaN where the loops give NaN
+
+
+@pytest.mark.parametrize("hidden", [np.finfo(np.float32).min, -np.inf])
+def test_a_mask_chosen_between_constants_is_raised_on_its_constants(hidden):
+    """The exports' `where(keep, 0, lowest)` mask: its constants are raised to the kernel's floor, one
+    `Where` in place of the mask's and its guard; a -inf fill keeps the guard that puts a hidden row's
+    NaN back. Either way a row hidden throughout is what the op gives."""
+    values = attention_inputs()
+    keep = np.random.default_rng(3).random((B, 1, S, T)) < 0.6
+    keep[0, 0, 1, :] = False
+    keep[:, :, :, 0] |= np.arange(S) != 1
+    args = [relay.var(n, shape=v.shape) for n, v in values.items()]
+    flag = relay.var("keep", shape=keep.shape, dtype="bool")
+    mask = relay.where(flag, relay.const(0.0), relay.const(np.float32(hidden)))
+    mod = ir.IRModule.from_expr(relay.Function([*args, flag], relay.nn.masked_attention(*args, mask, scale=0.3)))
+    model = to_onnx(mod)
+    ops = [n.op_type for n in model.graph.node]
+    assert ops.count("Where") == (1 if np.isfinite(hidden) else 3) and ("ReduceMax" in ops) == (not np.isfinite(hidden))
+    feeds = {**values, "keep": keep}
+    got = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, feeds)[0]
+    want = np.asarray(strategies.evaluate(mod, feeds))
+    assert np.isnan(want[0, :, 1]).all() == (not np.isfinite(hidden))
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
