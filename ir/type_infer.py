@@ -33,12 +33,31 @@ def _describe_args(call: Call) -> str:
     return ", ".join(f"{name}: {arg.checked_type}" for name, arg in zip(call.op.inputs, call.args))
 
 
+#: (op name, argument types, attributes) -> the op's relation's type: a relation reads only these, and
+#: a program (or an e-graph's rewrites) calls the same op on the same types many times over
+_RELATIONS: dict[tuple, Type] = {}
+_MAX_RELATIONS = 1 << 16
+
+
 def _call_type(call: Call) -> Type:
     if isinstance(call.op, Op):
+        args = tuple(a.checked_type for a in call.args)
+        key = (call.op.name, args, call.attrs)
         try:
-            return call.op.relation([a.checked_type for a in call.args], call.attrs)
+            known = _RELATIONS.get(key)
+        except TypeError:  # an attribute value that does not hash
+            key, known = None, None
+        if known is not None:
+            return known
+        try:
+            ty = call.op.relation(list(args), call.attrs)
         except ShapeError as err:
             raise TypeInferenceError(f"{call.op.name}: {err} (inputs {_describe_args(call)})") from None
+        if key is not None:
+            if len(_RELATIONS) >= _MAX_RELATIONS:
+                _RELATIONS.clear()
+            _RELATIONS[key] = ty
+        return ty
     fty = call.op.checked_type
     if not isinstance(fty, FuncType):
         raise TypeInferenceError(f"calling a value of type {fty}, which is not a function")

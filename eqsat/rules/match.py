@@ -11,7 +11,7 @@ from ir import Constant, Expr, Var
 from ir.types import TensorType, Type
 
 from ..egraph.egraph import EGraph
-from ..egraph.terms import Handle
+from ..egraph.terms import Handle, Kind
 
 __all__ = ["Match"]
 
@@ -87,6 +87,18 @@ class Match:
         if ty is None:
             raise TypeError(f"pattern variable {name!r} is not a tensor: {self.type(name)}")
         return ty.dtype
+
+    def calls(self, name: str, op: str) -> list[tuple[Any, tuple[Handle, ...]]]:
+        """(attributes, operand classes) of each e-node calling `op` in the class bound to `name`, as of
+        the e-graph's last refresh: what else the class is known to be."""
+        nodes = self.egraph.class_nodes().get(self.egraph.canonical(self.classes[name]), ())
+        return [(self.egraph.attrs[t.payload[1]], t.children) for t in nodes
+                if t.kind is Kind.CALL and t.payload[0] == op]
+
+    def is_constant(self, handle: Handle) -> bool:
+        """Whether class `handle` holds a constant e-node (as of the e-graph's last refresh)."""
+        nodes = self.egraph.class_nodes().get(self.egraph.canonical(handle), ())
+        return any(t.kind is Kind.CONST for t in nodes)
 
     def const(self, name: str) -> np.ndarray:
         """The value of a constant bound by `const_pat(name)`."""

@@ -63,8 +63,20 @@ def _into_conv(m: Match) -> Expr | None:
 
 
 def _conv_foldable(m: Match) -> bool:
-    c = m["c"]
-    return c.data_layout == "NCHW" and c.kernel_layout == "OIHW" and m["bn"].axis == 1
+    return _into_conv_layouts(m["c"]) and m["bn"].axis == 1
+
+
+def _into_conv_layouts(c) -> bool:
+    return c.data_layout == "NCHW" and c.kernel_layout == "OIHW"
+
+
+def _not_after_a_foldable_conv(m: Match) -> bool:
+    """The batch norm's data is not a convolution by a constant weight that `fold-batch-norm-into-conv`
+    folds it into: there the affine form would reach the same program by a second path (the
+    channel-scale and -shift rules), with weights rounded twice, each blocked and laid out again by
+    the layout rules (a third of a ResNet's saturation)."""
+    return m["bn"].axis != 1 or not any(_into_conv_layouts(attrs) and m.is_constant(operands[1])
+                                        for attrs, operands in m.calls("x", "nn.conv2d"))
 
 
 _rng = np.random.default_rng(7)
@@ -93,7 +105,7 @@ def _conv(weight: Expr | None = None, layout: str = "NCHW") -> Expr:
 
 
 FOLDING = ruleset("folding", [
-    rule("batch-norm-to-affine", _bn_call(x), _affine, exact=False,
+    rule("batch-norm-to-affine", _bn_call(x), _affine, exact=False, when=_not_after_a_foldable_conv,
          example=lambda: _bn(relay.var("x", shape=(2, 4, 3)), 4),
          near_miss=lambda: _bn(relay.var("x", shape=(2, 4, 3)), 4, gamma=relay.var("g", shape=(4,)))),
     rule("fold-batch-norm-into-conv", _bn_call(call("nn.conv2d", x, const_pat("w"), bind_attrs="c")), _into_conv,
