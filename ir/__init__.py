@@ -13,7 +13,7 @@ from __future__ import annotations
 from . import op
 from .attrs import Attrs
 from .errors import ArityError, AttrsError, IRError, OpNotFoundError, ShapeError, TypeInferenceError
-from .expr import Call, Constant, Expr, Function, If, Let, Tuple, TupleGetItem, Var, const
+from .expr import Call, Constant, Expr, Function, If, Let, Tuple, TupleGetItem, Var, const, frozen
 from .module import INPUT_DEFAULTS, OUTPUT_NAMES, IRModule, input_defaults, output_names
 from .op.registry import Op, OpPattern, get_op, list_ops
 from .printer import astext
@@ -25,7 +25,7 @@ from . import relay  # noqa: E402  (builders need the registry filled)
 
 __all__ = [
     "Attrs", "Expr", "Var", "Constant", "Call", "Tuple", "TupleGetItem", "Function", "If", "Let", "Op",
-    "OpPattern", "const", "IRModule", "INPUT_DEFAULTS", "input_defaults", "OUTPUT_NAMES", "output_names", "Type", "TensorType", "TupleType",
+    "OpPattern", "const", "frozen", "IRModule", "INPUT_DEFAULTS", "input_defaults", "OUTPUT_NAMES", "output_names", "Type", "TensorType", "TupleType",
     "FuncType", "Any", "SizeVar",
     "infer_type", "structural_equal", "structural_hash", "assert_structural_equal", "astext", "get_op",
     "list_ops", "free_vars", "post_order", "rebuild", "bind", "bind_params_by_name", "relay", "models",

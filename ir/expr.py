@@ -19,7 +19,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "Expr", "Var", "Constant", "Call", "Tuple", "TupleGetItem", "Function", "If", "Let", "NDArray",
-    "const",
+    "const", "frozen", "as_array",
 ]
 
 
@@ -115,6 +115,22 @@ class NDArray(np.ndarray):
         return np.asarray(self)
 
 
+def frozen(arr: np.ndarray) -> NDArray:
+    """`arr` itself, made read-only, as the `NDArray` a `Constant` holds without copying it: for an
+    array its maker gives up (a weight just computed), where a copy would only cost time."""
+    out = arr.view(NDArray)
+    out.setflags(write=False)
+    return out
+
+
+def as_array(value: Any) -> np.ndarray:
+    """A parameter's value as a numpy array: an array as it is (a constant's read-only `NDArray`
+    stays one, which a `Constant` then shares), a tensor through its `.numpy()`, else `np.asarray`."""
+    if isinstance(value, np.ndarray):
+        return value
+    return value.numpy() if hasattr(value, "numpy") else np.asarray(value)
+
+
 class Var(Expr):
     """A variable: a graph input or a function parameter. `type_annotation` may be None."""
 
@@ -140,12 +156,13 @@ class Constant(Expr):
 
     def __init__(self, data: Any):
         super().__init__()
+        if isinstance(data, NDArray):  # read-only already: shared, not copied
+            object.__setattr__(self, "data", data)
+            return
         arr = np.array(data)  # a private copy, so the caller cannot change it behind our back
         if arr.dtype == object:
             raise TypeError(f"a Constant needs numeric data, got {data!r}")
-        arr = arr.view(NDArray)
-        arr.setflags(write=False)
-        object.__setattr__(self, "data", arr)
+        object.__setattr__(self, "data", frozen(arr))
 
     @property
     def dtype(self) -> str:

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from typing import Any, Callable, Container, Iterable, Iterator, Mapping, Sequence
 
-import numpy as np
 
-from .expr import Call, Constant, Expr, Function, If, Let, Tuple, TupleGetItem, Var
+from .expr import Call, Constant, Expr, Function, If, Let, Tuple, TupleGetItem, Var, as_array
 
 __all__ = ["children", "operands", "post_order", "post_order_from", "free_vars", "with_children", "rebuild", "deep_copy", "bind", "bind_params_by_name", "count_nodes"]
 
@@ -165,6 +164,6 @@ def bind_params_by_name(func: Function, params: Mapping[str, object]) -> Functio
         raise ValueError(f"bind_params_by_name: no parameter named {unknown}; parameters are {sorted(by_name)}")
     binds = {}
     for name, value in params.items():
-        arr = value.numpy() if hasattr(value, "numpy") and not isinstance(value, np.ndarray) else np.asarray(value)
+        arr = as_array(value)
         binds[by_name[name]] = Constant(arr)
     return bind(func, binds)

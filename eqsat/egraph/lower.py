@@ -15,6 +15,7 @@ import numpy as np
 
 import ir
 from ir import Attrs, Call, Constant, Expr, Function, If, IRModule, Let, Tuple, TupleGetItem, Var
+from ir.expr import as_array
 from ir.op.registry import Op
 from ir.types import TupleType, Type
 from ir.visitor import bind, children, free_vars, post_order
@@ -152,9 +153,9 @@ def _bind(main: Function, params: Mapping[str, object]) -> tuple[Function, dict[
     binds: dict[ir.Var, Constant] = {}
     bound: dict[str, tuple[ir.Var, np.ndarray]] = {}
     for name, value in params.items():
-        array = value.numpy() if hasattr(value, "numpy") and not isinstance(value, np.ndarray) else np.asarray(value)
+        array = as_array(value)
         const = binds[by_name[name]] = Constant(array)
-        bound.setdefault(constant_key(const), (by_name[name], array))
+        bound.setdefault(constant_key(const), (by_name[name], const.data))  # read-only: shared, not copied, by later binds
     return bind(main, binds), bound  # type: ignore[return-value]
 
 

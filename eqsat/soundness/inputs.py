@@ -133,7 +133,12 @@ def perturbed(values: Mapping[str, np.ndarray], relative: Callable[[np.dtype], f
     the scale of its rounding noise (see `verify`, which moves both ways: a kink such as relu's
     moves one way only)."""
     rng = np.random.default_rng(seed + 0x5EED)
-    return {name: perturb_array(value, relative, rng, sign) for name, value in values.items()}
+    return {name: _moved(perturb_array(value, relative, rng, sign), value) for name, value in values.items()}
+
+
+def _moved(out: np.ndarray, value: np.ndarray) -> np.ndarray:
+    """A moved array as a constant holds it without a copy (`ir.frozen`): it is new, no one else has it."""
+    return value if out is value else ir.frozen(out)
 
 
 _CHUNK = 1 << 16
@@ -203,9 +208,9 @@ def perturbed_program(mod: IRModule, params: Mapping[str, np.ndarray], relative:
 
     def move(old: ir.Expr, new: ir.Expr) -> ir.Expr | None:
         if isinstance(old, ir.Constant) and is_float(old.data.dtype) and old.data.size > 1:
-            return ir.Constant(perturb_array(old.data, relative, rng, sign))
+            return ir.Constant(_moved(perturb_array(old.data, relative, rng, sign), old.data))
         if isinstance(new, ir.Call) and getattr(new.op, "name", None) in ARITHMETIC_OPS:
-            args = [ir.Constant(perturb_array(a.data, relative, rng, sign))
+            args = [ir.Constant(_moved(perturb_array(a.data, relative, rng, sign), a.data))
                     if isinstance(a, ir.Constant) and is_float(a.data.dtype) and a.data.size == 1 else a
                     for a in new.args]
             return ir.Call(new.op, args, new.attrs) if any(a is not b for a, b in zip(args, new.args)) else None

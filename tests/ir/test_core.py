@@ -29,6 +29,18 @@ def test_constants_are_private_read_only_copies():
     assert c.data.numpy().sum() == 4  # TVM's `.data.numpy()` spelling works
 
 
+def test_a_constants_read_only_data_is_shared_not_copied():
+    c = relay.const(np.arange(6, dtype="float32"))
+    assert ir.Constant(c.data).data is c.data
+    w = relay.var("w", shape=(6,))
+    bound = ir.bind_params_by_name(relay.Function([w], relay.exp(w)), {"w": c.data})
+    constants = [n for n in ir.post_order(bound) if isinstance(n, ir.Constant)]
+    assert len(constants) == 1 and constants[0].data is c.data
+    fresh = np.ones(3, "float32")
+    frozen = ir.frozen(fresh)
+    assert ir.Constant(frozen).data is frozen and not frozen.flags.writeable
+
+
 @pytest.mark.parametrize("value, dtype", [(0, "int32"), (0.0, "float32"), (np.float64(1.5), "float32"),
                                           (np.zeros(3, "int64"), "int64"), (True, "bool")])
 def test_const_dtypes_follow_tvm(value, dtype):
