@@ -52,7 +52,13 @@ def emit_binary(ctx: EmitContext, call: Call, args: Sequence[Value]) -> Value:
 @emits("where")
 def emit_where(ctx: EmitContext, call: Call, args: Sequence[Value]) -> Value:
     """Where; values of a dtype ONNX Runtime's kernel lacks (bool, 16-bit integers) are selected in a
-    wider one and cast back."""
+    wider one and cast back. A condition that is a constant true throughout picks the first values,
+    broadcast: an `Expand` of them (the e-graph's static form of an expand, `where(True, x, zeros)`),
+    which ONNX Runtime runs several times faster than `Where`."""
+    cond = ctx.value_of(args[0])
+    other = ctx.type_of(call.args[2]).shape
+    if cond is not None and cond.all() and all(isinstance(d, int) for d in other):
+        return ctx.node("Expand", [args[1], ctx.ints(np.broadcast_shapes(cond.shape, tuple(other)))])
     dtype = ctx.type_of(call).dtype
     wider = _WHERE_WIDER.get(dtype)
     if wider is None:

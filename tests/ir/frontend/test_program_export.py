@@ -267,3 +267,16 @@ def test_weights_written_as_held_in_memory_run_in_onnx_runtime_as_the_inline_mod
     inline = ort_session(to_onnx(mod, params), threads=1).run(None, feed)
     held = ort_session(model, threads=1, external=external, prepack=False).run(None, feed)
     assert np.array_equal(inline[0], held[0]) and np.abs(inline[0]).max() > 0
+
+
+@pytest.mark.parametrize("dtype", ["float16", "float32", "int64", "bool"])
+def test_a_where_whose_condition_is_true_throughout_is_an_expand(dtype):
+    """`where(True, x, zeros(c))`, the e-graph's static expand: one `Expand` of x, the same values."""
+    x = relay.var("x", shape=(2, 1, 3, 1), dtype=dtype)
+    mod = ir.IRModule.from_expr(relay.where(relay.const(True), x, relay.const(np.zeros((1, 4, 1, 5), dtype))))
+    model = to_onnx(mod)
+    assert [n.op_type for n in model.graph.node] == ["Expand"]
+    value = (np.arange(6).reshape(2, 1, 3, 1) % 2).astype(dtype)
+    got = run_ort(model, {"x": value})[0]
+    np.testing.assert_array_equal(got, np.asarray(evaluate(mod, {"x": value})))
+    assert got.shape == (2, 4, 3, 5)
