@@ -95,10 +95,11 @@ class Match:
         return [(self.egraph.attrs[t.payload[1]], t.children) for t in nodes
                 if t.kind is Kind.CALL and t.payload[0] == op]
 
-    def is_constant(self, handle: Handle) -> bool:
-        """Whether class `handle` holds a constant e-node (as of the e-graph's last refresh)."""
+    def holds(self, handle: Handle, *kinds: Kind) -> bool:
+        """Whether class `handle` holds an e-node of one of `kinds` (e.g. `Kind.CONST`), as of the
+        e-graph's last refresh."""
         nodes = self.egraph.class_nodes().get(self.egraph.canonical(handle), ())
-        return any(t.kind is Kind.CONST for t in nodes)
+        return any(t.kind in kinds for t in nodes)
 
     def const(self, name: str) -> np.ndarray:
         """The value of a constant bound by `const_pat(name)`."""

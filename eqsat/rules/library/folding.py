@@ -7,6 +7,7 @@ import numpy as np
 from ir import Expr, relay
 from ir.op.registry import make_call
 
+from ...egraph.terms import Kind
 from ..match import Match
 from ..pattern import call, const_pat, getitem, pvars
 from ..rule import rule, ruleset
@@ -75,7 +76,7 @@ def _not_after_a_foldable_conv(m: Match) -> bool:
     folds it into: there the affine form would reach the same program by a second path (the
     channel-scale and -shift rules), with weights rounded twice, each blocked and laid out again by
     the layout rules (a third of a ResNet's saturation)."""
-    return m["bn"].axis != 1 or not any(_into_conv_layouts(attrs) and m.is_constant(operands[1])
+    return m["bn"].axis != 1 or not any(_into_conv_layouts(attrs) and m.holds(operands[1], Kind.CONST)
                                         for attrs, operands in m.calls("x", "nn.conv2d"))
 
 

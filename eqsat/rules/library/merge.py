@@ -32,8 +32,7 @@ _LEAF_KINDS = (Kind.CONST, Kind.VAR)
 
 def _holds_leaf(m: Match, name: str) -> bool:
     """True when the class bound to `name` holds a constant or a graph variable."""
-    terms = m.egraph.class_nodes().get(m.egraph.canonical(m[name]), ())
-    return any(t.kind in _LEAF_KINDS for t in terms)
+    return m.holds(m[name], *_LEAF_KINDS)
 
 
 def _mergeable_pair(m: Match) -> bool:
