@@ -25,19 +25,37 @@ __all__ = ["fold", "rounded", "finite_normal", "subnormal", "constant"]
 def finite_normal(exact: np.ndarray, folded: np.ndarray, dtype: str, exempt: np.ndarray | None = None) -> bool:
     """True when `folded` (in `dtype`) is finite wherever `exact` is, and a normal float wherever
     `exact` is nonzero, except where `exempt` (an operand that was zero or subnormal already)."""
+    info = float_info(dtype)
+    if _all_normal(np.asarray(folded), info):  # finite and normal throughout: nothing to refuse
+        return True
     exact = np.asarray(exact, np.float64)
     wide = np.asarray(folded).astype(np.float64)
     if np.any(np.isfinite(exact) & ~np.isfinite(wide)) or np.any(np.isnan(wide) & ~np.isnan(exact)):
         return False
-    underflow = (exact != 0) & np.isfinite(exact) & (np.abs(wide) < float(float_info(dtype).tiny))
+    underflow = (exact != 0) & np.isfinite(exact) & (np.abs(wide) < float(info.tiny))
     return not np.any(underflow if exempt is None else underflow & ~np.asarray(exempt))
+
+
+def _all_normal(values: np.ndarray, info) -> bool:
+    """Whether every element of the float `values` is a finite, normal float of `info` (NaN is not)."""
+    if values.size == 0 or values.dtype not in _NATIVE_FLOATS:
+        return False
+    magnitude = np.abs(values)
+    return bool(magnitude.min() >= info.tiny and magnitude.max() <= info.max)
+
+
+#: the float dtypes numpy compares natively (bfloat16 goes through float64)
+_NATIVE_FLOATS = (np.dtype(np.float16), np.dtype(np.float32), np.dtype(np.float64))
 
 
 def subnormal(values: np.ndarray) -> np.ndarray:
     """Where the float `values` are zero or subnormal in their own dtype (nowhere for integers)."""
     if not is_float(values.dtype.name):
         return np.zeros(values.shape, bool)
-    return np.abs(values.astype(np.float64)) < float(float_info(values.dtype.name).tiny)
+    tiny = float_info(values.dtype.name).tiny
+    if values.dtype in _NATIVE_FLOATS:  # in their own dtype, where tiny is exact: no float64 copy
+        return np.abs(values) < values.dtype.type(tiny)
+    return np.abs(values.astype(np.float64)) < float(tiny)
 
 
 def rounded(values: np.ndarray, dtype: str, exempt: np.ndarray | None = None) -> np.ndarray | None:
