@@ -60,11 +60,12 @@ within noise of the program without them (`benchmarks/results/targets.md`).
 
 from __future__ import annotations
 
+import weakref
 from typing import Callable
 
 import numpy as np
 
-from ir import Expr, relay
+from ir import Constant, Expr, relay
 from ir.op.layout import OP_ACTIVATIONS, blocked_layout, parse_layout
 from ir.op.nchwc import PaddedConv, channel_crop, channel_padding, nchwc_forms, padded_channels, padded_conv
 from ir.op.shapes import normalize_axes
@@ -73,6 +74,7 @@ from ir.op.registry import make_call
 from strategies.kernels.nchwc import transform_layout
 from strategies.ort_timing import nchwc_block_size
 
+from ...egraph.egraph import constant_key
 from ..match import Match
 from ..pattern import PVar, attr, call, choose, const_pat, many, nn, ops, pvars
 from ..rule import Rewrite, rule, ruleset
@@ -104,6 +106,21 @@ def _lt(data: Expr, src: str, dst: str) -> Expr:
     return make_call("layout_transform", [data], {"src_layout": src, "dst_layout": dst})
 
 
+#: (a weight's `constant_key`, its zero-padded shape, a blocked layout) -> that weight so laid out, while
+#: anything holds it: the rules of the plain and the fused convolution block the same weights
+_BLOCKED: weakref.WeakValueDictionary[tuple, Constant] = weakref.WeakValueDictionary()
+
+
+def _blocked_weight(weight: Constant, shape: tuple[int, ...], layout: str) -> Constant:
+    """`weight` (OIHW) zero-padded to `shape` and laid out as `layout`, made once per weight."""
+    key = (constant_key(weight), shape, layout)
+    blocked = _BLOCKED.get(key)
+    if blocked is None:
+        blocked = _BLOCKED[key] = relay.const(transform_layout(_zero_padded(np.asarray(weight.data), shape),
+                                                               "OIHW", layout))
+    return blocked
+
+
 def _to_blocked(fused: bool, padded: bool = False):
     """The blocked twin of `nn.conv2d` (or `nn.conv2d_bias_act`) with a constant weight; with `padded`,
     the twin of one whose channels are not whole blocks, its channels padded with zeros (weights and
@@ -128,8 +145,8 @@ def _to_blocked(fused: bool, padded: bool = False):
         data = m.expr("x")
         if form.data_layout != "NCHW":
             data = _lt(_pad_channels(data, form.in_channels - channels), "NCHW", form.data_layout)
-        kernel = _zero_padded(weight, (form.out_channels, form.in_channels // form.groups, *weight.shape[2:]))
-        args = [data, relay.const(transform_layout(kernel, "OIHW", form.kernel_layout))]
+        kernel_shape = (form.out_channels, form.in_channels // form.groups, *weight.shape[2:])
+        args = [data, _blocked_weight(m.constants["w"], kernel_shape, form.kernel_layout)]
         if fused:  # the padded rule binds a constant bias
             args.append(m.expr("bias") if form.out_channels == out_channels else
                         relay.const(_zero_padded(m.const("bias"), (form.out_channels,))))
