@@ -13,12 +13,14 @@ import eqsat
 import ir
 from eqsat.optimize import saturate_program
 from eqsat.rules.library import default_rules
+from eqsat.rules.library import layout
 from eqsat.rules.library.layout import block_size
 from ir import relay
 from ir.frontend import to_onnx
 from ir.frontend.export_nchwc import NCHWC_DOMAIN
 from ir.op.layout import BLOCKED_CONVS
 from strategies.interpreter import evaluate
+from strategies.kernels.nchwc import transform_layout
 from tests.ir.frontend.ort_helpers import run_ort
 
 pytest.importorskip("onnxruntime")
@@ -308,3 +310,20 @@ def test_a_channel_affine_folded_and_one_kept_as_a_blocked_affine_meet_in_one_cl
     affine = {view.nodes[n].eclass for n in range(len(view.nodes)) if blocked(n) and view.nodes[n].attrs.groups > 1}
     folded = {view.nodes[n].eclass for n in range(len(view.nodes)) if blocked(n) and view.nodes[n].attrs.groups == 1}
     assert affine and affine <= folded
+
+
+def test_each_weight_is_blocked_once_for_the_plain_and_the_fused_convolution(monkeypatch):
+    """relu(conv(x) + b): the plain convolution's rule and the fused one's block the same weight; the
+    blocked weight is made once (one array, digested once), not once per rule."""
+    made = []
+    monkeypatch.setattr(layout, "transform_layout", lambda data, *args: made.append(args) or transform_layout(data, *args))
+    channels = 2 * block_size()
+    rng = np.random.default_rng(2)
+    weight = relay.const(rng.standard_normal((channels, channels, 3, 3)).astype("float32"))
+    conv = relay.nn.conv2d(relay.var("x", shape=(1, channels, 6, 6)), weight, padding=(1, 1))
+    mod = ir.IRModule.from_expr(relay.nn.relu(relay.nn.bias_add(conv, relay.const(np.ones(channels, "float32")))))
+    sat = saturate_program(mod, rules=default_rules("ort"))
+    blocked = [c for c in sat.lowered.egraph.constants.values() if c.data.ndim == 6]
+    assert len(blocked) == 1 and made.count(("OIHW", f"OIHW{block_size()}i{block_size()}o")) == 1
+    applied = sat.report.applied_per_rule
+    assert applied.get("conv2d-to-nchwc", 0) >= 1 and applied.get("conv2d-bias-act-to-nchwc", 0) >= 1
