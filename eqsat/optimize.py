@@ -332,7 +332,8 @@ def verify_extracted(mod: IRModule, params: Mapping[str, Any] | None, sat: Satur
     included; fails closed: raises `VerificationError` (with the first unsound rule application
     when `eqsat.bisect_unsound` finds it) unless verified."""
     try:
-        checked = check_program(mod, params, out.mod, out.params, trials, sat.report,
+        given = sat.lowered.values if params else params  # the weights as bound: read-only, shared, not copied
+        checked = check_program(mod, given, out.mod, out.params, trials, sat.report,
                                 boundaries=rewritten_boundaries(sat, out), where=spec.runs_in, contrib=spec.contrib)
     except VerificationError as err:
         raise VerificationError(f"{err}. {_bisection(mod, params, sat.rules, limits, sat.report)}") from None

@@ -135,6 +135,9 @@ class Lowered:
     """constant key -> the parameter bound to that value and the value (the first, for equal values)."""
     defaults: dict[str, object] = field(default_factory=dict)
     """parameter name -> the default value of an input that has one (`ir.INPUT_DEFAULTS`): never bound."""
+    values: dict[str, object] = field(default_factory=dict)
+    """parameter name -> the value it was given: a bound one as its constant holds it (a read-only copy,
+    which running the input program again can share instead of copying), a default as given."""
 
     @property
     def roots(self) -> tuple[Handle, ...]:
@@ -144,8 +147,10 @@ class Lowered:
         return self.egraph.view(self.roots)
 
 
-def _bind(main: Function, params: Mapping[str, object]) -> tuple[Function, dict[str, tuple[ir.Var, np.ndarray]]]:
-    """`main` with the named parameters replaced by constants, and constant key -> (parameter, value)."""
+def _bind(main: Function, params: Mapping[str, object]
+          ) -> tuple[Function, dict[str, tuple[ir.Var, np.ndarray]], dict[str, np.ndarray]]:
+    """`main` with the named parameters replaced by constants, constant key -> (parameter, value), and
+    parameter name -> value (as the constant holds it)."""
     by_name = {p.name_hint: p for p in main.params}
     unknown = sorted(set(params) - set(by_name))
     if unknown:
@@ -153,10 +158,9 @@ def _bind(main: Function, params: Mapping[str, object]) -> tuple[Function, dict[
     binds: dict[ir.Var, Constant] = {}
     bound: dict[str, tuple[ir.Var, np.ndarray]] = {}
     for name, value in params.items():
-        array = as_array(value)
-        const = binds[by_name[name]] = Constant(array)
+        const = binds[by_name[name]] = Constant(as_array(value))
         bound.setdefault(constant_key(const), (by_name[name], const.data))  # read-only: shared, not copied, by later binds
-    return bind(main, binds), bound  # type: ignore[return-value]
+    return bind(main, binds), bound, {p.name_hint: c.data for p, c in binds.items()}  # type: ignore[return-value]
 
 
 def lower(program: IRModule | Expr, params: Mapping[str, object] | None = None,
@@ -170,7 +174,7 @@ def lower(program: IRModule | Expr, params: Mapping[str, object] | None = None,
     defaulted = ir.input_defaults(main)
     defaults = {k: v for k, v in (params or {}).items() if k in defaulted}
     params = {k: v for k, v in (params or {}).items() if k not in defaulted}
-    main, bound = _bind(main, params) if params else (main, {})
+    main, bound, values = _bind(main, params) if params else (main, {}, {})
     try:
         ir.infer_type(main)
     except ir.IRError as err:
@@ -180,7 +184,8 @@ def lower(program: IRModule | Expr, params: Mapping[str, object] | None = None,
     egraph.roots.append(root)
     egraph.flush()
     others = {k: f for k, f in mod.functions.items() if k != "main"}
-    return Lowered(egraph, root, main.params, main.ret_type, main.attrs, others, input_params, bound, defaults)
+    return Lowered(egraph, root, main.params, main.ret_type, main.attrs, others, input_params, bound, defaults,
+                   {**values, **defaults})
 
 
 def lift_expr(view: EGraphView, node_of: Mapping[ClassId, NodeId], root: ClassId,
