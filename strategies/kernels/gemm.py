@@ -19,6 +19,9 @@ _SCALE = 2.0 ** 64
 #: per float dtype: the unsigned view, the bits of its magnitude, and the bits of its smallest normal
 _BITS = {np.dtype(np.float32): (np.uint32, 0x7FFFFFFF, 0x00800000),
          np.dtype(np.float64): (np.uint64, 0x7FFFFFFFFFFFFFFF, 0x0010000000000000)}
+#: the largest product magnitude scaled up by `_SCALE` to add the subnormals' part in that scale: up to
+#: 2^120 after scaling, below float32's largest finite value with room for the part
+_HEADROOM = 2.0 ** 56
 #: the stride of the sample of an operand looked at for subnormals first, along each axis
 _SAMPLE = 5
 
@@ -58,7 +61,7 @@ def gemm(a: np.ndarray, b: np.ndarray, out: np.ndarray | None = None) -> np.ndar
         normal = np.where(sub, x.dtype.type(0), x)  # selects bits: no arithmetic on the subnormals
         product = gemm(normal, b) if left else gemm(a, normal)
         part = gemm(scaled, b) if left else gemm(a, scaled)
-        if np.abs(product).max(initial=0) < _SCALE:  # scaled up without overflow: subnormal sums stay normal
+        if np.abs(product).max(initial=0) < _HEADROOM:  # scaled up without overflow: tiny sums stay normal
             product *= product.dtype.type(_SCALE)
             product += part
             return np.multiply(product, product.dtype.type(1 / _SCALE), out=out)
