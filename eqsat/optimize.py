@@ -373,12 +373,15 @@ def rewritten_boundaries(sat: Saturated, out: Extracted) -> Boundaries | None:
             continue
         if not isinstance(sat.view.types.get(c), ir.TensorType):
             continue
-        chain = sat.provenance.chain(out.choice.node_of[c])
-        if chain:
-            op = getattr(getattr(b, "op", None), "name", type(b).__name__)
-            pairs.append((a, b, f"the value of e-class {c} ({op}, made by {' > '.join(chain)})"))
+        if sat.provenance.rule_made(out.choice.node_of[c]):
+            pairs.append((a, b, c))
     pairs = pairs[:MAX_BOUNDARIES]
-    return Boundaries(tuple(p[0] for p in pairs), tuple(p[1] for p in pairs), tuple(p[2] for p in pairs))
+
+    def label(i: int) -> str:  # the rule chain is found again only for a value a report names
+        _, b, c = pairs[i]
+        op = getattr(getattr(b, "op", None), "name", type(b).__name__)
+        return f"the value of e-class {c} ({op}, made by {' > '.join(sat.provenance.chain(out.choice.node_of[c]))})"
+    return Boundaries(tuple(p[0] for p in pairs), tuple(p[1] for p in pairs), label)
 
 
 def _bisection(mod: IRModule, params: Mapping[str, Any] | None, rules: Any, limits: Limits, report: Report) -> str:

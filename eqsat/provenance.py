@@ -43,6 +43,10 @@ class Provenance:
             return ()
         return tuple(self.egraph.applications[a].rule for a in sorted(self._ancestors_of(app)))
 
+    def rule_made(self, node: NodeId) -> bool:
+        """Whether a rule made e-node `node` (its chain is not empty), without finding the chain."""
+        return self._application(node) is not None
+
     def _application(self, node: NodeId) -> int | None:
         return self.egraph.application_of(self.view.births[node]) if self.view.births else None
 

@@ -126,11 +126,12 @@ class Verification:
 @dataclass(frozen=True)
 class Boundaries:
     """Values both programs compute at the boundaries of the rewritten regions: `original[i]` and
-    `optimized[i]` are expressions of the two modules' `main` for the same e-class, named `labels[i]`."""
+    `optimized[i]` are expressions of the two modules' `main` for the same e-class, named
+    `label(i)` (asked for only when a report names the value)."""
 
     original: tuple[ir.Expr, ...]
     optimized: tuple[ir.Expr, ...]
-    labels: tuple[str, ...]
+    label: Callable[[int], str]
 
 
 def flat_outputs(value: Any) -> list[np.ndarray]:
@@ -386,11 +387,14 @@ def verify(original: IRModule, params: Mapping[str, Any] | None, optimized: IRMo
                 f"{MEMORY_CAP / 2**30:.0f} GiB cap of verification")
         return Verification(0, 0.0, 0.0, 0.0, "none", time.perf_counter() - start, "skipped", (), (note,))
     outputs = len(_flat_exprs(original["main"].body))
-    labels = [f"output {k}" for k in range(outputs)]
-    if boundaries is not None and boundaries.labels:
+    values = outputs
+    if boundaries is not None and boundaries.original:
         original = _with_values(original, boundaries.original)
         optimized = _with_values(optimized, boundaries.optimized)
-        labels += list(boundaries.labels)
+        values += len(boundaries.original)
+
+    def label(k: int) -> str:
+        return f"output {k}" if k < outputs else boundaries.label(k - outputs)
     precisions = _precisions(original)
     notes: list[str] = []
     run_original, runner, moved = _runner(original, params, where, False, notes, movable=True)
@@ -403,7 +407,7 @@ def verify(original: IRModule, params: Mapping[str, Any] | None, optimized: IRMo
                       f"{str(e).splitlines()[0] if str(e) else ''})")
     worst = _Comparison(True)
     kinds: list[str] = []
-    checked = [0] * len(labels)
+    checked = [0] * values
     seen: list[list[np.ndarray]] = []
     for seed in range(trials):
         kind, size = INPUT_KINDS[seed % len(INPUT_KINDS)], sizes[seed % len(sizes)]
@@ -426,7 +430,7 @@ def verify(original: IRModule, params: Mapping[str, Any] | None, optimized: IRMo
             compared = _compare_all(wants, gots, outputs, kind, noise, precisions)
             for k, c in compared.items():
                 if not c.agrees:
-                    _fail(report, f"{labels[k]} (shape {wants[k].shape}, {wants[k].dtype}) differs on {at}: |diff| "
+                    _fail(report, f"{label(k)} (shape {wants[k].shape}, {wants[k].dtype}) differs on {at}: |diff| "
                                   f"{c.diff:.3g} > tolerance {c.tolerance:.3g}{'; ' + c.why if c.why else ''}")
                 checked[k] += c.checked
                 if c.ratio >= worst.ratio:
@@ -438,12 +442,12 @@ def verify(original: IRModule, params: Mapping[str, Any] | None, optimized: IRMo
         status = "inconclusive"
         notes.append("no input set could run the original program")
     else:
-        unchecked = [labels[k] for k in range(len(labels)) if checked[k] == 0 and seen[0][k].size]
+        unchecked = [label(k) for k in range(values) if checked[k] == 0 and seen[0][k].size]
         if unchecked:
             status = "inconclusive"
             notes.append(f"{', '.join(unchecked)}: no element could be told apart from rounding noise")
         fixed = _input_independent(seen, outputs)
-        if fixed and not (boundaries and boundaries.labels):
+        if fixed and values == outputs:
             status = "inconclusive"
             notes.append("the outputs do not depend on the inputs and no rewritten region was checked instead")
         elif fixed:
@@ -451,7 +455,7 @@ def verify(original: IRModule, params: Mapping[str, Any] | None, optimized: IRMo
     kind_text = runner if runner == runner_optimized else f"{runner} / {runner_optimized}"
     return Verification(len(kinds), worst.diff, worst.tolerance, abs(worst.reference), kind_text,
                         time.perf_counter() - start, status, tuple(kinds), tuple(notes),
-                        len(labels) - outputs)
+                        values - outputs)
 
 
 Noise = Callable[[int, Sequence[int]], list[np.ndarray | None]]

@@ -165,6 +165,16 @@ def test_planted_unsound_rules_are_caught(seed):
     _check_planted(seed)
 
 
+@pytest.mark.parametrize("seed", [6, 7, 8])
+def test_a_wrong_value_inside_is_named_with_the_rules_that_made_it(seed):
+    """The outputs hide the planted region (a dense by zeros reads it): its boundary value differs, and
+    the report names it with its rule chain, found when the report is written."""
+    plant, mod, params = _planted_program(seed)
+    wrong, op, avoid = _PLANTS[plant]
+    with pytest.raises(eqsat.VerificationError, match=rf"the value of e-class \d+ \([\w.]+, made by {wrong.name}"):
+        eqsat.optimize(mod, params, target=Prefers(op, avoid), rules=ruleset("planted", [wrong]))
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("seed", range(9, 100))
 def test_planted_unsound_rules_are_caught_on_100_seeds(seed):
