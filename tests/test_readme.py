@@ -33,3 +33,10 @@ def test_a_sample_prints_what_the_readme_shows(block, scratch):
 @pytest.mark.parametrize("block", PYTHON, ids=lambda b: b.text.split("\n", 1)[0][:60])
 def test_a_python_block_runs_as_pasted(block, scratch):
     run_python(block.text, scratch)
+
+
+def test_a_batch_rows_speed_verdict_is_timed_so_not_compared_but_the_rest_is():
+    row = "gpt2_dynamo_sdpa   ok   saturated   1.21e+04   9130  1.33x {}   1.9"
+    verdicts = ["ours", "ours without nn.masked_attention", "ours without nn.masked_attention, nn.rms_norm", "input"]
+    assert len({tuple(masked(row.format(v))) for v in verdicts}) == 1
+    assert masked(row.format("ours")) != masked(row.replace(" ok ", " failed ").format("ours"))
