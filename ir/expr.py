@@ -156,7 +156,7 @@ class Constant(Expr):
 
     def __init__(self, data: Any):
         super().__init__()
-        if isinstance(data, NDArray):  # read-only already: shared, not copied
+        if isinstance(data, NDArray) and not data.flags.writeable:  # read-only already: shared, not copied
             object.__setattr__(self, "data", data)
             return
         arr = np.array(data)  # a private copy, so the caller cannot change it behind our back
