@@ -133,12 +133,7 @@ def perturbed(values: Mapping[str, np.ndarray], relative: Callable[[np.dtype], f
     the scale of its rounding noise (see `verify`, which moves both ways: a kink such as relu's
     moves one way only)."""
     rng = np.random.default_rng(seed + 0x5EED)
-    return {name: _moved(perturb_array(value, relative, rng, sign), value) for name, value in values.items()}
-
-
-def _moved(out: np.ndarray, value: np.ndarray) -> np.ndarray:
-    """A moved array as a constant holds it without a copy (`ir.frozen`): it is new, no one else has it."""
-    return value if out is value else ir.frozen(out)
+    return {name: perturb_array(value, relative, rng, sign) for name, value in values.items()}
 
 
 _CHUNK = 1 << 16
@@ -150,7 +145,8 @@ def perturb_array(value: np.ndarray, relative: Callable[[np.dtype], float], rng:
     """`value` with every float element scaled by 1 + sign * u * relative(dtype), u uniform in (-1, 1)
     (`_draws`: the same u for both signs from generators in the same state), computed in float32
     (float64 for float64 values) and clipped to the dtype's finite range; a non-finite element stays
-    as it is."""
+    as it is. A moved array is new and read-only (`ir.frozen`: a constant holds it without a copy);
+    `value` of another dtype comes back as it is."""
     value = np.asarray(value)
     if not is_float(value.dtype):
         return value
@@ -171,13 +167,13 @@ def perturb_array(value: np.ndarray, relative: Callable[[np.dtype], float], rng:
     out = out.reshape(value.shape)
     top = float(float_info(value.dtype).max) / (1 + 2 * r)
     if value.size and -top < float(value.min()) and float(value.max()) < top:  # finite, and none can overflow
-        return out
+        return ir.frozen(out)
     finite = np.isfinite(value)
     overflowed = ~np.isfinite(out) & finite  # a finite value moved past the dtype's range
     if overflowed.any():
         top = float(float_info(value.dtype).max)
         out[overflowed] = np.clip(out[overflowed], -top, top)
-    return out if finite.all() else np.where(finite, out, value)
+    return ir.frozen(out if finite.all() else np.where(finite, out, value))
 
 
 def _draws(rng: np.random.Generator, size: int, work: type, r: float) -> tuple[np.ndarray, Any, Any]:
@@ -208,9 +204,9 @@ def perturbed_program(mod: IRModule, params: Mapping[str, np.ndarray], relative:
 
     def move(old: ir.Expr, new: ir.Expr) -> ir.Expr | None:
         if isinstance(old, ir.Constant) and is_float(old.data.dtype) and old.data.size > 1:
-            return ir.Constant(_moved(perturb_array(old.data, relative, rng, sign), old.data))
+            return ir.Constant(perturb_array(old.data, relative, rng, sign))
         if isinstance(new, ir.Call) and getattr(new.op, "name", None) in ARITHMETIC_OPS:
-            args = [ir.Constant(_moved(perturb_array(a.data, relative, rng, sign), a.data))
+            args = [ir.Constant(perturb_array(a.data, relative, rng, sign))
                     if isinstance(a, ir.Constant) and is_float(a.data.dtype) and a.data.size == 1 else a
                     for a in new.args]
             return ir.Call(new.op, args, new.attrs) if any(a is not b for a, b in zip(args, new.args)) else None

@@ -205,7 +205,7 @@ def _bias_into_conv(ctx: EmitContext, conv: Expr, out: Value, bias: Value) -> bo
     imported as a convolution and `nn.bias_add`, and only the 2-D one has a fused form in the IR."""
     if ctx.readers.get(conv, 0) != 1 or ctx.value_of(bias) is None:
         return False
-    producer = next((node for node in reversed(ctx.nodes) if out in node.output), None)
+    producer = ctx.producer(out)
     if producer is None or producer.op_type not in ("Conv", "ConvTranspose") or len(producer.input) != 2:
         return False
     producer.input.append(bias)
