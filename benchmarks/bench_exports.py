@@ -3,6 +3,7 @@
     python -m benchmarks.bench_exports                  # every model, full size -> results/exports.{json,md}
     python -m benchmarks.bench_exports --small --models resnet18,distilbert --exporters dynamo
     python -m benchmarks.bench_exports --models convnext_tiny --name exports_convnext
+    python -m benchmarks.bench_exports --saved DIR      # exports written by `python -m benchmarks.torch_models DIR`
 
 Per model of `benchmarks.torch_models` (torchvision's ResNet-18, MobileNet-v3-Large, EfficientNet-B0,
 ConvNeXt-T, DenseNet-121 and ShuffleNet-v2, transformers' BERT-base and DistilBERT; random weights) and per exporter of
@@ -50,12 +51,13 @@ def compare_in_ort(original: onnx.ModelProto, ours: onnx.ModelProto, feed: dict,
             "max_rel_error": relative_error(tuple(sessions["ours_off"].run(None, feed)), reference)}
 
 
-def measure_export(name: str, small: bool, repeat: int, min_seconds: float,
-                   exporter: str = "torchscript", runs: int = 1, speed: bool = True) -> dict[str, Any]:
+def measure_export(name: str, small: bool, repeat: int, min_seconds: float, exporter: str = "torchscript",
+                   runs: int = 1, speed: bool = True, saved: str | None = None) -> dict[str, Any]:
     """One row: `eqsat.optimize_onnx` on the export (what `eqsat optimize IN.onnx OUT.onnx` writes: the
     ort target, its kernels, the speed check unless not `speed`), timed against the export `runs`
-    times; each ratio is the median of the runs' medians, `ours_on_runs` lists every run's."""
-    original = export(name, small, exporter)
+    times; each ratio is the median of the runs' medians, `ours_on_runs` lists every run's. The export
+    is read from the folder `saved` where it is there (`torch_models.export`)."""
+    original = export(name, small, exporter, saved)
     stopwatch = Stopwatch()
     with stopwatch("optimize"):
         ours = eqsat.optimize_onnx(original, speed=speed)
@@ -92,6 +94,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--exporters", default=",".join(EXPORTERS), help="comma-separated exporters")
     parser.add_argument("--name", help="results file name (default exports, exports_small with --small)")
     parser.add_argument("--runs", type=int, default=3, help="interleaved timings per model (the noise across them)")
+    parser.add_argument("--saved", help="a folder of exports written by `python -m benchmarks.torch_models`")
     args = parser.parse_args(argv)
     if args.runs < 1:
         parser.error("--runs must be at least 1")
@@ -103,7 +106,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     for name in names:
         for exporter in exporters:
             try:
-                rows.append(measure_export(name, args.small, args.repeat, args.seconds, exporter, args.runs))
+                rows.append(measure_export(name, args.small, args.repeat, args.seconds, exporter, args.runs,
+                                           saved=args.saved))
             except Unavailable as err:
                 print(f"{name}: skipped ({err})", file=sys.stderr)
                 break

@@ -1,7 +1,8 @@
 """Real PyTorch models, exported to ONNX by `torch.onnx.export` the way users export them.
 
 The image models are torchvision's own (ResNet-18, MobileNet-v3-Large, EfficientNet-B0, ConvNeXt-T,
-DenseNet-121, ShuffleNet-v2: channel counts that are not whole NCHWc blocks),
+DenseNet-121, ShuffleNet-v2: channel counts that are not whole NCHWc blocks; DeepLabV3 on
+MobileNet-v3-Large for segmentation),
 the encoders come from `transformers` (BERT-base, DistilBERT; eager attention); all with random
 weights (batch-norm statistics drawn at random too, since fresh ones are the identity), so nothing
 is downloaded. Each exports through either of torch's exporters: `torchscript` (the tracer,
@@ -9,14 +10,22 @@ is downloaded. Each exports through either of torch's exporters: `torchscript` (
 the same layers differently. `export(name, exporter=...)` gives the ONNX model and
 `input_feed(model)` an input for it. Needs torch and torchvision (transformers for the encoders);
 `Unavailable` says which is missing.
+
+torchvision's wheels need a torch of their own, so the exports can be written in another environment
+and read back: `python -m benchmarks.torch_models DIR` (there) writes each as `DIR/NAME_EXPORTER.onnx`
+(`_small` before the suffix with `--small`), and `export(..., saved=DIR)` reads one that is there
+(`bench_exports --saved DIR`).
 """
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import importlib.util
 import io
-from typing import Any, Callable
+import os
+import sys
+from typing import Any, Callable, Sequence
 
 import numpy as np
 import onnx
@@ -51,15 +60,32 @@ def _randomize_norms(torch: Any, module: Any) -> Any:
 
 
 def _torchvision(name: str) -> Callable[[int, str], onnx.ModelProto]:
-    """torchvision's model `name` (random weights) exported at an image side."""
+    """torchvision's model `name` (random weights) exported at an image side; a segmentation model's
+    output is its `out` map (its backbone random too: nothing is downloaded)."""
     def build(image: int, exporter: str) -> onnx.ModelProto:
         _require("torch", "torchvision")
         import torch
         import torchvision
         torch.manual_seed(0)
-        module = _randomize_norms(torch, getattr(torchvision.models, name)())
+        if hasattr(torchvision.models.segmentation, name):
+            segmentation = getattr(torchvision.models.segmentation, name)(weights=None, weights_backbone=None)
+            module = _out_map(torch, _randomize_norms(torch, segmentation))
+        else:
+            module = _randomize_norms(torch, getattr(torchvision.models, name)())
         return _export(torch, module, (torch.randn(1, 3, image, image),), ["x"], exporter)
     return build
+
+
+def _out_map(torch: Any, model: Any) -> Any:
+    """`model` with its dict output's `out` entry as its one output."""
+    class OutMap(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.model = model
+
+        def forward(self, x):
+            return self.model(x)["out"]
+    return OutMap().eval()
 
 
 def _encoder(config_name: str, model_name: str) -> Callable[[int, str], onnx.ModelProto]:
@@ -129,14 +155,23 @@ EXPORTS: dict[str, tuple[Callable[[int, str], onnx.ModelProto], int, int]] = {
     "convnext_tiny": (_torchvision("convnext_tiny"), 224, 64),
     "densenet121": (_torchvision("densenet121"), 224, 64),
     "shufflenet_v2_x1_0": (_torchvision("shufflenet_v2_x1_0"), 224, 64),
+    "deeplabv3_mobilenet_v3_large": (_torchvision("deeplabv3_mobilenet_v3_large"), 224, 64),
     "bert": (_encoder("BertConfig", "BertModel"), 128, 16),
     "distilbert": (_encoder("DistilBertConfig", "DistilBertModel"), 128, 16),
     "vit_b16": (_vit(), 224, 32),
 }
 
 
-def export(name: str, small: bool = False, exporter: str = "torchscript") -> onnx.ModelProto:
-    """The ONNX export of model `name` at its full or small size, by `exporter` (see `EXPORTERS`)."""
+def saved_path(folder: str, name: str, small: bool, exporter: str) -> str:
+    """Where `python -m benchmarks.torch_models folder` writes the export of `name`."""
+    return os.path.join(folder, f"{name}_{exporter}{'_small' if small else ''}.onnx")
+
+
+def export(name: str, small: bool = False, exporter: str = "torchscript", saved: str | None = None) -> onnx.ModelProto:
+    """The ONNX export of model `name` at its full or small size, by `exporter` (see `EXPORTERS`); read
+    from the folder `saved` where it was written there."""
+    if saved is not None and os.path.exists(saved_path(saved, name, small, exporter)):
+        return onnx.load(saved_path(saved, name, small, exporter))
     build, full, reduced = EXPORTS[name]
     return build(reduced if small else full, exporter)
 
@@ -154,3 +189,26 @@ def input_feed(model: onnx.ModelProto, seed: int = 0) -> dict[str, np.ndarray]:
         else:
             feed[value.name] = rng.integers(0, 1000, shape).astype(np.int64)
     return feed
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description="Write the exports to a folder (see the module's docstring).")
+    parser.add_argument("folder")
+    parser.add_argument("--models", default=",".join(EXPORTS), help="comma-separated models")
+    parser.add_argument("--exporters", default=",".join(EXPORTERS), help="comma-separated exporters")
+    parser.add_argument("--small", action="store_true", help="small inputs (64x64 images, 16 tokens)")
+    args = parser.parse_args(argv)
+    os.makedirs(args.folder, exist_ok=True)
+    for name in args.models.split(","):
+        for exporter in args.exporters.split(","):
+            try:
+                model = export(name, args.small, exporter)
+            except Unavailable as err:
+                print(f"{name}: skipped ({err})", file=sys.stderr)
+                break
+            onnx.save(model, saved_path(args.folder, name, args.small, exporter))
+            print(f"{name} ({exporter}): {len(model.graph.node)} nodes", file=sys.stderr, flush=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,8 +1,10 @@
 """Types: tensors with static or symbolic dimensions, tuples and functions.
 
 A symbolic dimension is a `SizeVar` (a named size), or arithmetic on them: `SizeVar("N") * 2048`
-is a `DimExpr` (a polynomial with integer coefficients), `SizeVar("N") // 2` a `FloorDiv`. Results
-are simplified, so `N * 2048 // 2048` is `N` again and `N - N` the int 0.
+is a `DimExpr` (a polynomial with integer coefficients), `SizeVar("N") // 2` a `FloorDiv`, and
+`dim_min(SizeVar("S"), 512)` a `MinDim` (a symbolic length clipped, as a slice of its first 512
+positions or of its last 3 is). Results are simplified, so `N * 2048 // 2048` is `N` again and
+`N - N` the int 0.
 """
 
 from __future__ import annotations
@@ -14,8 +16,8 @@ from typing import Mapping, Union
 import numpy as np
 
 __all__ = [
-    "Type", "TensorType", "TupleType", "FuncType", "SizeVar", "DimExpr", "FloorDiv", "SymbolicDim", "AnyDim", "Any",
-    "Dim", "floor_divide", "dim_value", "DTYPES", "normalize_dtype", "normalize_shape", "is_static", "dim_str",
+    "Type", "TensorType", "TupleType", "FuncType", "SizeVar", "DimExpr", "FloorDiv", "MinDim", "SymbolicDim", "AnyDim",
+    "Any", "Dim", "floor_divide", "dim_min", "dim_value", "DTYPES", "normalize_dtype", "normalize_shape", "is_static", "dim_str",
 ]
 
 
@@ -93,7 +95,18 @@ class FloorDiv(_DimArithmetic):
         return f"{_atom_str(self.numerator)} // {_atom_str(self.denominator)}"
 
 
-_Atom = Union[SizeVar, FloorDiv]
+@dataclass(frozen=True)
+class MinDim(_DimArithmetic):
+    """`min(first, second)` where which is smaller depends on the sizes (e.g. `min(S, 512)`)."""
+
+    first: "Dim"
+    second: "Dim"
+
+    def __str__(self) -> str:
+        return f"min({self.first}, {self.second})"
+
+
+_Atom = Union[SizeVar, FloorDiv, MinDim]
 _Monomial = tuple  # sorted tuple of atoms (a repeated atom is a power)
 _Poly = dict  # monomial -> non-zero integer coefficient; the empty monomial is the constant term
 
@@ -128,7 +141,7 @@ def _atom_key(atom) -> str:
 def _poly(d) -> _Poly:
     if isinstance(d, DimExpr):
         return dict(d.terms)
-    if isinstance(d, (SizeVar, FloorDiv)):
+    if isinstance(d, (SizeVar, FloorDiv, MinDim)):
         return {(d,): 1}
     return {(): int(d)} if d else {}
 
@@ -183,7 +196,7 @@ def _order(difference, strict: bool) -> bool:
         return NotImplemented
     low, high = 0, 0
     for monomial, coefficient in _poly(difference).items():
-        least = 0 if any(isinstance(a, FloorDiv) for a in monomial) else 1
+        least = min((_least(a) for a in monomial), default=1)
         if coefficient > 0:
             low, high = low + coefficient * least, (high + coefficient) if not monomial else float("inf")
         else:
@@ -194,6 +207,40 @@ def _order(difference, strict: bool) -> bool:
         return False
     raise TypeError(f"whether {difference} is {'positive' if strict else 'non-negative'} depends on the sizes "
                     f"its variables take")
+
+
+def _least(atom) -> int:
+    """The smallest value an atom takes (a product of atoms is at least the smallest of them, as each is
+    0 or at least 1)."""
+    if isinstance(atom, FloorDiv):
+        return 0
+    if isinstance(atom, MinDim):
+        return min(_least_dim(atom.first), _least_dim(atom.second))
+    return 1
+
+
+def _least_dim(d) -> int:
+    if _is_int(d):
+        return int(d)
+    terms = _poly(d)
+    if all(c > 0 for c in terms.values()):
+        return sum(c * min((_least(a) for a in m), default=1) for m, c in terms.items())
+    return 0
+
+
+def dim_min(a, b):
+    """`min(a, b)` for dimensions: the smaller where the sizes cannot change which it is, else a `MinDim`."""
+    if _is_int(a) and _is_int(b):
+        return min(int(a), int(b))
+    if a == b:
+        return a
+    for smaller, other in ((a, b), (b, a)):
+        try:
+            if smaller <= other:
+                return smaller
+        except TypeError:
+            pass
+    return MinDim(*sorted((a, b), key=lambda d: (_is_int(d), str(d))))
 
 
 def _divide_monomial(m: _Monomial, by: _Monomial) -> _Monomial | None:
@@ -230,8 +277,8 @@ def floor_divide(a, b):
 
 
 Any = AnyDim()
-Dim = Union[int, SizeVar, DimExpr, FloorDiv, AnyDim]
-SymbolicDim = (SizeVar, DimExpr, FloorDiv)
+Dim = Union[int, SizeVar, DimExpr, FloorDiv, MinDim, AnyDim]
+SymbolicDim = (SizeVar, DimExpr, FloorDiv, MinDim)
 
 
 def dim_value(d: Dim, size: int, named: Mapping[str, int] | None = None) -> int:
@@ -244,13 +291,15 @@ def dim_value(d: Dim, size: int, named: Mapping[str, int] | None = None) -> int:
         return size
     if isinstance(d, FloorDiv):
         return dim_value(d.numerator, size, named) // max(dim_value(d.denominator, size, named), 1)
+    if isinstance(d, MinDim):
+        return min(dim_value(d.first, size, named), dim_value(d.second, size, named))
     if isinstance(d, DimExpr):
         return sum(c * int(np.prod([dim_value(a, size, named) for a in m], dtype=np.int64)) for m, c in d.terms)
     return int(d)
 
 
 def normalize_dim(d) -> Dim:
-    if isinstance(d, (SizeVar, DimExpr, FloorDiv, AnyDim)):
+    if isinstance(d, (SizeVar, DimExpr, FloorDiv, MinDim, AnyDim)):
         return d
     if isinstance(d, str):
         return Any if d in ("?", "Any") else SizeVar(d)

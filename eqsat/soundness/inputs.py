@@ -16,7 +16,7 @@ import numpy as np
 import ir
 from ir import IRModule
 from ir.dtype_info import float_info, is_float, numpy_dtype
-from ir.types import DimExpr, FloorDiv, SizeVar, TensorType, dim_value
+from ir.types import DimExpr, FloorDiv, MinDim, SizeVar, TensorType, dim_value
 from ir.visitor import rebuild
 from strategies.values import INPUT_KINDS, random_tensor
 
@@ -65,6 +65,8 @@ def _vars_of(d: object) -> list[str]:
         return [d.name]
     if isinstance(d, FloorDiv):
         return _vars_of(d.numerator) + _vars_of(d.denominator)
+    if isinstance(d, MinDim):
+        return _vars_of(d.first) + _vars_of(d.second)
     if isinstance(d, DimExpr):
         return [n for m, _ in d.terms for a in m for n in _vars_of(a)]
     return []

@@ -4,7 +4,7 @@ Shape computations over a symbolic batch fold at import into *symbolic shape val
 `import_fold`), which stand in the graph as placeholder variables. Most are read only as shape
 arguments and vanish; one that a run needs as data (the limit of a `Range`, the end of a `Slice`
 that no static form expresses) is built here: each size variable is read with `shape_of` from the
-graph input that declares it, and arithmetic on them (`N * 2048`, `S // 2`) becomes int64 IR.
+graph input that declares it, and arithmetic on them (`N * 2048`, `S // 2`, `min(S, 512)`) becomes int64 IR.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import numpy as np
 
 from ..expr import Constant, Expr, Var
 from ..op.registry import make_call
-from ..types import DimExpr, FloorDiv, SizeVar
+from ..types import DimExpr, FloorDiv, MinDim, SizeVar
 from .errors import FrontendError
 
 __all__ = ["DimensionBuilder"]
@@ -55,6 +55,8 @@ class DimensionBuilder:
             return self._size(d)
         if isinstance(d, FloorDiv):
             return make_call("floor_divide", [self.dimension(d.numerator), self.dimension(d.denominator)], {})
+        if isinstance(d, MinDim):
+            return make_call("minimum", [self.dimension(d.first), self.dimension(d.second)], {})
         if isinstance(d, DimExpr):
             total: Expr | None = None
             for monomial, coefficient in d.terms:

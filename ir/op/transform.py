@@ -6,7 +6,7 @@ from typing import Sequence
 
 from ..attrs import Attrs
 from ..errors import ShapeError
-from ..types import Any, Dim, FloorDiv, TensorType, TupleType, Type
+from ..types import Any, Dim, FloorDiv, TensorType, TupleType, Type, dim_min
 from .registry import AttrField, OpPattern, register_op
 from .shapes import (broadcast_shapes, dims_match, known, normalize_axis, product, same_dtype, symbolic, tensor,
                      transpose_axes)
@@ -153,12 +153,17 @@ _TO_THE_END = 2**31 - 1
 
 
 def _sliced(size: Dim, begin: int, end: int, stride: int) -> Dim:
-    """How many elements a unit-stride slice from a non-negative `begin` to the end selects from a
-    symbolic dimension (assumed at least `begin` long), or its first element; `Any` for other slices."""
-    if stride == 1 and symbolic(size) and begin >= 0 and end >= _TO_THE_END:
+    """How many elements a unit-stride slice selects from a symbolic dimension: from a non-negative
+    `begin` to the end (the dimension assumed at least `begin` long), the last `-begin`, or the first
+    `end` (a `MinDim` where the dimension may be shorter); `Any` for other slices."""
+    if stride != 1 or not symbolic(size):
+        return Any
+    if begin >= 0 and end >= _TO_THE_END:
         return size - begin
-    if stride == 1 and symbolic(size) and (begin, end) == (0, 1):  # a size variable is at least 1
-        return 1
+    if begin < 0 and end >= _TO_THE_END:
+        return dim_min(size, -begin)
+    if begin == 0 and end > 0:
+        return dim_min(size, end)
     return Any
 
 

@@ -6,7 +6,7 @@ import pytest
 
 import ir
 from ir import relay
-from ir.types import Any, DimExpr, FloorDiv, SizeVar, dim_value
+from ir.types import Any, DimExpr, FloorDiv, MinDim, SizeVar, dim_min, dim_value
 
 N, S = SizeVar("N"), SizeVar("S")
 
@@ -64,11 +64,30 @@ def v(name: str, *shape) -> ir.Var:
     (lambda: relay.nn.softmax(v("x", N, S, 16)), "(N, S, 16)"),
     (lambda: relay.nn.layer_norm(v("x", N, S, 16), v("g", 16), v("b", 16)), "(N, S, 16)"),
     (lambda: relay.strided_slice(v("x", N, 4), [1], [2**31 - 1], axes=[0]), "(N - 1, 4)"),
+    (lambda: relay.strided_slice(v("x", N, 4), [-3], [2**63 - 1], axes=[0]), "(min(N, 3), 4)"),
+    (lambda: relay.strided_slice(v("x", N, 4), [0], [512], axes=[0]), "(min(N, 512), 4)"),
+    (lambda: relay.strided_slice(v("x", N, 4), [0], [1], axes=[0]), "(1, 4)"),
+    (lambda: relay.strided_slice(v("x", N, 4), [1], [3], axes=[0]), "(?, 4)"),
+    (lambda: relay.concatenate([relay.strided_slice(v("p", N, 1, S, 16), [-3], [2**63 - 1], axes=[2]),
+                                v("k", N, 1, 1, 16)], axis=2), "(N, 1, min(S, 3) + 1, 16)"),
     (lambda: relay.nn.pad(v("x", N, 3, S, 8), ((0, 0), (0, 0), (1, 1), (2, 2))), "(N, 3, S + 2, 12)"),
     (lambda: relay.nn.batch_flatten(v("x", N, 3, S, 8)), "(N, S*24)"),
 ])
 def test_relations_keep_symbolic_dims(build, expected):
     assert infer(build()) == f"Tensor[{expected}, float32]"
+
+
+def test_a_minimum_is_a_dimension_only_where_the_sizes_decide_which():
+    """`dim_min` is the smaller where every size agrees, a `MinDim` otherwise; it is at least the least
+    its arguments take, and sized as the smaller of theirs."""
+    assert dim_min(N, N + 2) == N and dim_min(N, 1) == 1 and dim_min(3, 5) == 3 and dim_min(N, N) == N
+    clipped = dim_min(S, 512)
+    assert isinstance(clipped, MinDim) and str(clipped) == "min(S, 512)" and dim_min(512, S) == clipped
+    assert clipped >= 1 and clipped + N > N and str(clipped + N) == "N + min(S, 512)"
+    with pytest.raises(TypeError, match="depends on the sizes"):
+        _ = clipped > 3
+    assert dim_value(clipped, 7) == 7 and dim_value(clipped, 700) == 512
+    assert dim_value(dim_min(S, 3) + N, 5, {"S": 2}) == 7
 
 
 def test_reshape_to_a_size_that_does_not_divide_is_unknown():

@@ -33,12 +33,9 @@ XFAIL: dict[str, str] = {}
 """fixture -> why it does not import or verify yet."""
 UNVERIFIED: dict[str, str] = {}
 """fixture -> why `optimize` runs with verify=False on it (the comparison below still runs)."""
-CACHE_OUTSIDE: dict[str, str] = {
-    "gemma2_torchscript_eager_cache": "Gemma-2's sliding-window layer slices the past to its last sliding_window - 1 "
-                                      "tokens before the Concat, and K/V reach the attention through run-time shapes "
-                                      "the shape rules do not make static yet: the KV head copies and the Concat stay "
-                                      "outside (the attention itself, soft-capped, is fused)"}
-"""decode-step fixture -> why its cache's concatenations stay outside the attention."""
+SLIDING_CACHE = {"gemma2_torchscript_eager_cache"}
+"""decode-step fixtures whose layer keeps a sliding window: the past is sliced to its last
+sliding_window - 1 tokens before the Concat, and the present is the last that many of the result."""
 
 
 @lru_cache(maxsize=None)
@@ -111,7 +108,7 @@ def test_attention_is_fused(name):
 
 
 @pytest.mark.parametrize("name", sorted(n for n, e in ENTRIES.items() if e["has"]["kv_heads"] < MANIFEST["sizes"]["heads"]
-                                        and n not in XFAIL and n not in CACHE_OUTSIDE))
+                                        and n not in XFAIL))
 def test_grouped_query_attention_takes_kv_heads_as_they_are(name):
     """Where the model has fewer KV heads than query heads, `repeat_kv`'s copies (Expand + Reshape, as
     either exporter writes them, of the new K/V or of their concatenation with the cache) fold into
@@ -130,15 +127,20 @@ def test_grouped_query_attention_takes_kv_heads_as_they_are(name):
     assert [n.op_type for n in ours.graph.node].count("Attention") == MANIFEST["sizes"]["layers"]
 
 
-@pytest.mark.parametrize("name", sorted(n for n, e in ENTRIES.items() if e["cache"] and n not in XFAIL
-                                        and n not in CACHE_OUTSIDE))
+@pytest.mark.parametrize("name", sorted(n for n, e in ENTRIES.items() if e["cache"] and n not in XFAIL))
 def test_decode_step_attention_takes_and_returns_its_cache(name):
     """A decode step's attention is one ONNX `Attention` that reads the past keys and values (graph
     inputs) and returns the present ones (graph outputs): the `Concat` of each cache with the new
-    tokens' K/V folds into it, with the new K/V's own (grouped) heads."""
+    tokens' K/V folds into it, with the new K/V's own (grouped) heads. A sliding-window layer's
+    attention reads the window's Slice of the past and its present is sliced to the window (the slice
+    of a symbolic length typed as a `MinDim`)."""
     _, ours = optimized(name)
     inputs = {i.name for i in ours.graph.input}
     outputs = {o.name for o in ours.graph.output}
+    if name in SLIDING_CACHE:
+        window = [n for n in ours.graph.node if n.op_type == "Slice"]
+        inputs = {n.output[0] for n in window if n.input[0] in inputs}
+        outputs = {n.input[0] for n in window if n.output[0] in outputs}
     attention = [n for n in ours.graph.node if n.op_type == "Attention"]
     assert len(attention) == MANIFEST["sizes"]["layers"]
     for node in attention:

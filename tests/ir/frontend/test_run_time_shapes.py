@@ -240,3 +240,21 @@ def test_dense_over_rows_of_a_symbolic_size_exports(contrib):
         expected = np.maximum(value @ w.data.T + b.data, 0)
         np.testing.assert_allclose(run_ort(constant, {"x": value})[0], expected, rtol=1e-5, atol=1e-6)
         np.testing.assert_allclose(run_ort(given, {"x": value, "w": w.data})[0], expected, rtol=1e-5, atol=1e-6)
+
+def test_the_length_of_a_window_sliced_off_a_symbolic_axis_is_computed_when_it_is_data():
+    """The last 3 positions of a symbolic axis are `min(S, 3)` long (a `MinDim`); used as a `Range`
+    limit it is computed at run time as `minimum(S, 3)`, right on both sides of the window's size."""
+    proto = model([node("Slice", ["x", "start", "end", "axis"], "window"),
+                   node("Shape", ["window"], "shape"),
+                   node("Gather", ["shape", "one"], "length", axis=0),
+                   node("Range", ["zero", "length", "step"], "positions"),
+                   node("Cast", ["positions"], "offsets", to=F),
+                   node("Add", ["window", "offsets"], "y")],
+                  [("x", F, ["N", "S"])],
+                  {"start": np.array([-3], np.int64), "end": np.array([np.iinfo(np.int64).max]),
+                   "axis": np.array([1], np.int64), "one": np.array(1, np.int64), "zero": np.array(0, np.int64),
+                   "step": np.array(1, np.int64)})
+    mod = check_runs(proto, [{"x": floats(2, 2)}, {"x": floats(2, 5, seed=1)}, {"x": floats(1, 3, seed=2)}])
+    assert "minimum" in ops_of(mod)
+    window = next(n for n in ir.post_order(mod["main"]) if isinstance(n, ir.Call) and n.op.name == "strided_slice")
+    assert str(window.checked_type) == "Tensor[(N, min(S, 3)), float32]"
