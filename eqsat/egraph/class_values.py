@@ -29,9 +29,10 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ir import relay
-from ir.op.shapes import known
+from ir.errors import ShapeError
+from ir.op.shapes import broadcast_shapes, known, normalize_axis
 from ir.type_infer import types_compatible
-from ir.types import AnyDim, TensorType, TupleType, Type
+from ir.types import Any, AnyDim, TensorType, TupleType, Type, dim_min
 
 from .terms import Handle, Kind
 
@@ -189,6 +190,39 @@ def _arange_type(egraph: "EGraph", nodes, bounds: tuple[Handle, ...]) -> TensorT
     return TensorType([stop.item()], egraph.type_of(bounds[0]).dtype)
 
 
+def _sliced_length(size, begin, end, step):
+    """How long a unit-step slice from `begin` to `end` (ints or sizes) of an axis of length `size` is,
+    as ONNX Slice clamps its bounds; `Any` where that is not a dimension."""
+    if not known(step) or step != 1 or not known(begin) or begin < 0:
+        return Any
+    if known(end) and end < 0:
+        return Any if not known(size) else len(range(size)[begin:end])
+    stop = dim_min(size, end)  # a size as an end is never negative
+    try:
+        return stop - begin if stop >= begin else Any
+    except TypeError:
+        return Any
+
+
+def _dynamic_type(egraph: "EGraph", nodes, op: str, attrs, args: tuple[Handle, ...]) -> TensorType | None:
+    """The type of a `dyn.strided_slice` or `dyn.expand` whose bounds or target evaluate to ints and
+    sizes (its relation, which sees only their types, gives `Any` there)."""
+    data = egraph.type_of(args[0])
+    values = [_value(egraph, nodes, a, _DEPTH) for a in args[1:]]
+    if not isinstance(data, TensorType) or any(v is None or v.ndim != 1 for v in values):
+        return None
+    if op == "dyn.expand":
+        target = tuple(values[0])
+        if any(known(d) and d < 0 for d in target):
+            return None
+        return TensorType(broadcast_shapes(data.shape, target), data.dtype)
+    shape = list(data.shape)
+    for axis, begin, end, step in zip(attrs.axes, *values):
+        axis = normalize_axis(axis, data.ndim)
+        shape[axis] = _sliced_length(shape[axis], begin, end, step)
+    return TensorType(shape, data.dtype)
+
+
 def _told(egraph: "EGraph", nodes, term) -> Type | None:
     """The type an e-node's relation gives its value from its operands' current types."""
     if term.kind is Kind.GETITEM:
@@ -202,6 +236,11 @@ def _told(egraph: "EGraph", nodes, term) -> Type | None:
     op, key = term.payload
     if op == "arange":
         return _arange_type(egraph, nodes, term.children)
+    if op in ("dyn.strided_slice", "dyn.expand"):
+        try:
+            return _dynamic_type(egraph, nodes, op, egraph.attrs[key], term.children)
+        except (ShapeError, TypeError, ValueError):  # bounds or a target that do not fit: no information
+            return None
     try:
         return relay.op.get(op).relation([egraph.type_of(c) for c in term.children], egraph.attrs[key])
     except Exception:  # noqa: BLE001 - an operand type the relation refuses: no information

@@ -19,7 +19,7 @@ from .errors import FrontendError
 from .onnx_types import elem_of_dtype
 
 __all__ = ["Value", "Emitter", "EMITTERS", "ONE_NODE_OPSETS", "emits", "Names", "EmitContext", "CONTRIB_DOMAIN",
-           "Relayout"]
+           "Relayout", "HeadSplit"]
 
 Value = Union[str, tuple["Value", ...]]
 Emitter = Callable[["EmitContext", Call, Sequence[Value]], Value]
@@ -52,6 +52,17 @@ class Relayout(NamedTuple):
             return True
         positions = self.positions()
         return bool(np.array_equal(positions.reshape(-1), np.arange(positions.size)))
+
+class HeadSplit(NamedTuple):
+    """A (batch, heads, sequence, size) value whose rows are known only when the model runs, made from the
+    (batch, sequence, heads x size) value `tokens` by `split` (a Reshape to (batch, sequence, heads,
+    size)) and a Transpose of `split`'s sequence and head axes."""
+
+    tokens: str
+    split: str
+    heads: int
+    size: int
+
 
 #: IR op name -> emitter
 EMITTERS: dict[str, Emitter] = {}
@@ -103,7 +114,8 @@ class EmitContext:
                  add_constant: Callable[[np.ndarray], str],
                  constant_value: Callable[[str], np.ndarray | None] = lambda name: None,
                  views: dict[str, str] | None = None, relayouts: dict[str, Relayout] | None = None,
-                 bypassable: dict[str, str] | None = None, readers: Mapping[Expr, int] | None = None):
+                 bypassable: dict[str, str] | None = None, readers: Mapping[Expr, int] | None = None,
+                 head_splits: dict[str, HeadSplit] | None = None):
         self.opset = opset
         self.names = names
         self.nodes = nodes
@@ -124,6 +136,10 @@ class EmitContext:
         #: expression -> how many expressions (and graph outputs) of the exported function read it; an
         #: emitter may change the node that computes a value only one reader reads
         self.readers: Mapping[Expr, int] = {} if readers is None else readers
+        #: a head-split value and its `split` -> how it was made (`HeadSplit`); shared by the whole export.
+        #: A Transpose back and a Reshape merging the heads read `split` and `tokens` instead, and such a
+        #: node that nothing reads is left out of the model
+        self.head_splits: dict[str, HeadSplit] = {} if head_splits is None else head_splits
 
     def node(self, op_type: str, inputs: Sequence[str], outputs: int = 1, domain: str = "", **attrs: Any) -> Any:
         """Append an ONNX node of `domain` (default: the standard one); returns its output name, or a

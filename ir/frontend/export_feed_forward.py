@@ -11,6 +11,13 @@ the chunks need no Add or Concat; the sum's order differs from one Gemm's only i
 A block whose weights are not initializers, or whose row count is symbolic, is one chunk. Below
 opset 20, which has `Gelu`, the GELU is ONNX Runtime's contrib `Gelu` with `to_onnx(contrib=True)`
 and its erf formula otherwise.
+
+Over rows known only when the model runs (`rows_known_at_run_time`), a 2-D Gemm would need Shape,
+Slice, Concat and two Reshapes around the block; with initializer weights it is MatMul on the
+weights transposed here, the first bias and the GELU one contrib `BiasGelu` (float32 and float16,
+`to_onnx(contrib=True)`) or `Add` and `Gelu`, and MatMul and `Add` of the second bias:
+
+    MatMul(x, w1ᵀ) -> BiasGelu(., b1) -> MatMul(., w2ᵀ) -> Add(., b2)
 """
 
 from __future__ import annotations
@@ -23,9 +30,9 @@ import numpy as np
 from ..expr import Call
 from ..op.shapes import known
 from .export_context import CONTRIB_DOMAIN, EmitContext, Value, emits
-from .export_contrib import CONTRIB_EMITTERS
+from .export_contrib import CONTRIB_EMITTERS, KERNEL_DTYPES
 from .export_elemwise import GELU_OPSET, gelu_node
-from .export_nn import gemm_over_rows
+from .export_nn import gemm_over_rows, rows_known_at_run_time
 
 __all__ = ["CHUNK_BYTES", "MIN_CHUNK_UNITS", "chunk_count"]
 
@@ -61,6 +68,7 @@ def _chunks(ctx: EmitContext, call: Call, args: Sequence[Value]) -> int:
 
 
 Gelu = Callable[[EmitContext, str, str], str]
+BiasGelu = Callable[[EmitContext, str, str, str], str]
 
 
 def _standard_gelu(ctx: EmitContext, data: str, dtype: str) -> str:
@@ -73,12 +81,37 @@ def _contrib_gelu(ctx: EmitContext, data: str, dtype: str) -> str:
     return _standard_gelu(ctx, data, dtype)
 
 
+def _standard_bias_gelu(ctx: EmitContext, data: str, bias: str, dtype: str) -> str:
+    return _standard_gelu(ctx, ctx.node("Add", [data, bias]), dtype)
+
+
+def _contrib_bias_gelu(ctx: EmitContext, data: str, bias: str, dtype: str) -> str:
+    if dtype in KERNEL_DTYPES:
+        return ctx.node("BiasGelu", [data, bias], domain=CONTRIB_DOMAIN)
+    return _standard_bias_gelu(ctx, data, bias, dtype)
+
+
 @emits("nn.feed_forward")
 def emit_feed_forward(ctx: EmitContext, call: Call, args: Sequence[Value]) -> Value:
-    return _feed_forward(ctx, call, args, _standard_gelu)
+    return _feed_forward(ctx, call, args, _standard_gelu, _standard_bias_gelu)
 
 
-def _feed_forward(ctx: EmitContext, call: Call, args: Sequence[Value], gelu: Gelu) -> Value:
+def _over_tokens(ctx: EmitContext, call: Call, args: Sequence[Value], bias_gelu: BiasGelu) -> Value | None:
+    """The block as MatMuls over data whose rows are known only when the model runs (see the module's
+    docstring); None where they are not, or a weight is no initializer."""
+    data, weight1, bias1, weight2, bias2 = args
+    weights = [ctx.value_of(weight1), ctx.value_of(weight2)]
+    if not rows_known_at_run_time(ctx, call) or any(w is None for w in weights):
+        return None
+    w1, w2 = (ctx.const(np.ascontiguousarray(w.T)) for w in weights)
+    hidden = bias_gelu(ctx, ctx.node("MatMul", [data, w1]), bias1, ctx.type_of(call).dtype)
+    return ctx.node("Add", [ctx.node("MatMul", [hidden, w2]), bias2])
+
+
+def _feed_forward(ctx: EmitContext, call: Call, args: Sequence[Value], gelu: Gelu, bias_gelu: BiasGelu) -> Value:
+    over_tokens = _over_tokens(ctx, call, args, bias_gelu)
+    if over_tokens is not None:
+        return over_tokens
     data, weight1, bias1, weight2, bias2 = args
     dtype = ctx.type_of(call).dtype
     count = _chunks(ctx, call, args)
@@ -97,4 +130,5 @@ def _feed_forward(ctx: EmitContext, call: Call, args: Sequence[Value], gelu: Gel
     return gemm_over_rows(ctx, call, data, block)
 
 
-CONTRIB_EMITTERS["nn.feed_forward"] = lambda ctx, call, args: _feed_forward(ctx, call, args, _contrib_gelu)
+CONTRIB_EMITTERS["nn.feed_forward"] = lambda ctx, call, args: _feed_forward(ctx, call, args, _contrib_gelu,
+                                                                            _contrib_bias_gelu)

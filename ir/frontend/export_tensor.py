@@ -57,9 +57,21 @@ def _relaid(ctx: EmitContext, call: Call, value: Value, kind: str, arg: Sequence
     return out
 
 
+def _merged_heads(ctx: EmitContext, call: Call, value: Value) -> Value | None:
+    """The (batch, sequence, heads x size) value a reshape `call` of `value` merges the heads of, where
+    `value` is a `HeadSplit`'s `split` and the reshape is to `[0, 0, heads x size]` (or `-1` last)."""
+    split = ctx.head_splits.get(value) if isinstance(value, str) else None
+    if split is None or value != split.split:
+        return None
+    return split.tokens if list(call.attrs.newshape) in ([0, 0, split.heads * split.size], [0, 0, -1]) else None
+
+
 @emits("reshape")
 def emit_reshape(ctx: EmitContext, call: Call, args: Sequence[Value]) -> Value:
     """Reshape; one that puts a rearranged value back in its source's order reshapes the source instead."""
+    merged = _merged_heads(ctx, call, args[0])
+    if merged is not None:
+        return merged
     shape = ctx.type_of(call).shape
     return _relaid(ctx, call, args[0], "reshape", tuple(shape) if is_static(shape) else None,
                    lambda: ctx.node("Reshape", [args[0], ctx.ints(call.attrs.newshape)]))
@@ -72,6 +84,9 @@ def emit_transpose(ctx: EmitContext, call: Call, args: Sequence[Value]) -> Value
     axes = call.attrs.axes
     ndim = ctx.type_of(call.args[0]).ndim
     perm = list(transpose_axes(axes, ndim))
+    split = ctx.head_splits.get(args[0]) if isinstance(args[0], str) else None
+    if split is not None and args[0] != split.split and perm == [0, 2, 1, 3]:
+        return split.split  # the heads' transpose undone: the split itself
     return _relaid(ctx, call, args[0], "transpose", perm,
                    lambda: ctx.node("Transpose", args, perm=None if axes is None else perm))
 

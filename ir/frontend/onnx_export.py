@@ -38,7 +38,7 @@ from . import export_nchwc  # noqa: F401  (layout_transform and the blocked conv
 from . import export_attention, export_feed_forward  # noqa: F401  (register their emitters)
 from . import export_dynamic  # noqa: F401  (shape_of and the dyn.* ops)
 from .errors import FrontendError
-from .export_context import CONTRIB_DOMAIN, EMITTERS, ONE_NODE_OPSETS, EmitContext, Names, Relayout, Value
+from .export_context import CONTRIB_DOMAIN, EMITTERS, ONE_NODE_OPSETS, EmitContext, HeadSplit, Names, Relayout, Value
 from .export_contrib import CONTRIB_EMITTERS, CONTRIB_OPSET
 from .inline import inline_bindings
 from .onnx_type_constraints import legalize_types
@@ -126,6 +126,7 @@ class _GraphExporter:
         self.views: dict[str, str] = {}
         self.relayouts: dict[str, Relayout] = {}
         self.bypassable: dict[str, str] = {}
+        self.head_splits: dict[str, HeadSplit] = {}
 
     def add_initializer(self, name: str, value: np.ndarray) -> None:
         elem_of_dtype(value.dtype.name, f"constant {name!r}")
@@ -156,7 +157,7 @@ class _GraphExporter:
     def context(self, scope: _Scope) -> EmitContext:
         """An emitter context that appends to the nodes of `scope`."""
         return EmitContext(self.opset, self.names, scope.nodes, self.small_constant, self.initializers.get, self.views,
-                           self.relayouts, self.bypassable, self.readers)
+                           self.relayouts, self.bypassable, self.readers, self.head_splits)
 
     def small_constant(self, value: np.ndarray) -> str:
         key = (value.dtype.str, value.shape, value.tobytes()) if value.size <= _SHARED_CONSTANT_ELEMENTS else None
@@ -376,7 +377,8 @@ def to_onnx(mod: IRModule | Expr, params: Mapping[str, np.ndarray] | None = None
                                       exporter.initializers)
     outputs = [value_info(n, t) for n, t in zip(output_names, _flatten_type(func.body.checked_type))]
 
-    elidable = exporter.views.keys() | exporter.relayouts.keys() | exporter.bypassable.keys()
+    elidable = (exporter.views.keys() | exporter.relayouts.keys() | exporter.bypassable.keys()
+                | exporter.head_splits.keys())
     graph = onnx.helper.make_graph(_drop_unread_views(root.nodes, elidable, output_names), name, inputs, outputs)
     opset_ids = [onnx.helper.make_opsetid("", opset)]
     ir_version = onnx.helper.find_min_ir_version_for(opset_ids)

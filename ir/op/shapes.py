@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Sequence
 
 from ..errors import ShapeError
-from ..types import Any, AnyDim, Dim, TensorType, Type
+from ..types import Any, AnyDim, Dim, MinDim, TensorType, Type
 
 __all__ = [
     "tensor", "same_dtype", "broadcast_shapes", "dims_match", "normalize_axis", "normalize_axes",
@@ -61,6 +61,9 @@ def _broadcast_dim(a: Dim, b: Dim) -> Dim:
         return b
     if b == 1:
         return a
+    for clipped, other in ((a, b), (b, a)):  # min(p, q) with p: p wherever the two broadcast
+        if isinstance(clipped, MinDim) and other in (clipped.first, clipped.second):
+            return other
     if known(a) and known(b):
         raise ShapeError("")
     if known(a):

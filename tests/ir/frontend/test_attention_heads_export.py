@@ -165,3 +165,64 @@ def test_grouped_attention_spelled_out_repeats_kv_heads_and_refuses_unknown_head
     assert_outputs_close(run_ort(model, inputs), [np.asarray(want)], rel=2e-3)
     with pytest.raises(FrontendError, match="head counts must be known"):
         to_onnx(program(Any, Any))
+
+
+def _run_time_tokens(kv_heads: int, mask: bool, merge: bool):
+    """Self-attention over (batch, seq, hidden) tokens whose batch and length are symbolic, heads split
+    off by `reshape(., [0, 0, heads, size])` and a transpose (how the shape rules write an export's
+    run-time Reshape), K and V with `kv_heads` heads; the result merged back, or left split."""
+    batch, seq = ir.SizeVar("batch"), ir.SizeVar("seq")
+    x = relay.var("x", shape=(batch, seq, HIDDEN))
+    heads = {"q": HEADS, "k": kv_heads, "v": kv_heads}
+    weights = {p: relay.var(f"w{p}", shape=(h * SIZE, HIDDEN)) for p, h in heads.items()}
+    q, k, v = (relay.transpose(relay.reshape(relay.nn.dense(x, weights[p]), newshape=[0, 0, heads[p], SIZE]),
+                               axes=[0, 2, 1, 3]) for p in "qkv")
+    params = [x, *weights.values()]
+    if mask:
+        params.append(relay.var("mask", shape=(batch, 1, seq, seq)))
+        out = relay.nn.masked_attention(q, k, v, params[-1], scale=SIZE ** -0.5)
+    else:
+        out = relay.nn.attention(q, k, v, scale=SIZE ** -0.5)
+    if merge:
+        out = relay.reshape(relay.transpose(out, axes=[0, 2, 1, 3]), newshape=[0, 0, HIDDEN])
+    mod = ir.IRModule.from_expr(relay.Function(params, relay.negative(out)))
+    ir.infer_type(mod)
+    return mod, {f"w{p}": (RNG.standard_normal((h * SIZE, HIDDEN)) * 0.3).astype("float32") for p, h in heads.items()}
+
+
+@pytest.mark.parametrize("kv_heads", [HEADS, 2])
+@pytest.mark.parametrize("mask", [False, True])
+@pytest.mark.parametrize("merge", [True, False])
+def test_heads_split_off_run_time_tokens_go_to_attention_as_tokens(kv_heads, mask, merge):
+    """With a symbolic batch and length, `Attention` reads q, k and v as the 3-D tokens (`q_num_heads`,
+    `kv_num_heads`: grouped heads too, and a padding mask per batch) and the merged result is its own:
+    no Reshape or Transpose is left; a result left split is its Reshape and Transpose. Equal to the
+    program at two sizes, with ONNX Runtime's optimizer off and on."""
+    mod, weights = _run_time_tokens(kv_heads, mask, merge)
+    model = to_onnx(mod, weights)
+    ops = Counter(n.op_type for n in model.graph.node)
+    assert _heads(model) == [HEADS] and ops["Attention"] == 1
+    assert [a.i for n in model.graph.node for a in n.attribute if a.name == "kv_num_heads"] == [kv_heads]
+    assert (ops["Reshape"], ops["Transpose"]) == ((0, 0) if merge else (1, 1)), ops
+    for batch, seq in ((2, 5), (1, 3)):
+        values = {"x": RNG.standard_normal((batch, seq, HIDDEN)).astype("float32")}
+        if mask:
+            values["mask"] = np.where(RNG.random((batch, 1, seq, seq)) < 0.3, -1e4, 0.0).astype("float32")
+        expected = evaluate(mod, {**values, **weights})
+        for optimize in (False, True):
+            assert_outputs_close([expected], _run(model, values, optimize), rel=1e-4)
+
+
+def test_a_split_something_else_reads_is_kept():
+    """Where the split-off query is read by more than the attention (here the graph's output too), its
+    Reshape and Transpose stay for that reader."""
+    batch, seq = ir.SizeVar("batch"), ir.SizeVar("seq")
+    x = relay.var("x", shape=(batch, seq, HIDDEN))
+    q = relay.transpose(relay.reshape(relay.exp(x), newshape=[0, 0, HEADS, SIZE]), axes=[0, 2, 1, 3])
+    out = relay.nn.attention(q, q, q, scale=SIZE ** -0.5)
+    mod = ir.IRModule.from_expr(relay.Function([x], relay.Tuple([out, q])))
+    ir.infer_type(mod)
+    model = to_onnx(mod)
+    values = {"x": RNG.standard_normal((2, 5, HIDDEN)).astype("float32")}
+    assert_outputs_close([np.asarray(e) for e in evaluate(mod, values)], run_ort(model, values), rel=1e-4)
+    assert _heads(model) == [HEADS] and Counter(n.op_type for n in model.graph.node)["Transpose"] == 2

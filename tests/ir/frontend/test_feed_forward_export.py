@@ -43,8 +43,8 @@ def _block(rows: int | ir.SizeVar, k: int, units: int, weights_as_params: bool):
     return mod, params, values
 
 
-def _export_and_check(mod, params, values, rows: int) -> Counter:
-    model = to_onnx(mod, params)
+def _export_and_check(mod, params, values, rows: int, contrib: bool = False) -> Counter:
+    model = to_onnx(mod, params, contrib=contrib)
     inputs = {"x": RNG.standard_normal((2, rows, mod["main"].params[0].checked_type.shape[-1])).astype("float32"),
               **{k: v for k, v in values.items() if k not in params}}
     expected = evaluate(mod, {**inputs, **params})
@@ -72,8 +72,21 @@ def test_weights_that_are_graph_inputs_keep_one_chunk():
     assert ops["Gemm"] == 2
 
 
-def test_symbolic_rows_keep_one_chunk():
+@pytest.mark.parametrize("contrib", [False, True])
+def test_symbolic_rows_are_matmuls_over_the_tokens(contrib):
+    """Rows known only when the model runs: one chunk of MatMuls on the 3-D data (no Shape, Slice,
+    Concat or Reshape to flatten the rows for Gemm), the first bias and the GELU one `BiasGelu` in the
+    contrib export, `Add` and the GELU in standard ONNX (its erf formula below opset 20); equal in ONNX
+    Runtime at two lengths."""
     mod, params, values = _block(ir.SizeVar("seq"), 32, 4096, weights_as_params=True)
+    for rows in (64, 3):
+        ops = _export_and_check(mod, params, values, rows, contrib)
+    assert ops["MatMul"] == 2 and not ops.keys() & {"Gemm", "Shape", "Slice", "Concat", "Reshape"}, ops
+    assert (ops["BiasGelu"], ops["Add"]) == ((1, 1) if contrib else (0, 3)), ops
+
+
+def test_symbolic_rows_with_weights_as_inputs_keep_one_gemm_chunk():
+    mod, params, values = _block(ir.SizeVar("seq"), 32, 4096, weights_as_params=False)
     ops = _export_and_check(mod, params, values, 64)
     assert ops["Gemm"] == 2
 
