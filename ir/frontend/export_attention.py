@@ -43,8 +43,8 @@ from ..expr import Call, Expr
 from ..op.shapes import known
 from .errors import FrontendError
 from ..types import TensorType, is_static
-from .export_context import ONE_NODE_OPSETS, EmitContext, HeadSplit, Relayout, Value, emits
-from .export_tensor import relayout_of, unsqueeze
+from .export_context import ONE_NODE_OPSETS, EmitContext, Relayout, Value, emits
+from .export_tensor import head_split_of, relayout_of, split_heads, unsqueeze
 
 __all__ = ["ATTENTION_OPSET"]
 
@@ -192,49 +192,21 @@ def _attention_over_tokens(ctx: EmitContext, call: Call, args: Sequence[Value]) 
     return value
 
 
-def _token_source(ctx: EmitContext, expr: Expr, value: Value) -> HeadSplit | None:
-    """How `value` splits the heads off x, where `expr` is `transpose(reshape(x, [0, 0, heads, size]),
-    [0, 2, 1, 3])` of a 3-D x whose last axis is heads x size, written as a Transpose of a Reshape of x;
-    else None."""
-    if not (_is_call(expr, "transpose") and list(expr.attrs.axes or ()) == [0, 2, 1, 3]
-            and _is_call(expr.args[0], "reshape")):
-        return None
-    newshape, data = list(expr.args[0].attrs.newshape), ctx.type_of(expr.args[0].args[0])
-    if (len(newshape) != 4 or newshape[:2] != [0, 0] or min(newshape[2:]) < 1 or data.ndim != 3
-            or data.shape[-1] != newshape[2] * newshape[3]):
-        return None
-    transposed = ctx.producer(value)
-    split = ctx.producer(transposed.input[0]) if transposed is not None and transposed.op_type == "Transpose" else None
-    if split is None or split.op_type != "Reshape":
-        return None
-    return HeadSplit(split.input[0], split.output[0], newshape[2], newshape[3])
-
-
-def _is_call(expr: Expr, name: str) -> bool:
-    return isinstance(expr, Call) and getattr(expr.op, "name", None) == name
-
-
 def _attention_over_run_time_tokens(ctx: EmitContext, call: Call, args: Sequence[Value]) -> Value | None:
-    """`Attention` on the 3-D values q, k and v were split into heads from (`_token_source`), with
-    `q_num_heads` / `kv_num_heads`; its result is the call's value through a `HeadSplit`. The splits of
-    q, k and v are `HeadSplit`s too: left out of the model where nothing else reads them."""
-    sources = [_token_source(ctx, expr, value) for expr, value in zip(call.args[:3], args[:3])]
+    """`Attention` on the 3-D values q, k and v were split into heads from (`head_split_of`), with
+    `q_num_heads` / `kv_num_heads`; its result is the call's value through a `HeadSplit` (`split_heads`)."""
+    sources = [head_split_of(ctx, expr, value) for expr, value in zip(call.args[:3], args[:3])]
     if any(s is None for s in sources):
         return None
     (q, heads, _), (k, kv_heads, _), (v, v_heads, size) = ((s.tokens, s.heads, s.size) for s in sources)  # type: ignore[union-attr]
     if v_heads != kv_heads or heads % kv_heads:
         return None
-    for value, source in zip(args[:3], sources):
-        ctx.head_splits[value] = ctx.head_splits[source.split] = source
     inputs = [q, k, v]
     if len(args) > 3:
         inputs.append(_scores_mask(ctx, call, args, [q, k]))
     out = ctx.node("Attention", inputs, scale=call.attrs.scale, softcap=_softcap(call), q_num_heads=heads,
                    kv_num_heads=kv_heads)
-    split = ctx.node("Reshape", [out, ctx.ints([0, 0, heads, size])])
-    value = ctx.node("Transpose", [split], perm=[0, 2, 1, 3])
-    ctx.head_splits[value] = ctx.head_splits[split] = HeadSplit(out, split, heads, size)
-    return value
+    return split_heads(ctx, out, heads, size)
 
 
 def _scores_mask(ctx: EmitContext, call: Call, args: Sequence[Value], qk: Sequence[Value] | None = None) -> Value:

@@ -31,6 +31,7 @@ from ..op.rotary import rotary_dim
 from ..types import is_static
 from .export_context import CONTRIB_DOMAIN, ONE_NODE_OPSETS, EmitContext, Value, emits
 from .export_contrib import CONTRIB_EMITTERS, KERNEL_DTYPES
+from .export_tensor import head_split_of, split_heads
 
 __all__ = ["emit_rotary_embedding", "emit_rotary_embedding_contrib", "ROTARY_OPSET"]
 
@@ -109,16 +110,22 @@ def _position_ids(ctx: EmitContext, call: Call, data: Value, cos: Value) -> Valu
 
 
 def emit_rotary_embedding_contrib(ctx: EmitContext, call: Call, args: Sequence[Value]) -> Value | None:
-    """ONNX Runtime's `RotaryEmbedding` (float32 or float16; the head count must be static)."""
+    """ONNX Runtime's `RotaryEmbedding` (float32 or float16; the head count must be static). Data whose
+    heads were split off (batch, sequence, heads x size) tokens (`head_split_of`) is rotated as those
+    tokens, which the kernel splits itself, and the result split the same way (`split_heads`)."""
     ty = ctx.type_of(call.args[0])
     heads = ty.shape[1]
     if ty.dtype not in KERNEL_DTYPES or not isinstance(heads, int) or ctx.opset < 15:  # Shape's start/end: opset 15
         return None
     data, cos, sin = args
+    split = head_split_of(ctx, call.args[0], data)
+    tokens = split.tokens if split is not None and split.heads == heads else None
     r = rotary_dim(ctx.type_of(call.args[1]))
     caches = [ctx.node("Reshape", [t, ctx.ints([-1, r // 2])]) for t in (cos, sin)]
-    return ctx.node("RotaryEmbedding", [data, _position_ids(ctx, call, data, cos), *caches], domain=CONTRIB_DOMAIN,
-                    interleaved=int(call.attrs.interleaved), num_heads=heads, rotary_embedding_dim=r)
+    source = data if tokens is None else tokens  # the batch is the first axis of either
+    out = ctx.node("RotaryEmbedding", [source, _position_ids(ctx, call, source, cos), *caches], domain=CONTRIB_DOMAIN,
+                   interleaved=int(call.attrs.interleaved), num_heads=heads, rotary_embedding_dim=r)
+    return out if tokens is None else split_heads(ctx, out, heads, split.size)
 
 
 CONTRIB_EMITTERS["nn.rotary_embedding"] = emit_rotary_embedding_contrib

@@ -14,7 +14,7 @@ from ..expr import Call, Constant, Expr
 from ..op.shapes import known, normalize_axes, normalize_axis, transpose_axes
 from ..types import is_static
 from .errors import FrontendError
-from .export_context import EmitContext, Relayout, Value, emits
+from .export_context import EmitContext, HeadSplit, Relayout, Value, emits
 
 _INT64_MAX = np.iinfo(np.int64).max
 
@@ -55,6 +55,48 @@ def _relaid(ctx: EmitContext, call: Call, value: Value, kind: str, arg: Sequence
     if out != before.base:
         ctx.relayouts[out] = after
     return out
+
+
+def head_split_of(ctx: EmitContext, expr: Expr, value: Value) -> HeadSplit | None:
+    """How `value` (of `expr`, a (batch, heads, sequence, size) value) was split off (batch, sequence,
+    heads x size) tokens: as an emitter recorded it (`split_heads`), or where `expr` is
+    `transpose(reshape(x, [0, 0, heads, size]), [0, 2, 1, 3])` (either may be -1) of a 3-D x whose last
+    axis is heads x size,
+    written as a Transpose of a Reshape of x (then recorded: an emitter that reads x instead leaves
+    them out of the model unless something else reads them); else None."""
+    if not isinstance(value, str):
+        return None
+    known_split = ctx.head_splits.get(value)
+    if known_split is not None:
+        return known_split if value != known_split.split else None
+    if not (_is_call(expr, "transpose") and list(expr.attrs.axes or ()) == [0, 2, 1, 3]
+            and _is_call(expr.args[0], "reshape")):
+        return None
+    newshape, data = list(expr.args[0].attrs.newshape), ctx.type_of(expr.args[0].args[0])
+    heads, size = ctx.type_of(expr.args[0]).shape[2:] if len(newshape) == 4 else (None, None)
+    if (len(newshape) != 4 or newshape[:2] != [0, 0] or not (known(heads) and known(size)) or data.ndim != 3
+            or data.shape[-1] != heads * size or any(n not in (d, -1) for n, d in zip(newshape[2:], (heads, size)))):
+        return None
+    transposed = ctx.producer(value)
+    made = ctx.producer(transposed.input[0]) if transposed is not None and transposed.op_type == "Transpose" else None
+    if made is None or made.op_type != "Reshape":
+        return None
+    split = HeadSplit(made.input[0], made.output[0], heads, size)
+    ctx.head_splits[value] = ctx.head_splits[split.split] = split
+    return split
+
+
+def split_heads(ctx: EmitContext, tokens: str, heads: int, size: int) -> str:
+    """(batch, sequence, heads x size) `tokens` as (batch, heads, sequence, size): a Reshape and a
+    Transpose, recorded as a `HeadSplit` (a consumer that merges the heads back reads `tokens`)."""
+    split = ctx.node("Reshape", [tokens, ctx.ints([0, 0, heads, size])])
+    value = ctx.node("Transpose", [split], perm=[0, 2, 1, 3])
+    ctx.head_splits[value] = ctx.head_splits[split] = HeadSplit(tokens, split, heads, size)
+    return value
+
+
+def _is_call(expr: Expr, name: str) -> bool:
+    return isinstance(expr, Call) and getattr(expr.op, "name", None) == name
 
 
 def _merged_heads(ctx: EmitContext, call: Call, value: Value) -> Value | None:

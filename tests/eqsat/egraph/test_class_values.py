@@ -37,3 +37,26 @@ def test_a_relation_that_disagrees_never_changes_a_known_dimension():
     assert egraph.union(low.root, other) is Merge.TYPE_MISMATCH
     egraph.refresh()
     assert tuple(egraph.type_of(low.root).shape) == (12, 1)
+
+
+def test_run_time_bounds_and_targets_that_evaluate_type_slices_and_expands():
+    """BERT's dynamo export: the first `seq` positions of a 512-long table are `min(seq, 512)` long,
+    expanded to `(batch, seq)` they are `(batch, seq)` (where the two broadcast at all); a slice from
+    the end by a run-time bound stays unknown."""
+    import numpy as np
+
+    ids = relay.var("ids", shape=(ir.SizeVar("batch"), ir.SizeVar("seq")), dtype="int64")
+    shape = relay.shape_of(ids)
+    length = relay.reshape(relay.take(shape, relay.const(1, "int64"), axis=0), newshape=[1])
+    batch = relay.reshape(relay.take(shape, relay.const(0, "int64"), axis=0), newshape=[1])
+    table = relay.const(np.arange(512, dtype=np.int64).reshape(1, 512))
+    ints = lambda *v: relay.const(np.array(v, dtype=np.int64))  # noqa: E731
+    first = relay.dyn.strided_slice(table, ints(0), length, ints(1), axes=[1])
+    tail = relay.dyn.strided_slice(table, relay.negative(length), ints(2**62), ints(1), axes=[1])
+    expanded = relay.dyn.expand(first, relay.concatenate([batch, length], axis=0))
+    low = lower(ir.infer_type(relay.Tuple([relay.cast(expanded, "float32"), tail, first])))
+    egraph = low.egraph
+    egraph.refresh()
+    types = [egraph.type_of(add_expr(egraph, ir.infer_type(e))) for e in (expanded, first, tail)]
+    assert [str(t) for t in types] == ["Tensor[(batch, seq), int64]", "Tensor[(1, min(seq, 512)), int64]",
+                                       "Tensor[(1, ?), int64]"]

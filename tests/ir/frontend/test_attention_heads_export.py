@@ -226,3 +226,34 @@ def test_a_split_something_else_reads_is_kept():
     values = {"x": RNG.standard_normal((2, 5, HIDDEN)).astype("float32")}
     assert_outputs_close([np.asarray(e) for e in evaluate(mod, values)], run_ort(model, values), rel=1e-4)
     assert _heads(model) == [HEADS] and Counter(n.op_type for n in model.graph.node)["Transpose"] == 2
+
+
+@pytest.mark.parametrize("rotary", [SIZE, SIZE // 2])
+def test_a_rotation_of_heads_split_off_run_time_tokens_rotates_the_tokens(rotary):
+    """ONNX Runtime's `RotaryEmbedding` takes the 3-D tokens (`num_heads`) and gives them back: the
+    rotated query and key go to `Attention` as tokens with no Reshape or Transpose between (a partial
+    rotary dimension too); equal to the program at two sizes."""
+    batch, seq = ir.SizeVar("batch"), ir.SizeVar("seq")
+    x = relay.var("x", shape=(batch, seq, HIDDEN))
+    cos, sin = (relay.var(n, shape=(1, seq, rotary // 2)) for n in ("cos", "sin"))
+    weights = {p: relay.var(f"w{p}", shape=(HIDDEN, HIDDEN)) for p in "qkv"}
+    q, k, v = (relay.transpose(relay.reshape(relay.nn.dense(x, weights[p]), newshape=[0, 0, -1, SIZE]),
+                               axes=[0, 2, 1, 3]) for p in "qkv")
+    q, k = (relay.nn.rotary_embedding(t, cos, sin) for t in (q, k))
+    out = relay.reshape(relay.transpose(relay.nn.attention(q, k, v, scale=SIZE ** -0.5), axes=[0, 2, 1, 3]),
+                        newshape=[0, 0, HIDDEN])
+    mod = ir.IRModule.from_expr(relay.Function([x, cos, sin, *weights.values()], relay.negative(out)))
+    ir.infer_type(mod)
+    params = {f"w{p}": (RNG.standard_normal((HIDDEN, HIDDEN)) * 0.3).astype("float32") for p in "qkv"}
+    model = to_onnx(mod, params, contrib=True)
+    ops = Counter(n.op_type for n in model.graph.node)
+    assert ops["RotaryEmbedding"] == 2 and ops["Attention"] == 1 and ops["Transpose"] == 0, ops
+    rotated = {n.output[0] for n in model.graph.node if n.op_type == "RotaryEmbedding"}
+    assert set(next(n for n in model.graph.node if n.op_type == "Attention").input[:2]) == rotated
+    for b, s in ((2, 5), (1, 3)):
+        angles = RNG.uniform(-3, 3, (1, s, rotary // 2))
+        values = {"x": RNG.standard_normal((b, s, HIDDEN)).astype("float32"),
+                  "cos": np.cos(angles).astype("float32"), "sin": np.sin(angles).astype("float32")}
+        expected = evaluate(mod, {**values, **params})
+        for optimize in (False, True):
+            assert_outputs_close([expected], _run(model, values, optimize), rel=1e-4)
