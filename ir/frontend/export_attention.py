@@ -199,7 +199,7 @@ def _attention_over_run_time_tokens(ctx: EmitContext, call: Call, args: Sequence
     if any(s is None for s in sources):
         return None
     (q, heads, _), (k, kv_heads, _), (v, v_heads, size) = ((s.tokens, s.heads, s.size) for s in sources)  # type: ignore[union-attr]
-    if v_heads != kv_heads or heads % kv_heads:
+    if not _grouped(heads, kv_heads, v_heads):
         return None
     inputs = [q, k, v]
     if len(args) > 3:
@@ -207,6 +207,11 @@ def _attention_over_run_time_tokens(ctx: EmitContext, call: Call, args: Sequence
     out = ctx.node("Attention", inputs, scale=call.attrs.scale, softcap=_softcap(call), q_num_heads=heads,
                    kv_num_heads=kv_heads)
     return split_heads(ctx, out, heads, size)
+
+
+def _grouped(heads: int, kv_heads: int, v_heads: int) -> bool:
+    """Whether K and V have as many heads as each other, a number that divides the query's."""
+    return v_heads == kv_heads and heads % kv_heads == 0
 
 
 def _scores_mask(ctx: EmitContext, call: Call, args: Sequence[Value], qk: Sequence[Value] | None = None) -> Value:
@@ -247,14 +252,20 @@ def emit_attention(ctx: EmitContext, call: Call, args: Sequence[Value]) -> Value
 @emits("nn.cached_attention")
 def emit_cached_attention(ctx: EmitContext, call: Call, args: Sequence[Value]) -> Value:
     """`Attention` with `past_key`/`past_value` inputs and `present_key`/`present_value` outputs (4-D
-    float32 from opset 23); otherwise each cache's `Concat` and the attention spelled out."""
+    float32 from opset 23; q, k and v split off tokens read as the tokens, as without a cache);
+    otherwise each cache's `Concat` and the attention spelled out."""
     query = ctx.type_of(call.args[0])
     if _one_node(ctx, query) and query.ndim == _ATTENTION_RANK:
+        sources = [head_split_of(ctx, expr, value) for expr, value in zip(call.args[:3], args[:3])]
+        tokens = all(sources) and _grouped(*(s.heads for s in sources))  # type: ignore[union-attr]
+        q, k, v = (s.tokens for s in sources) if tokens else args[:3]  # type: ignore[union-attr]
         rows, cols = query.shape[-2], call.checked_type.fields[1].shape[-2]
         mask = _mask_over_scores(ctx, call.args[5], _kernel_mask(ctx, call, args[5]), rows, cols,
-                                 ([args[0]], [args[3], args[1]]))
-        return tuple(ctx.node("Attention", [*args[:3], mask, *args[3:5]], outputs=3, scale=call.attrs.scale,
-                              softcap=_softcap(call)))
+                                 ([q], [args[3], k]))
+        heads = dict(q_num_heads=sources[0].heads, kv_num_heads=sources[1].heads) if tokens else {}
+        out, *present = ctx.node("Attention", [q, k, v, mask, *args[3:5]], outputs=3, scale=call.attrs.scale,
+                                 softcap=_softcap(call), **heads)
+        return (split_heads(ctx, out, sources[0].heads, sources[2].size) if tokens else out, *present)
     present = [ctx.node("Concat", [past, new], axis=-2) for past, new in ((args[3], args[1]), (args[4], args[2]))]
     out = _spelled_out(ctx, call, query, ctx.type_of(call.args[1]).shape[-3], args[0], *present, args[5])
     return (out, *present)

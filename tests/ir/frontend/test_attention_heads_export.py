@@ -257,3 +257,34 @@ def test_a_rotation_of_heads_split_off_run_time_tokens_rotates_the_tokens(rotary
         expected = evaluate(mod, {**values, **params})
         for optimize in (False, True):
             assert_outputs_close([expected], _run(model, values, optimize), rel=1e-4)
+
+
+def test_a_decode_steps_heads_split_off_run_time_tokens_go_to_attention_as_tokens_with_the_cache():
+    """A decode step (past keys and values as inputs, grouped heads): `Attention` reads the new q, k and v
+    as 3-D tokens beside the 4-D cache and returns the present cache as it is; equal at two sizes."""
+    batch, seq, past = (ir.SizeVar(n) for n in ("batch", "seq", "past"))
+    kv_heads = 2
+    x = relay.var("x", shape=(batch, seq, HIDDEN))
+    caches = [relay.var(n, shape=(batch, kv_heads, past, SIZE)) for n in ("past_key", "past_value")]
+    mask = relay.var("mask", shape=(batch, 1, seq, ir.SizeVar("total")))
+    heads = {"q": HEADS, "k": kv_heads, "v": kv_heads}
+    weights = {p: relay.var(f"w{p}", shape=(h * SIZE, HIDDEN)) for p, h in heads.items()}
+    q, k, v = (relay.transpose(relay.reshape(relay.nn.dense(x, weights[p]), newshape=[0, 0, heads[p], SIZE]),
+                               axes=[0, 2, 1, 3]) for p in "qkv")
+    out = relay.nn.cached_attention(q, k, v, *caches, mask, scale=SIZE ** -0.5)
+    merged = relay.reshape(relay.transpose(relay.TupleGetItem(out, 0), axes=[0, 2, 1, 3]), newshape=[0, 0, HIDDEN])
+    body = relay.Tuple([relay.negative(merged), relay.TupleGetItem(out, 1), relay.TupleGetItem(out, 2)])
+    mod = ir.IRModule.from_expr(relay.Function([x, *caches, mask, *weights.values()], body))
+    ir.infer_type(mod)
+    params = {f"w{p}": (RNG.standard_normal((h * SIZE, HIDDEN)) * 0.3).astype("float32") for p, h in heads.items()}
+    model = to_onnx(mod, params)
+    ops = Counter(n.op_type for n in model.graph.node)
+    assert ops["Transpose"] == ops["Reshape"] == 0 and _heads(model) == [HEADS], ops
+    for b, s, p in ((2, 1, 4), (1, 3, 2)):
+        values = {"x": RNG.standard_normal((b, s, HIDDEN)).astype("float32"),
+                  "past_key": RNG.standard_normal((b, kv_heads, p, SIZE)).astype("float32"),
+                  "past_value": RNG.standard_normal((b, kv_heads, p, SIZE)).astype("float32"),
+                  "mask": np.where(RNG.random((b, 1, s, p + s)) < 0.3, -1e4, 0.0).astype("float32")}
+        expected = [np.asarray(e) for e in evaluate(mod, {**values, **params})]
+        for optimize in (False, True):
+            assert_outputs_close(expected, _run(model, values, optimize), rel=1e-4)
