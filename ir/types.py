@@ -97,13 +97,13 @@ class FloorDiv(_DimArithmetic):
 
 @dataclass(frozen=True)
 class MinDim(_DimArithmetic):
-    """`min(first, second)` where which is smaller depends on the sizes (e.g. `min(S, 512)`)."""
+    """The least of `dims` where which is least depends on the sizes (e.g. `min(S, 512)`); made by
+    `dim_min`, which keeps them in one order."""
 
-    first: "Dim"
-    second: "Dim"
+    dims: tuple["Dim", ...]
 
     def __str__(self) -> str:
-        return f"min({self.first}, {self.second})"
+        return f"min({', '.join(map(str, self.dims))})"
 
 
 _Atom = Union[SizeVar, FloorDiv, MinDim]
@@ -215,7 +215,7 @@ def _least(atom) -> int:
     if isinstance(atom, FloorDiv):
         return 0
     if isinstance(atom, MinDim):
-        return min(_least_dim(atom.first), _least_dim(atom.second))
+        return min(_least_dim(d) for d in atom.dims)
     return 1
 
 
@@ -240,7 +240,7 @@ def dim_min(a, b):
                 return smaller
         except TypeError:
             pass
-    return MinDim(*sorted((a, b), key=lambda d: (_is_int(d), str(d))))
+    return MinDim(tuple(sorted((a, b), key=lambda d: (_is_int(d), str(d)))))
 
 
 def _divide_monomial(m: _Monomial, by: _Monomial) -> _Monomial | None:
@@ -292,7 +292,7 @@ def dim_value(d: Dim, size: int, named: Mapping[str, int] | None = None) -> int:
     if isinstance(d, FloorDiv):
         return dim_value(d.numerator, size, named) // max(dim_value(d.denominator, size, named), 1)
     if isinstance(d, MinDim):
-        return min(dim_value(d.first, size, named), dim_value(d.second, size, named))
+        return min(dim_value(e, size, named) for e in d.dims)
     if isinstance(d, DimExpr):
         return sum(c * int(np.prod([dim_value(a, size, named) for a in m], dtype=np.int64)) for m, c in d.terms)
     return int(d)

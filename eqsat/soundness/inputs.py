@@ -66,7 +66,7 @@ def _vars_of(d: object) -> list[str]:
     if isinstance(d, FloorDiv):
         return _vars_of(d.numerator) + _vars_of(d.denominator)
     if isinstance(d, MinDim):
-        return _vars_of(d.first) + _vars_of(d.second)
+        return [n for e in d.dims for n in _vars_of(e)]
     if isinstance(d, DimExpr):
         return [n for m, _ in d.terms for a in m for n in _vars_of(a)]
     return []

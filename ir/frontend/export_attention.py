@@ -235,8 +235,8 @@ def _one_node(ctx: EmitContext, query: TensorType) -> bool:
 def emit_attention(ctx: EmitContext, call: Call, args: Sequence[Value]) -> Value:
     query = ctx.type_of(call.args[0])
     if _one_node(ctx, query) and query.ndim in (3, 4):
-        over_tokens = (_attention_over_tokens(ctx, call, args) if is_static(query.shape)
-                       else _attention_over_run_time_tokens(ctx, call, args))
+        over_tokens = ((_attention_over_tokens(ctx, call, args) if is_static(query.shape) else None)
+                       or _attention_over_run_time_tokens(ctx, call, args))
         if over_tokens is not None:
             return over_tokens
         added = list(range(_ATTENTION_RANK - query.ndim))

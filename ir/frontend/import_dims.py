@@ -56,7 +56,10 @@ class DimensionBuilder:
         if isinstance(d, FloorDiv):
             return make_call("floor_divide", [self.dimension(d.numerator), self.dimension(d.denominator)], {})
         if isinstance(d, MinDim):
-            return make_call("minimum", [self.dimension(d.first), self.dimension(d.second)], {})
+            first, *rest = (self.dimension(e) for e in d.dims)
+            for other in rest:
+                first = make_call("minimum", [first, other], {})
+            return first
         if isinstance(d, DimExpr):
             total: Expr | None = None
             for monomial, coefficient in d.terms:

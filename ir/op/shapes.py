@@ -62,7 +62,7 @@ def _broadcast_dim(a: Dim, b: Dim) -> Dim:
     if b == 1:
         return a
     for clipped, other in ((a, b), (b, a)):  # min(p, q) with p: p wherever the two broadcast
-        if isinstance(clipped, MinDim) and other in (clipped.first, clipped.second):
+        if isinstance(clipped, MinDim) and other in clipped.dims:
             return other
     if known(a) and known(b):
         raise ShapeError("")
