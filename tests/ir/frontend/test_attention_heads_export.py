@@ -288,3 +288,19 @@ def test_a_decode_steps_heads_split_off_run_time_tokens_go_to_attention_as_token
         expected = [np.asarray(e) for e in evaluate(mod, {**values, **params})]
         for optimize in (False, True):
             assert_outputs_close(expected, _run(model, values, optimize), rel=1e-4)
+
+
+@pytest.mark.parametrize("newshape, axes", [([-1, 0, HEADS, SIZE], [0, 2, 1, 3]), ([0, 0, SIZE, HEADS], [0, 3, 1, 2])])
+def test_near_miss_heads_not_split_off_tokens_by_the_last_axis_stay_four_d(newshape, axes):
+    """A reshape that does not keep the batch and length (`-1` first), or heads taken every HEADS-th
+    element (head-minor) rather than as runs of the last axis, are no head split of the tokens:
+    `Attention` takes the 4-D values, with their Transposes."""
+    batch, seq = ir.SizeVar("batch"), ir.SizeVar("seq")
+    x = relay.var("x", shape=(batch, seq, HIDDEN))
+    q = relay.transpose(relay.reshape(relay.exp(x), newshape=newshape), axes=axes)
+    mod = ir.IRModule.from_expr(relay.Function([x], relay.nn.attention(q, q, q, scale=0.5)))
+    ir.infer_type(mod)
+    model = to_onnx(mod)
+    values = {"x": RNG.standard_normal((2, 5, HIDDEN)).astype("float32")}
+    assert_outputs_close([np.asarray(evaluate(mod, values))], run_ort(model, values), rel=1e-4)
+    assert _heads(model) == [] and Counter(n.op_type for n in model.graph.node)["Transpose"] == 1
