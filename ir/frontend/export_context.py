@@ -115,7 +115,7 @@ class EmitContext:
                  constant_value: Callable[[str], np.ndarray | None] = lambda name: None,
                  views: dict[str, str] | None = None, relayouts: dict[str, Relayout] | None = None,
                  bypassable: dict[str, str] | None = None, readers: Mapping[Expr, int] | None = None,
-                 head_splits: dict[str, HeadSplit] | None = None):
+                 head_splits: dict[str, HeadSplit] | None = None, shared: dict[tuple, str] | None = None):
         self.opset = opset
         self.names = names
         self.nodes = nodes
@@ -140,6 +140,8 @@ class EmitContext:
         #: A Transpose back and a Reshape merging the heads read `split` and `tokens` instead, and such a
         #: node that nothing reads is left out of the model
         self.head_splits: dict[str, HeadSplit] = {} if head_splits is None else head_splits
+        #: (the (sub)graph's node list, op, inputs, attributes) -> the value `shared_node` made for them
+        self.shared: dict[tuple, str] = {} if shared is None else shared
 
     def node(self, op_type: str, inputs: Sequence[str], outputs: int = 1, domain: str = "", **attrs: Any) -> Any:
         """Append an ONNX node of `domain` (default: the standard one); returns its output name, or a
@@ -150,6 +152,14 @@ class EmitContext:
         self.nodes.append(onnx.helper.make_node(op_type, list(inputs), out_names, name=out_names[0],
                                                 domain=domain or None, **attrs))
         return out_names[0] if outputs == 1 else out_names
+
+    def shared_node(self, op_type: str, inputs: Sequence[str], **attrs: Any) -> str:
+        """`node` of a standard op with one output and no side effects, made once per (sub)graph for the
+        same inputs and attributes (e.g. the rotary caches that Q's and K's kernels both read)."""
+        key = (id(self.nodes), op_type, tuple(inputs), repr(sorted(attrs.items())))
+        if key not in self.shared:
+            self.shared[key] = self.node(op_type, inputs, **attrs)
+        return self.shared[key]
 
     def producer(self, value: Value) -> onnx.NodeProto | None:
         """The node of the current (sub)graph that computes `value`; None for an input, a constant or a tuple."""

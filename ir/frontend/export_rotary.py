@@ -91,7 +91,8 @@ def emit_rotary_embedding(ctx: EmitContext, call: Call, args: Sequence[Value]) -
 
 def _position_ids(ctx: EmitContext, call: Call, data: Value, cos: Value) -> Value:
     """Int64 ids numbering the rows of the reshaped (B or 1, S, r/2) table: for a table of one row
-    for the batch, the kernel's offset form, [0] (token s reads row s), else (B, S) ids."""
+    for the batch, the kernel's offset form, [0] (token s reads row s), else (B, S) ids (made once
+    for the tables Q's and K's kernels share)."""
     batch = ctx.type_of(call.args[0]).shape[0]
     table = ctx.type_of(call.args[1]).shape
     if table[0] == 1:
@@ -99,14 +100,14 @@ def _position_ids(ctx: EmitContext, call: Call, data: Value, cos: Value) -> Valu
     if is_static(table[:2]) and is_static([batch]):
         ids = np.arange(table[0] * table[1], dtype=np.int64).reshape(table[:2])
         return ctx.const(np.ascontiguousarray(np.broadcast_to(ids, (batch, table[1]))))
-    shape = ctx.node("Shape", [cos])
-    lengths = ctx.node("Slice", [shape, ctx.ints([0]), ctx.ints([2])])
-    rows = ctx.node("ReduceProd", [lengths], keepdims=0)
-    ids = ctx.node("Range", [ctx.const(np.int64(0)), rows, ctx.const(np.int64(1))])
-    ids = ctx.node("Reshape", [ids, lengths])
-    target = ctx.node("Concat", [ctx.node("Shape", [data], start=0, end=1), ctx.node("Shape", [cos], start=1, end=2)],
-                      axis=0)
-    return ctx.node("Expand", [ids, target])
+    shape = ctx.shared_node("Shape", [cos])
+    lengths = ctx.shared_node("Slice", [shape, ctx.ints([0]), ctx.ints([2])])
+    rows = ctx.shared_node("ReduceProd", [lengths], keepdims=0)
+    ids = ctx.shared_node("Range", [ctx.const(np.int64(0)), rows, ctx.const(np.int64(1))])
+    ids = ctx.shared_node("Reshape", [ids, lengths])
+    lengths_of = [ctx.shared_node("Shape", [data], start=0, end=1), ctx.shared_node("Shape", [cos], start=1, end=2)]
+    target = ctx.shared_node("Concat", lengths_of, axis=0)
+    return ctx.shared_node("Expand", [ids, target])
 
 
 def emit_rotary_embedding_contrib(ctx: EmitContext, call: Call, args: Sequence[Value]) -> Value | None:
@@ -121,7 +122,7 @@ def emit_rotary_embedding_contrib(ctx: EmitContext, call: Call, args: Sequence[V
     split = head_split_of(ctx, call.args[0], data)
     tokens = split.tokens if split is not None and split.heads == heads else None
     r = rotary_dim(ctx.type_of(call.args[1]))
-    caches = [ctx.node("Reshape", [t, ctx.ints([-1, r // 2])]) for t in (cos, sin)]
+    caches = [ctx.shared_node("Reshape", [t, ctx.ints([-1, r // 2])]) for t in (cos, sin)]
     source = data if tokens is None else tokens  # the batch is the first axis of either
     out = ctx.node("RotaryEmbedding", [source, _position_ids(ctx, call, source, cos), *caches], domain=CONTRIB_DOMAIN,
                    interleaved=int(call.attrs.interleaved), num_heads=heads, rotary_embedding_dim=r)

@@ -127,6 +127,7 @@ class _GraphExporter:
         self.relayouts: dict[str, Relayout] = {}
         self.bypassable: dict[str, str] = {}
         self.head_splits: dict[str, HeadSplit] = {}
+        self.shared: dict[tuple, str] = {}
 
     def add_initializer(self, name: str, value: np.ndarray) -> None:
         elem_of_dtype(value.dtype.name, f"constant {name!r}")
@@ -157,7 +158,7 @@ class _GraphExporter:
     def context(self, scope: _Scope) -> EmitContext:
         """An emitter context that appends to the nodes of `scope`."""
         return EmitContext(self.opset, self.names, scope.nodes, self.small_constant, self.initializers.get, self.views,
-                           self.relayouts, self.bypassable, self.readers, self.head_splits)
+                           self.relayouts, self.bypassable, self.readers, self.head_splits, self.shared)
 
     def small_constant(self, value: np.ndarray) -> str:
         key = (value.dtype.str, value.shape, value.tobytes()) if value.size <= _SHARED_CONSTANT_ELEMENTS else None

@@ -232,7 +232,8 @@ def test_a_split_something_else_reads_is_kept():
 def test_a_rotation_of_heads_split_off_run_time_tokens_rotates_the_tokens(rotary):
     """ONNX Runtime's `RotaryEmbedding` takes the 3-D tokens (`num_heads`) and gives them back: the
     rotated query and key go to `Attention` as tokens with no Reshape or Transpose between (a partial
-    rotary dimension too); equal to the program at two sizes."""
+    rotary dimension too), and both kernels read one reshape of each table; equal to the program at
+    two sizes."""
     batch, seq = ir.SizeVar("batch"), ir.SizeVar("seq")
     x = relay.var("x", shape=(batch, seq, HIDDEN))
     cos, sin = (relay.var(n, shape=(1, seq, rotary // 2)) for n in ("cos", "sin"))
@@ -248,6 +249,7 @@ def test_a_rotation_of_heads_split_off_run_time_tokens_rotates_the_tokens(rotary
     model = to_onnx(mod, params, contrib=True)
     ops = Counter(n.op_type for n in model.graph.node)
     assert ops["RotaryEmbedding"] == 2 and ops["Attention"] == 1 and ops["Transpose"] == 0, ops
+    assert [n.input[0] for n in model.graph.node if n.op_type == "Reshape"] == ["cos", "sin"]  # one for both kernels
     rotated = {n.output[0] for n in model.graph.node if n.op_type == "RotaryEmbedding"}
     assert set(next(n for n in model.graph.node if n.op_type == "Attention").input[:2]) == rotated
     for b, s in ((2, 5), (1, 3)):
