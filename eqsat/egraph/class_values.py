@@ -31,6 +31,7 @@ import numpy as np
 from ir import relay
 from ir.errors import ShapeError
 from ir.op.shapes import broadcast_shapes, known, normalize_axis
+from ir.op.transform import TO_THE_END
 from ir.type_infer import types_compatible
 from ir.types import Any, AnyDim, TensorType, TupleType, Type, dim_min
 
@@ -192,15 +193,18 @@ def _arange_type(egraph: "EGraph", nodes, bounds: tuple[Handle, ...]) -> TensorT
 
 def _sliced_length(size, begin, end, step):
     """How long a unit-step slice from `begin` to `end` (ints or sizes) of an axis of length `size` is,
-    as ONNX Slice clamps its bounds; `Any` where that is not a dimension."""
+    as ONNX Slice clamps its bounds; `Any` where that is not a dimension (a bound that may count from
+    the end: negative, or a size expression that may be)."""
     if not known(step) or step != 1 or not known(begin) or begin < 0:
         return Any
     if known(end) and end < 0:
-        return Any if not known(size) else len(range(size)[begin:end])
-    stop = dim_min(size, end)  # a size as an end is never negative
+        return len(range(size)[begin:end]) if known(size) else Any
     try:
+        if not end >= 0:
+            return Any
+        stop = size if known(end) and end >= TO_THE_END else dim_min(size, end)
         return stop - begin if stop >= begin else Any
-    except TypeError:
+    except TypeError:  # which is larger depends on the sizes
         return Any
 
 

@@ -149,7 +149,7 @@ def strided_slice_rel(args: Sequence[Type], attrs: Attrs) -> Type:
 
 
 #: an end at least this large selects to the end of any dimension (ONNX exporters write INT64_MAX or INT32_MAX)
-_TO_THE_END = 2**31 - 1
+TO_THE_END = 2**31 - 1
 
 
 def _sliced(size: Dim, begin: int, end: int, stride: int) -> Dim:
@@ -158,9 +158,9 @@ def _sliced(size: Dim, begin: int, end: int, stride: int) -> Dim:
     `end` (a `MinDim` where the dimension may be shorter); `Any` for other slices."""
     if stride != 1 or not symbolic(size):
         return Any
-    if begin >= 0 and end >= _TO_THE_END:
+    if begin >= 0 and end >= TO_THE_END:
         return size - begin
-    if begin < 0 and end >= _TO_THE_END:
+    if begin < 0 and end >= TO_THE_END:
         return dim_min(size, -begin)
     if begin == 0 and end > 0:
         return dim_min(size, end)

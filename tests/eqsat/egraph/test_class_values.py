@@ -60,3 +60,19 @@ def test_run_time_bounds_and_targets_that_evaluate_type_slices_and_expands():
     types = [egraph.type_of(add_expr(egraph, ir.infer_type(e))) for e in (expanded, first, tail)]
     assert [str(t) for t in types] == ["Tensor[(batch, seq), int64]", "Tensor[(1, min(seq, 512)), int64]",
                                        "Tensor[(1, ?), int64]"]
+
+
+def test_a_run_time_end_that_may_count_from_the_end_leaves_the_length_unknown():
+    """`seq - 600` may be negative, which ONNX's Slice reads from the end: no length; `seq + 1` is a size."""
+    import numpy as np
+
+    ids = relay.var("ids", shape=(ir.SizeVar("batch"), ir.SizeVar("seq")), dtype="int64")
+    length = relay.reshape(relay.take(relay.shape_of(ids), relay.const(1, "int64"), axis=0), newshape=[1])
+    table = relay.const(np.zeros((1, 512), np.float32))
+    ints = lambda *v: relay.const(np.array(v, dtype=np.int64))  # noqa: E731
+    slices = [relay.dyn.strided_slice(table, ints(0), relay.add(length, ints(shift)), ints(1), axes=[1])
+              for shift in (-600, 1)]
+    low = lower(ir.infer_type(relay.Tuple(slices)))
+    low.egraph.refresh()
+    types = [str(low.egraph.type_of(add_expr(low.egraph, ir.infer_type(e)))) for e in slices]
+    assert types == ["Tensor[(1, ?), float32]", "Tensor[(1, min(seq + 1, 512)), float32]"]
