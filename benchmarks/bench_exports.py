@@ -26,6 +26,7 @@ from typing import Any, Sequence
 import onnx
 
 import eqsat
+from eqsat.target import in_session
 from benchmarks.bench_spellings import ort_session, ratio_medians
 from benchmarks.bench_strategies import relative_error
 from benchmarks.report import Stopwatch, checked_choices, timing_parser, write_results
@@ -36,14 +37,17 @@ COLUMNS = ["model", "exporter", "ours_off", "ours_on", "ours_on_runs", "exported
 
 
 def compare_in_ort(original: onnx.ModelProto, ours: onnx.ModelProto, feed: dict, repeat: int,
-                   min_seconds: float) -> dict[str, Any]:
+                   min_seconds: float, for_off: onnx.ModelProto | None = None) -> dict[str, Any]:
     """Interleaved timing of `original` and `ours` with ONNX Runtime's optimizer off and on: ratios
     against the original with it on, and ours' largest relative error against the original. A
     second session of the original with the optimizer on, timed last in each round, is the control:
-    its ratio would be 1 on a quiet machine, and its distance from 1 is the row's noise."""
+    its ratio would be 1 on a quiet machine, and its distance from 1 is the row's noise. `for_off`, ours
+    for a session with the optimizer off, is timed in such a session (`ours_for_off`)."""
     sessions = {"original_on": ort_session(original, True), "original_off": ort_session(original, False),
                 "ours_off": ort_session(ours, False), "ours_on": ort_session(ours, True),
                 "control": ort_session(original, True)}
+    if for_off is not None:
+        sessions["ours_for_off"] = ort_session(for_off, False)
     reference = sessions["original_off"].run(None, feed)
     runs = {key: partial(session.run, None, feed) for key, session in sessions.items()}
     original_on, ratios = ratio_medians(runs, "original_on", repeat, min_seconds)
@@ -52,16 +56,22 @@ def compare_in_ort(original: onnx.ModelProto, ours: onnx.ModelProto, feed: dict,
 
 
 def measure_export(name: str, small: bool, repeat: int, min_seconds: float, exporter: str = "torchscript",
-                   runs: int = 1, speed: bool = True, saved: str | None = None) -> dict[str, Any]:
+                   runs: int = 1, speed: bool = True, saved: str | None = None, off_session: bool = False) -> dict[str, Any]:
     """One row: `eqsat.optimize_onnx` on the export (what `eqsat optimize IN.onnx OUT.onnx` writes: the
     ort target, its kernels, the speed check unless not `speed`), timed against the export `runs`
     times; each ratio is the median of the runs' medians, `ours_on_runs` lists every run's. The export
-    is read from the folder `saved` where it is there (`torch_models.export`)."""
+    is read from the folder `saved` where it is there (`torch_models.export`). With `off_session`, ours
+    for a session with ONNX Runtime's optimizer off (`--ort-optimizer disabled`) is timed too, in that
+    session, against the export with the optimizer on (`ours_for_off`)."""
     original = export(name, small, exporter, saved)
     stopwatch = Stopwatch()
     with stopwatch("optimize"):
         ours = eqsat.optimize_onnx(original, speed=speed)
-    measured = [compare_in_ort(original, ours, input_feed(original), repeat, min_seconds) for _ in range(runs)]
+    for_off = None
+    if off_session:
+        for_off = eqsat.optimize_onnx(original, target=in_session("ort", optimizer="disabled"), speed=speed)
+    measured = [compare_in_ort(original, ours, input_feed(original), repeat, min_seconds, for_off)
+                for _ in range(runs)]
 
     def across(key: str) -> float:
         return statistics.median(r[key] for r in measured)
@@ -70,7 +80,8 @@ def measure_export(name: str, small: bool, repeat: int, min_seconds: float, expo
             "exported_off": across("original_off"), "control": across("control"),
             "exported_on_ms": across("original_on_ms"), "max_rel_error": measured[0]["max_rel_error"],
             "optimize_s": stopwatch.seconds["optimize"], "kept_input": ours is original,
-            "onnx_nodes": len(original.graph.node), "ours_nodes": len(ours.graph.node)}
+            "onnx_nodes": len(original.graph.node), "ours_nodes": len(ours.graph.node),
+            **({"ours_for_off": across("ours_for_off"), "for_off_kept_input": for_off is original} if off_session else {})}
 
 
 NOTES = """\
@@ -87,6 +98,11 @@ quiet machine: its distance from 1 is the row's noise). `max_rel_error`: ours (o
 of the export and of ours."""
 
 
+OFF_NOTE = """ `ours_for_off`: ours made for a session with the optimizer off
+(`eqsat optimize IN.onnx OUT.onnx --ort-optimizer disabled`, speed check in such a session), run with it off,
+against the export with it on; `for_off_kept_input`: that speed check kept the input."""
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     parser = timing_parser(__doc__, "small inputs (64x64 images, 16 tokens)", 2.0,
                            "least seconds the export runs per model", "least number of timed rounds per model")
@@ -95,6 +111,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--name", help="results file name (default exports, exports_small with --small)")
     parser.add_argument("--runs", type=int, default=3, help="interleaved timings per model (the noise across them)")
     parser.add_argument("--saved", help="a folder of exports written by `python -m benchmarks.torch_models`")
+    parser.add_argument("--off-session", action="store_true",
+                        help="also ours for a session with the optimizer off, timed in one (ours_for_off)")
     args = parser.parse_args(argv)
     if args.runs < 1:
         parser.error("--runs must be at least 1")
@@ -107,7 +125,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         for exporter in exporters:
             try:
                 rows.append(measure_export(name, args.small, args.repeat, args.seconds, exporter, args.runs,
-                                           saved=args.saved))
+                                           saved=args.saved, off_session=args.off_session))
             except Unavailable as err:
                 print(f"{name}: skipped ({err})", file=sys.stderr)
                 break
@@ -116,7 +134,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     notes = NOTES.format(cores=multiprocessing.cpu_count(), ort=onnxruntime.__version__,
                          size="small" if args.small else "full-size", repeat=args.repeat, seconds=args.seconds,
                          runs=args.runs)
-    path = write_results(args.name or "exports" + ("_small" if args.small else ""), rows, COLUMNS, notes)
+    columns = COLUMNS + (["ours_for_off", "for_off_kept_input"] if args.off_session else [])
+    path = write_results(args.name or "exports" + ("_small" if args.small else ""), rows, columns,
+                         notes + (OFF_NOTE if args.off_session else ""))
     print(path.read_text())
 
 
