@@ -4,12 +4,14 @@ Convolutions, dense layers, and their fused forms with bias and activation (weig
 concatenated) merge when their attributes agree but for the output width (`channels`, `units`,
 which the merged call sums).
 
-Termination: a rule here merges two calls only when each weight's e-class holds a leaf (a
-constant or a graph variable). The merged call's weight is a `concatenate`, whose class holds no
-leaf, so a merged call never takes part in another merge. Each rule therefore adds at most one
-wide call (plus its concatenate, split and two projections) per unordered pair of calls that
-share an input and have leaf weights, and saturates on its own; it never builds three-way or
-deeper merges.
+Three dense layers of one input (an attention's Q, K and V projections) also merge into one, split
+in three: one GEMM where the pairwise merges leave two, the extractor choosing between them.
+
+Termination: a rule here merges calls only when each weight's e-class holds a leaf (a constant or
+a graph variable). The merged call's weight is a `concatenate`, whose class holds no leaf, so a
+merged call never takes part in another merge. Each rule therefore adds at most one wide call
+(plus its concatenate, split and projections) per unordered pair (or triple) of calls that share
+an input and have leaf weights, and saturates on its own; it never builds deeper merges.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from ..rule import rule, ruleset
 
 __all__ = ["MERGE", "convs_mergeable", "same_but_width", "widened"]
 
-x, w1, w2, b1, b2 = pvars("x w1 w2 b1 b2")
+x, w1, w2, w3, b1, b2, b3 = pvars("x w1 w2 w3 b1 b2 b3")
 
 _LEAF_KINDS = (Kind.CONST, Kind.VAR)
 
@@ -36,9 +38,12 @@ def _holds_leaf(m: Match, name: str) -> bool:
 
 
 def _mergeable_pair(m: Match) -> bool:
-    """Two different roots, each unordered pair once, both weights leaves (so merges never nest)."""
-    a, b = (m.egraph.canonical(r) for r in m.roots)
-    return a < b and m.dtype("w1") == m.dtype("w2") and _holds_leaf(m, "w1") and _holds_leaf(m, "w2")
+    """Different roots, each unordered pair (or triple) once, every weight a leaf of one dtype (so
+    merges never nest)."""
+    roots = [m.egraph.canonical(r) for r in m.roots]
+    weights = [f"w{i + 1}" for i in range(len(roots))]
+    return (all(a < b for a, b in zip(roots, roots[1:])) and len({m.dtype(w) for w in weights}) == 1
+            and all(_holds_leaf(m, w) for w in weights))
 
 
 def same_but_width(a1: Attrs, a2: Attrs, width: str) -> bool:
@@ -46,20 +51,23 @@ def same_but_width(a1: Attrs, a2: Attrs, width: str) -> bool:
     return {k: v for k, v in a1.items() if k != width} == {k: v for k, v in a2.items() if k != width}
 
 
-def widened(name: str, width: str) -> Callable[[Match], int | None]:
+def widened(name: str, width: str, weights: tuple[str, ...] = ("w1", "w2")) -> Callable[[Match], int | None]:
     """A template attribute: the output width `width` of the call bound to `name`, as the output sizes of
-    weights `w1` and `w2` summed (unset when it is unset)."""
-    return lambda m: None if getattr(m[name], width) is None else m.shape("w1")[0] + m.shape("w2")[0]
+    `weights` summed (unset when it is unset)."""
+    return lambda m: None if getattr(m[name], width) is None else sum(m.shape(w)[0] for w in weights)
 
 
 def _weights(*names: str) -> Pat:
     return ops.concatenate(tuple_pat(*(PVar(n) for n in names)), axis=0)
 
 
-def _split(wide: Pat, axis: int) -> tuple[Pat, Pat]:
-    """The two parts of `wide` along `axis`: the first as wide as weight `w1`'s output."""
-    parts = ops.split(wide, indices_or_sections=lambda m: [m.shape("w1")[0]], axis=axis)
-    return parts[0], parts[1]
+def _split(wide: Pat, axis: int, parts: int = 2) -> tuple[Pat, ...]:
+    """The `parts` parts of `wide` along `axis`, each as wide as its weight's (`w1`, `w2`, ...) output."""
+    def bounds(m: Match) -> list[int]:
+        widths = [m.shape(f"w{i + 1}")[0] for i in range(parts - 1)]
+        return [sum(widths[:i + 1]) for i in range(parts - 1)]
+    split = ops.split(wide, indices_or_sections=bounds, axis=axis)
+    return tuple(split[i] for i in range(parts))
 
 
 def convs_mergeable(m: Match) -> bool:
@@ -75,16 +83,36 @@ def _convs_mergeable(m: Match) -> bool:
 
 
 def _denses_mergeable(m: Match) -> bool:
-    return same_but_width(m["d1"], m["d2"], "units") and _mergeable_pair(m)
+    calls = [m[f"d{i + 1}"] for i in range(len(m.roots))]
+    return all(same_but_width(calls[0], c, "units") for c in calls[1:]) and _mergeable_pair(m)
 
 
 def _fused_mergeable(same_calls):
-    """Guard of a fused pair (conv or dense with bias and activation): alike as `same_calls` says,
-    a mergeable pair, and leaf biases of one dtype."""
+    """Guard of fused calls (conv or dense with bias and activation): alike as `same_calls` says,
+    mergeable (`_mergeable_pair`), and leaf biases of one dtype."""
     def guard(m: Match) -> bool:
-        return (same_calls(m) and _mergeable_pair(m) and m.dtype("b1") == m.dtype("b2")
-                and _holds_leaf(m, "b1") and _holds_leaf(m, "b2"))
+        biases = [f"b{i + 1}" for i in range(len(m.roots))]
+        return (same_calls(m) and _mergeable_pair(m) and len({m.dtype(b) for b in biases}) == 1
+                and all(_holds_leaf(m, b) for b in biases))
     return guard
+
+
+def _fused_denses_alike(m: Match) -> bool:
+    calls = [m[f"c{i + 1}"] for i in range(len(m.roots))]
+    return all(same_but_width(calls[0], c, "units") for c in calls[1:])
+
+
+def _three_denses(fused: bool, computed: bool = False) -> Expr:
+    """Q, K and V projections of one input (biased with `fused`), V narrower (grouped heads); with
+    `computed`, V's weight computed (a near miss: no leaf)."""
+    x = relay.var("x", shape=(2, 5))
+    weights = [relay.var(f"w{i}", shape=(n, 5)) for i, n in ((1, 4), (2, 4), (3, 2))]
+    if computed:
+        weights[2] = relay.nn.relu(weights[2])
+    if fused:
+        return relay.Tuple([relay.nn.dense_bias_act(x, w, relay.var(f"b{i}", shape=(n,)))
+                            for i, (w, n) in enumerate(zip(weights, (4, 4, 2)), 1)])
+    return relay.Tuple([relay.nn.dense(x, w) for w in weights])
 
 
 def _fused_pair(op: str, activation: str) -> Expr:
@@ -144,6 +172,19 @@ MERGE = ruleset("merge", [
          (nn.dense_bias_act(x, w1, b1, bind_attrs="c1"), nn.dense_bias_act(x, w2, b2, bind_attrs="c2")),
          _split(nn.dense_bias_act(x, _weights("w1", "w2"), _weights("b1", "b2"), attrs_from="c1",
                                   units=widened("c1", "units")), axis=-1),
-         when=_fused_mergeable(lambda m: same_but_width(m["c1"], m["c2"], "units")),
+         when=_fused_mergeable(_fused_denses_alike),
          example=lambda: _fused_pair("dense", "relu"), near_miss=lambda: _fused_pair("dense", "tanh")),
+    rule("merge-three-parallel-dense",
+         (nn.dense(x, w1, bind_attrs="d1"), nn.dense(x, w2, bind_attrs="d2"), nn.dense(x, w3, bind_attrs="d3")),
+         _split(nn.dense(x, _weights("w1", "w2", "w3"), attrs_from="d1",
+                         units=widened("d1", "units", ("w1", "w2", "w3"))), axis=-1, parts=3),
+         when=_denses_mergeable, example=lambda: _three_denses(False),
+         near_miss=lambda: _three_denses(False, computed=True)),
+    rule("merge-three-parallel-dense-bias-act",
+         (nn.dense_bias_act(x, w1, b1, bind_attrs="c1"), nn.dense_bias_act(x, w2, b2, bind_attrs="c2"),
+          nn.dense_bias_act(x, w3, b3, bind_attrs="c3")),
+         _split(nn.dense_bias_act(x, _weights("w1", "w2", "w3"), _weights("b1", "b2", "b3"), attrs_from="c1",
+                                  units=widened("c1", "units", ("w1", "w2", "w3"))), axis=-1, parts=3),
+         when=_fused_mergeable(_fused_denses_alike), example=lambda: _three_denses(True),
+         near_miss=lambda: _three_denses(True, computed=True)),
 ])
