@@ -75,7 +75,8 @@ def test_fusion_rules_compose_to_a_fused_conv():
 @pytest.mark.parametrize("op", ["conv", "dense"])
 def test_merge_rules_saturate_on_many_parallel_calls(op):
     # four calls with equal attributes on one input: merged calls share that input again, but their
-    # concatenated weights are not leaves, so they never merge again and the run saturates
+    # concatenated weights are not leaves, so they never merge again and the run saturates (plain
+    # dense layers merge in pairs only)
     rng = np.random.default_rng(0)
     if op == "conv":
         x = relay.var("x", shape=(1, 3, 6, 6))
@@ -88,8 +89,6 @@ def test_merge_rules_saturate_on_many_parallel_calls(op):
     low = lower(mod)
     report = saturate(low.egraph, RULESETS["merge"], Limits(iterations=20, nodes=10_000, seconds=30))
     assert report.stop_reason is StopReason.SATURATED, report.stop_reason
-    # one merge per unordered pair (and, of dense layers, per triple: Q, K and V in one), none nested
-    assert report.applied_per_rule == ({"merge-parallel-conv": 6} if op == "conv" else
-                                       {"merge-parallel-dense": 6, "merge-three-parallel-dense": 4})
-    assert report.enodes < (100 if op == "conv" else 150)
+    assert sum(report.applied_per_rule.values()) == 6  # one merge per unordered pair, none nested
+    assert report.enodes < 100
     assert check_rule(RULESETS["merge"], mod["main"].body, limits=Limits(iterations=20)).programs >= 7
