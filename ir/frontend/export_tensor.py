@@ -61,9 +61,8 @@ def head_split_of(ctx: EmitContext, expr: Expr, value: Value) -> HeadSplit | Non
     """How `value` (of `expr`, a (batch, heads, sequence, size) value) was split off (batch, sequence,
     heads x size) tokens: as an emitter recorded it (`split_heads`), or where `expr` is
     `transpose(reshape(x, [0, 0, heads, size]), [0, 2, 1, 3])` (either may be -1) of a 3-D x whose last
-    axis is heads x size,
-    written as a Transpose of a Reshape of x (then recorded: an emitter that reads x instead leaves
-    them out of the model unless something else reads them); else None."""
+    axis is heads x size, written as a Transpose of a Reshape of x (then recorded: an emitter that
+    reads x instead leaves them out of the model unless something else reads them); else None."""
     if not isinstance(value, str):
         return None
     known_split = ctx.head_splits.get(value)
@@ -78,8 +77,13 @@ def head_split_of(ctx: EmitContext, expr: Expr, value: Value) -> HeadSplit | Non
             or data.shape[-1] != heads * size or any(n not in (d, -1) for n, d in zip(newshape[2:], (heads, size)))):
         return None
     transposed = ctx.producer(value)
-    made = ctx.producer(transposed.input[0]) if transposed is not None and transposed.op_type == "Transpose" else None
-    if made is None or made.op_type != "Reshape":
+    if transposed is None or transposed.op_type != "Transpose" or _perm(transposed) != [0, 2, 1, 3]:
+        return None
+    made = ctx.producer(transposed.input[0])
+    # the reshape as written from x itself (a relayout written as a reshape of an earlier value has its
+    # static shape as its target, never [0, 0, ...])
+    if made is None or made.op_type != "Reshape" or list(ctx.value_of(made.input[1]) if len(made.input) > 1
+                                                         else ()) != newshape:
         return None
     split = HeadSplit(made.input[0], made.output[0], heads, size)
     ctx.head_splits[value] = ctx.head_splits[split.split] = split
@@ -93,6 +97,10 @@ def split_heads(ctx: EmitContext, tokens: str, heads: int, size: int) -> str:
     value = ctx.node("Transpose", [split], perm=[0, 2, 1, 3])
     ctx.head_splits[value] = ctx.head_splits[split] = HeadSplit(tokens, split, heads, size)
     return value
+
+
+def _perm(node) -> list[int]:
+    return next((list(a.ints) for a in node.attribute if a.name == "perm"), [])
 
 
 def _is_call(expr: Expr, name: str) -> bool:

@@ -306,3 +306,24 @@ def test_near_miss_heads_not_split_off_tokens_by_the_last_axis_stay_four_d(newsh
     values = {"x": RNG.standard_normal((2, 5, HIDDEN)).astype("float32")}
     assert_outputs_close([np.asarray(evaluate(mod, values))], run_ort(model, values), rel=1e-4)
     assert _heads(model) == [] and Counter(n.op_type for n in model.graph.node)["Transpose"] == 1
+
+
+def test_a_head_split_written_as_a_reshape_of_an_earlier_value_is_not_read_as_tokens():
+    """Static rows: the tokens are a reshape of 2-D rows, so the head split is written as one Reshape of
+    those rows to the static shape; the rows are no (batch, sequence, hidden) tokens, and the rotation
+    keeps the 4-D split (equal to the program in ONNX Runtime)."""
+    x = relay.var("x", shape=(BATCH * SEQ, HIDDEN))
+    w = relay.var("w", shape=(HIDDEN, HIDDEN))
+    cos, sin = (relay.var(n, shape=(1, SEQ, SIZE // 2)) for n in ("cos", "sin"))
+    tokens = relay.reshape(relay.nn.dense(x, w), newshape=[BATCH, SEQ, HIDDEN])
+    q = relay.transpose(relay.reshape(tokens, newshape=[0, 0, HEADS, SIZE]), axes=[0, 2, 1, 3])
+    mod = ir.IRModule.from_expr(relay.Function([x, cos, sin, w], relay.nn.rotary_embedding(q, cos, sin)))
+    ir.infer_type(mod)
+    params = {"w": (RNG.standard_normal((HIDDEN, HIDDEN)) * 0.3).astype("float32")}
+    model = to_onnx(mod, params, contrib=True)
+    angles = RNG.uniform(-3, 3, (1, SEQ, SIZE // 2))
+    values = {"x": RNG.standard_normal((BATCH * SEQ, HIDDEN)).astype("float32"),
+              "cos": np.cos(angles).astype("float32"), "sin": np.sin(angles).astype("float32")}
+    assert_outputs_close([np.asarray(evaluate(mod, {**values, **params}))], run_ort(model, values), rel=1e-4)
+    rotary = next(n for n in model.graph.node if n.op_type == "RotaryEmbedding")
+    assert next(n for n in model.graph.node if rotary.input[0] in n.output).op_type == "Transpose"
