@@ -200,9 +200,14 @@ def _scalar_product(m: Match) -> Expr | None:
 
 def _constant_sum(m: Match) -> Expr | None:
     """`(a + c1) + c2` as `a + (c1 + c2)`, the constant sum computed at build time in the op's
-    dtype (refused where it overflows or cancels to a subnormal)."""
-    total = fold(np.add, m.const("c1"), m.const("c2"), dtype=m.dtype("a"))
-    return None if total is None else make_call("add", [m.expr("a"), constant(total)])
+    dtype (refused where it overflows or cancels to a subnormal, or where rounding absorbs a non-zero
+    addend: float16's 65504 + 3 is 65504, and `y + 3` in the class of `y` would fold 3s into new
+    constants without end)."""
+    c1, c2 = m.const("c1"), m.const("c2")
+    total = fold(np.add, c1, c2, dtype=m.dtype("a"))
+    if total is None or any(np.any((total == c) & (other != 0)) for c, other in ((c1, c2), (c2, c1))):
+        return None
+    return make_call("add", [m.expr("a"), constant(total)])
 
 
 def _expanded_constant(m: Match) -> Expr:
