@@ -43,7 +43,7 @@ from ..expr import Call, Expr
 from ..op.shapes import known
 from .errors import FrontendError
 from ..types import TensorType, is_static
-from .export_context import ONE_NODE_OPSETS, EmitContext, Relayout, Value, emits
+from .export_context import ONE_NODE_OPSETS, EmitContext, HeadSplit, Relayout, Value, emits
 from .export_tensor import head_split_of, relayout_of, split_heads, unsqueeze
 
 __all__ = ["ATTENTION_OPSET"]
@@ -192,26 +192,37 @@ def _attention_over_tokens(ctx: EmitContext, call: Call, args: Sequence[Value]) 
     return value
 
 
-def _attention_over_run_time_tokens(ctx: EmitContext, call: Call, args: Sequence[Value]) -> Value | None:
-    """`Attention` on the 3-D values q, k and v were split into heads from (`head_split_of`), with
-    `q_num_heads` / `kv_num_heads`; its result is the call's value through a `HeadSplit` (`split_heads`)."""
-    sources = [head_split_of(ctx, expr, value) for expr, value in zip(call.args[:3], args[:3])]
+def _token_sources(ctx: EmitContext, call: Call, args: Sequence[Value]) -> tuple[HeadSplit, ...] | None:
+    """How q, k and v were split off their tokens (`head_split_of`), where all three were, K and V with as
+    many heads as each other, a number that divides the query's; else None."""
+    sources = tuple(head_split_of(ctx, expr, value) for expr, value in zip(call.args[:3], args[:3]))
     if any(s is None for s in sources):
         return None
-    (q, heads, _), (k, kv_heads, _), (v, v_heads, size) = ((s.tokens, s.heads, s.size) for s in sources)  # type: ignore[union-attr]
-    if not _grouped(heads, kv_heads, v_heads):
+    heads, kv_heads, v_heads = (s.heads for s in sources)  # type: ignore[union-attr]
+    return sources if v_heads == kv_heads and heads % kv_heads == 0 else None  # type: ignore[return-value]
+
+
+def _on_tokens(ctx: EmitContext, call: Call, sources: Sequence[HeadSplit], inputs: Sequence[Value],
+               outputs: int = 1) -> list[Value]:
+    """The outputs of `Attention` on `inputs` (the tokens of `sources` first) with their head counts: its
+    result as the call's value through a `HeadSplit` (`split_heads`), a cache's outputs as they are."""
+    q, k, v = sources
+    out = ctx.node("Attention", list(inputs), outputs=outputs, scale=call.attrs.scale, softcap=_softcap(call),
+                   q_num_heads=q.heads, kv_num_heads=k.heads)
+    first, *present = out if outputs > 1 else [out]
+    return [split_heads(ctx, first, q.heads, v.size), *present]
+
+
+def _attention_over_run_time_tokens(ctx: EmitContext, call: Call, args: Sequence[Value]) -> Value | None:
+    """`Attention` on the 3-D values q, k and v were split into heads from (`_token_sources`), with
+    `q_num_heads` / `kv_num_heads` (`_on_tokens`)."""
+    sources = _token_sources(ctx, call, args)
+    if sources is None:
         return None
-    inputs = [q, k, v]
+    inputs = [s.tokens for s in sources]
     if len(args) > 3:
-        inputs.append(_scores_mask(ctx, call, args, [q, k]))
-    out = ctx.node("Attention", inputs, scale=call.attrs.scale, softcap=_softcap(call), q_num_heads=heads,
-                   kv_num_heads=kv_heads)
-    return split_heads(ctx, out, heads, size)
-
-
-def _grouped(heads: int, kv_heads: int, v_heads: int) -> bool:
-    """Whether K and V have as many heads as each other, a number that divides the query's."""
-    return v_heads == kv_heads and heads % kv_heads == 0
+        inputs.append(_scores_mask(ctx, call, args, inputs[:2]))
+    return _on_tokens(ctx, call, sources, inputs)[0]
 
 
 def _scores_mask(ctx: EmitContext, call: Call, args: Sequence[Value], qk: Sequence[Value] | None = None) -> Value:
@@ -256,16 +267,15 @@ def emit_cached_attention(ctx: EmitContext, call: Call, args: Sequence[Value]) -
     otherwise each cache's `Concat` and the attention spelled out."""
     query = ctx.type_of(call.args[0])
     if _one_node(ctx, query) and query.ndim == _ATTENTION_RANK:
-        sources = [head_split_of(ctx, expr, value) for expr, value in zip(call.args[:3], args[:3])]
-        tokens = all(sources) and _grouped(*(s.heads for s in sources))  # type: ignore[union-attr]
-        q, k, v = (s.tokens for s in sources) if tokens else args[:3]  # type: ignore[union-attr]
+        sources = _token_sources(ctx, call, args)
+        q, k, v = args[:3] if sources is None else (s.tokens for s in sources)
         rows, cols = query.shape[-2], call.checked_type.fields[1].shape[-2]
         mask = _mask_over_scores(ctx, call.args[5], _kernel_mask(ctx, call, args[5]), rows, cols,
                                  ([q], [args[3], k]))
-        heads = dict(q_num_heads=sources[0].heads, kv_num_heads=sources[1].heads) if tokens else {}
-        out, *present = ctx.node("Attention", [q, k, v, mask, *args[3:5]], outputs=3, scale=call.attrs.scale,
-                                 softcap=_softcap(call), **heads)
-        return (split_heads(ctx, out, sources[0].heads, sources[2].size) if tokens else out, *present)
+        inputs = [q, k, v, mask, *args[3:5]]
+        if sources is not None:
+            return tuple(_on_tokens(ctx, call, sources, inputs, outputs=3))
+        return tuple(ctx.node("Attention", inputs, outputs=3, scale=call.attrs.scale, softcap=_softcap(call)))
     present = [ctx.node("Concat", [past, new], axis=-2) for past, new in ((args[3], args[1]), (args[4], args[2]))]
     out = _spelled_out(ctx, call, query, ctx.type_of(call.args[1]).shape[-3], args[0], *present, args[5])
     return (out, *present)

@@ -53,6 +53,7 @@ class Relayout(NamedTuple):
         positions = self.positions()
         return bool(np.array_equal(positions.reshape(-1), np.arange(positions.size)))
 
+
 class HeadSplit(NamedTuple):
     """A (batch, heads, sequence, size) value whose rows are known only when the model runs, made from the
     (batch, sequence, heads x size) value `tokens` by `split` (a Reshape to (batch, sequence, heads,

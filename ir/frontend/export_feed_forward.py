@@ -32,7 +32,7 @@ from ..op.shapes import known
 from .export_context import CONTRIB_DOMAIN, EmitContext, Value, emits
 from .export_contrib import CONTRIB_EMITTERS, KERNEL_DTYPES
 from .export_elemwise import GELU_OPSET, gelu_node
-from .export_nn import gemm_over_rows, rows_known_at_run_time
+from .export_nn import gemm_over_rows, matmul_by_transposed, rows_known_at_run_time
 
 __all__ = ["CHUNK_BYTES", "MIN_CHUNK_UNITS", "chunk_count"]
 
@@ -103,9 +103,8 @@ def _over_tokens(ctx: EmitContext, call: Call, args: Sequence[Value], bias_gelu:
     weights = [ctx.value_of(weight1), ctx.value_of(weight2)]
     if not rows_known_at_run_time(ctx, call) or any(w is None for w in weights):
         return None
-    w1, w2 = (ctx.const(np.ascontiguousarray(w.T)) for w in weights)
-    hidden = bias_gelu(ctx, ctx.node("MatMul", [data, w1]), bias1, ctx.type_of(call).dtype)
-    return ctx.node("Add", [ctx.node("MatMul", [hidden, w2]), bias2])
+    hidden = bias_gelu(ctx, matmul_by_transposed(ctx, data, weights[0]), bias1, ctx.type_of(call).dtype)
+    return ctx.node("Add", [matmul_by_transposed(ctx, hidden, weights[1]), bias2])
 
 
 def _feed_forward(ctx: EmitContext, call: Call, args: Sequence[Value], gelu: Gelu, bias_gelu: BiasGelu) -> Value:

@@ -159,6 +159,12 @@ def rows_known_at_run_time(ctx: EmitContext, call: Call) -> bool:
     return len(shape) > 2 and not all(known(d) for d in shape[:-1])
 
 
+def matmul_by_transposed(ctx: EmitContext, data: Value, weight: np.ndarray) -> str:
+    """`MatMul` of `data` by the (units, depth) initializer `weight` transposed here, which takes data
+    of any rank as it is (a dense layer over rows known only when the model runs)."""
+    return ctx.node("MatMul", [data, ctx.const(np.ascontiguousarray(weight.T))])
+
+
 @emits("nn.dense", "nn.dense_bias_act")
 def emit_dense(ctx: EmitContext, call: Call, args: Sequence[Value]) -> Value:
     """Gemm (weight transposed by `transB`, bias as its `C`) over the rows of the data: ONNX
@@ -168,7 +174,7 @@ def emit_dense(ctx: EmitContext, call: Call, args: Sequence[Value]) -> Value:
     data, weight, *bias = cast_to(ctx, args, call)
     value = ctx.value_of(weight) if rows_known_at_run_time(ctx, call) else None
     if value is not None:
-        out = ctx.node("MatMul", [data, ctx.const(np.ascontiguousarray(value.T))])
+        out = matmul_by_transposed(ctx, data, value)
         out = ctx.node("Add", [out, *bias]) if bias else out
     else:
         out = gemm_over_rows(ctx, call, data, lambda rows: ctx.node("Gemm", [rows, weight, *bias], transB=1))
