@@ -5,10 +5,16 @@ threads) on the same inputs. After a warm-up, each of `rounds` rounds times a ba
 model, then of the other (the order alternates), so a change of load hits both alike; the
 decision reads the per-round ratios ours / input. With one thread (the default) the clock is the
 thread's CPU time, which foreign load on the machine barely moves, so the decision is the same
-on a quiet and a loaded machine. Ours is kept only when it is faster in at least three rounds of
-four (the upper quartile of the ratios is below 1): a program that is only as fast as the input
-gives the input back, unchanged, unless a program with only part of ours is faster by the same
-rule (`SpeedVerdict`, `eqsat.regions`).
+on a quiet and a loaded machine.
+
+The decision is sequential (`RULE`). Rounds come `ROUNDS` at a time. After each block, the median
+ratio's confidence interval (`CONFIDENCE`, distribution-free: order statistics of the ratios) is
+compared with `1 - MARGIN`: wholly below, ours is kept; wholly above, the input; across it, another
+block is timed, up to `MAX_ROUNDS`, after which the input is kept. So a clear call costs one block,
+and a close one is either resolved by more rounds or settled on the input: a program must be
+faster than the input by more than both the margin and the noise it measured to be kept. A program
+that is not gives the input back, unchanged, unless a program with only part of ours is faster by
+the same rule (`SpeedVerdict`, `eqsat.regions`).
 """
 
 from __future__ import annotations
@@ -18,19 +24,28 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
+from scipy.stats import binom
 
 from strategies.ort_timing import ort_session, quiet_runner, timing_clock
 
 from .errors import SpeedCheckError
 
-__all__ = ["SpeedCheck", "Tried", "SpeedVerdict", "speed_check", "ROUNDS", "BATCH_SECONDS", "RULE"]
+__all__ = ["SpeedCheck", "Tried", "SpeedVerdict", "speed_check", "decision", "median_interval", "ROUNDS", "MAX_ROUNDS",
+           "BATCH_SECONDS", "MARGIN", "CONFIDENCE", "RULE"]
 
 ROUNDS = 9
-"""timed rounds, each one batch of each model."""
+"""timed rounds per block, each one batch of each model."""
+MAX_ROUNDS = 27
+"""the most rounds one program is timed for; a call still open then keeps the input."""
 BATCH_SECONDS = 0.05
 """the length of one batch of runs (at least one run), from the warm-up's timing."""
-RULE = ("the first program, in the order tried, whose upper quartile of the ratios (program / input) is below 1; "
-        "else the input")
+MARGIN = 0.01
+"""how much faster than the input a program must be: its median ratio below 1 - MARGIN."""
+CONFIDENCE = 0.95
+"""the least coverage of the median ratio's interval."""
+RULE = (f"the first program, in the order tried, whose median ratio (program / input) lies below {1 - MARGIN:g} "
+        f"with {CONFIDENCE:.0%} confidence, timed in blocks of {ROUNDS} rounds while the interval spans "
+        f"{1 - MARGIN:g}, at most {MAX_ROUNDS}; else the input")
 """which model a `SpeedVerdict` keeps."""
 
 
@@ -53,21 +68,31 @@ class SpeedCheck:
         q = np.percentile(self.ratios, [25, 75])
         return float(q[0]), float(q[1])
 
+    def interval(self) -> tuple[float, float]:
+        """The median ratio's confidence interval (`median_interval`)."""
+        return median_interval(self.ratios)
+
+    def spread(self) -> str:
+        """The median ratio, its interval and the rounds it was measured over."""
+        low, high = self.interval()
+        return f"{self.median:.3f} ({CONFIDENCE:.0%} interval {low:.3f}-{high:.3f} over {len(self.ratios)} rounds)"
+
     def timing(self) -> str:
         """Where and how it was timed, and the ratios."""
-        low, high = self.quartiles()
         return (f"speed check under onnxruntime (optimizer {self.optimizer}, {self.threads} thread(s), {self.clock} "
-                f"clock): ours / input {self.median:.3f} (quartiles {low:.3f}-{high:.3f} over {len(self.ratios)} "
-                f"rounds)")
+                f"clock): ours / input {self.spread()}")
 
     def summary(self) -> str:
-        verdict = ("ours kept" if self.kept == "ours" else
-                   "the input was kept: ours is not faster in three rounds of four")
+        verdict = "ours kept" if self.kept == "ours" else f"the input was kept: {NOT_FASTER}"
         return f"{self.timing()}; {verdict}"
 
     def to_dict(self) -> dict[str, Any]:
-        return {"ratios": list(self.ratios), "median": self.median, "quartiles": list(self.quartiles()),
-                "kept": self.kept, "optimizer": self.optimizer, "threads": self.threads, "clock": self.clock}
+        return {"ratios": list(self.ratios), "median": self.median, "interval": list(self.interval()),
+                "quartiles": list(self.quartiles()), "kept": self.kept, "optimizer": self.optimizer,
+                "threads": self.threads, "clock": self.clock}
+
+
+NOT_FASTER = f"ours is not {MARGIN:.0%} faster with {CONFIDENCE:.0%} confidence"
 
 
 @dataclass(frozen=True)
@@ -93,12 +118,10 @@ class Tried:
     def summary(self) -> str:
         if self.check is None:
             return f"{self.name}: not timed, {self.note}"
-        low, high = self.check.quartiles()
-        return (f"{self.name} / input {self.check.median:.3f} (quartiles {low:.3f}-{high:.3f}): "
-                f"{'faster' if self.faster else 'not faster'}")
+        return f"{self.name} / input {self.check.spread()}: {'faster' if self.faster else 'not faster'}"
 
     def to_dict(self) -> dict[str, Any]:
-        timed = {"ratios": list(self.check.ratios), "median": self.check.median,
+        timed = {"ratios": list(self.check.ratios), "median": self.check.median, "interval": list(self.check.interval()),
                  "quartiles": list(self.check.quartiles())} if self.check else {"note": self.note}
         return {"program": self.name, "without": list(self.without), "ops": list(self.ops), "faster": self.faster,
                 **timed}
@@ -134,18 +157,18 @@ class SpeedVerdict:
             return self.ours.summary()
         kept = self.kept
         ending = ("the regions that pay were kept" if kept != "input" else
-                  "the input was kept: no program tried is faster in three rounds of four")
-        return "\n".join([f"{self.ours.timing()}; ours is not faster in three rounds of four, so programs with "
-                          f"part of it were timed:", *("  " + t.summary() for t in self.tried[1:]),
+                  "the input was kept: no program tried is faster by the rule")
+        return "\n".join([f"{self.ours.timing()}; {NOT_FASTER}, so programs with part of it were timed:", *("  " + t.summary() for t in self.tried[1:]),
                           f"  kept: {kept}; {ending}"])
 
     def to_dict(self) -> dict[str, Any]:
-        return {**self.ours.to_dict(), "kept": self.kept, "rule": RULE, "rounds": len(self.ours.ratios),
+        return {**self.ours.to_dict(), "kept": self.kept, "rule": RULE, "margin": MARGIN, "confidence": CONFIDENCE,
+                "rounds": len(self.ours.ratios),
                 "tried": [t.to_dict() for t in self.tried]}
 
 
 def speed_check(original: Any, ours: Any, feeds: Mapping[str, np.ndarray] | Sequence[Mapping[str, np.ndarray]], *,
-                optimizer: str = "all", threads: int = 1, rounds: int = ROUNDS) -> SpeedCheck:
+                optimizer: str = "all", threads: int = 1, max_rounds: int = MAX_ROUNDS) -> SpeedCheck:
     """Time `ours` against `original` (ONNX models or their bytes) on `feeds` as described above; given
     several input sets, on the first the original runs on (a mask as long as the past and new tokens
     together, say). Raises `SpeedCheckError` when it runs on none."""
@@ -163,17 +186,38 @@ def speed_check(original: Any, ours: Any, feeds: Mapping[str, np.ndarray] | Sequ
         raise SpeedCheckError("the speed check cannot time the programs: the input model fails on every input set "
                               "drawn for it (optimize without the speed check to skip it)")
     batch = [max(1, int(BATCH_SECONDS / max(t, 1e-6))) for t in per_run]
-    ratios = []
-    for r in range(rounds):
-        times = [0.0, 0.0]
-        for k in ((0, 1) if r % 2 == 0 else (1, 0)):
-            start = clock()
-            for _ in range(batch[k]):
-                runs[k]()
-            times[k] = (clock() - start) / batch[k]
-        ratios.append(times[1] / times[0] if times[0] > 0 else 1.0)
-    high = float(np.percentile(ratios, 75))
-    return SpeedCheck(tuple(ratios), "ours" if high < 1.0 else "input", optimizer, threads, clock_name)
+    ratios: list[float] = []
+    kept = None
+    while kept is None and len(ratios) < max(max_rounds, ROUNDS):
+        for r in range(len(ratios), len(ratios) + ROUNDS):
+            times = [0.0, 0.0]
+            for k in ((0, 1) if r % 2 == 0 else (1, 0)):
+                start = clock()
+                for _ in range(batch[k]):
+                    runs[k]()
+                times[k] = (clock() - start) / batch[k]
+            ratios.append(times[1] / times[0] if times[0] > 0 else 1.0)
+        kept = decision(ratios)
+    return SpeedCheck(tuple(ratios), kept or "input", optimizer, threads, clock_name)
+
+
+def decision(ratios: Sequence[float]) -> str | None:
+    """"ours" when the median ratio's interval lies below 1 - `MARGIN`, "input" when it does not
+    reach below it, None when it spans it (time more rounds)."""
+    low, high = median_interval(ratios)
+    return "ours" if high < 1 - MARGIN else "input" if low >= 1 - MARGIN else None
+
+
+def median_interval(ratios: Sequence[float], confidence: float = CONFIDENCE) -> tuple[float, float]:
+    """A distribution-free confidence interval of the median of `ratios`: the j-th smallest and the
+    j-th largest, for the largest j at which the median falls outside them with probability at most
+    1 - `confidence` (two binomial tails); the extremes where no j is small enough."""
+    ordered = sorted(ratios)
+    n = len(ordered)
+    j = 1
+    while j < n // 2 and 2 * binom.cdf(j, n, 0.5) <= 1 - confidence:
+        j += 1
+    return ordered[j - 1], ordered[n - j]
 
 
 def _runner(session: Any, feeds: Mapping[str, np.ndarray]) -> Callable[[], Any]:

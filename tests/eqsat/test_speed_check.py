@@ -14,7 +14,7 @@ import strategies
 from eqsat.cli import main
 from eqsat.onnx_io import faster_of, to_onnx
 from eqsat.regions import BLOCKED_LAYOUT, MAX_VARIANTS, families
-from eqsat.speed import speed_check
+from eqsat.speed import CONFIDENCE, MARGIN, MAX_ROUNDS, ROUNDS, decision, median_interval, speed_check
 from ir.frontend.export_contrib import CONTRIB_EMITTERS
 from ir.frontend.export_nchwc import ort_nchwc_block_size
 
@@ -47,7 +47,35 @@ def test_a_slower_program_gives_the_input_back():
 
 def test_a_faster_program_is_kept():
     check = speed_check(_model(12), _model(1), FEEDS, optimizer="disabled")
-    assert check.kept == "ours" and check.median < 0.5 and len(check.ratios) == 9
+    assert check.kept == "ours" and check.median < 0.5 and len(check.ratios) == ROUNDS
+
+
+def test_a_program_as_fast_as_the_input_gives_the_input_back():
+    check = speed_check(_model(4), _model(4), FEEDS, optimizer="disabled")
+    assert check.kept == "input" and len(check.ratios) in (ROUNDS, 2 * ROUNDS, MAX_ROUNDS)
+    low, high = check.interval()
+    assert low <= check.median <= high and "interval" in check.summary()
+
+
+@pytest.mark.parametrize("n", [ROUNDS, 2 * ROUNDS, MAX_ROUNDS])
+def test_the_median_interval_covers_the_median_as_stated(n):
+    """The j-th smallest and j-th largest of n ratios miss the median with probability 2 P(B <= j - 1),
+    B ~ Binomial(n, 1/2): at most 1 - CONFIDENCE, and no narrower pair of order statistics would do."""
+    from scipy.stats import binom
+    ratios = [1 + k / 100 for k in range(n)][::-1]
+    low, high = median_interval(ratios)
+    j = round((low - 1) * 100) + 1
+    assert high == 1 + (n - j) / 100
+    assert 2 * binom.cdf(j - 1, n, 0.5) <= 1 - CONFIDENCE < 2 * binom.cdf(j, n, 0.5)
+
+
+def test_the_decision_needs_the_interval_wholly_below_the_margin():
+    clear, slow = [0.5] * ROUNDS, [1.2] * ROUNDS
+    close = [1 - MARGIN + d for d in (-0.04, -0.03, -0.02, -0.01, 0.0, 0.01, 0.02, 0.03, 0.04)]
+    just_faster = [1 - MARGIN - 0.001] * ROUNDS
+    assert decision(clear) == "ours" and decision(slow) == "input" and decision(just_faster) == "ours"
+    assert decision(close) is None, "an interval across the margin times more rounds"
+    assert decision([1 - MARGIN] * ROUNDS) == "input", "as fast as the margin is not faster"
 
 
 def test_the_cli_reports_the_speed_check_and_can_skip_it(tmp_path, capsys):
@@ -60,7 +88,9 @@ def test_the_cli_reports_the_speed_check_and_can_skip_it(tmp_path, capsys):
     assert "speed check under onnxruntime (optimizer all, 1 thread(s)" in capsys.readouterr().out
     check = json.loads(report.read_text())["speed_check"]
     assert check["kept"] == next((t["program"] for t in check["tried"] if t["faster"]), "input")
-    assert len(check["ratios"]) == 9 and check["tried"][0]["program"] == "ours"
+    assert len(check["ratios"]) in (ROUNDS, 2 * ROUNDS, MAX_ROUNDS) and check["tried"][0]["program"] == "ours"
+    low, high = check["interval"]
+    assert check["rule"] and check["margin"] == MARGIN and low <= check["median"] <= high
     if check["kept"] == "input":
         assert (tmp_path / "out.onnx").read_bytes() == src.read_bytes()
     assert main(["optimize", str(src), str(tmp_path / "out2.onnx"), "--quiet", "--no-speed-check"]) == 0
@@ -175,7 +205,7 @@ def test_the_report_shows_every_program_tried(tmp_path, capsys, monkeypatch):
     check = json.loads(report.read_text())["speed_check"]
     assert check["kept"] == "ours without nn.bias_gelu" and check["tried"][-1]["ops"] == ["nn.bias_gelu"]
     assert check["tried"][0]["program"] == "ours" and not check["tried"][0]["faster"] and check["rule"]
-    assert all(len(t["ratios"]) == 9 for t in check["tried"])
+    assert all(len(t["ratios"]) in (ROUNDS, 2 * ROUNDS, MAX_ROUNDS) for t in check["tried"])
     written = onnx.load(str(out))
     assert "BiasGelu" not in {n.op_type for n in written.graph.node}
     program_ops = {n["op"] for n in json.loads(report.read_text())["program"] if "op" in n}
