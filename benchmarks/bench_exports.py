@@ -30,7 +30,7 @@ from eqsat.target import in_session
 from benchmarks.bench_spellings import ort_session, ratio_medians
 from benchmarks.bench_strategies import relative_error
 from benchmarks.report import Stopwatch, checked_choices, timing_parser, write_results
-from benchmarks.torch_models import EXPORTERS, EXPORTS, Unavailable, export, input_feed
+from benchmarks.torch_models import EXPORTERS, EXPORTS, SMALL_LAYERS, Unavailable, export, input_feed
 
 COLUMNS = ["model", "exporter", "ours_off", "ours_on", "ours_on_runs", "exported_off", "control", "exported_on_ms",
            "max_rel_error", "optimize_s", "kept_input", "onnx_nodes", "ours_nodes"]
@@ -104,7 +104,7 @@ against the export with it on; `for_off_kept_input`: that speed check kept the i
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    parser = timing_parser(__doc__, "small inputs (64x64 images, 16 tokens)", 2.0,
+    parser = timing_parser(__doc__, f"small inputs (64x64 images, 16 tokens) and {SMALL_LAYERS} transformer layers", 2.0,
                            "least seconds the export runs per model", "least number of timed rounds per model")
     parser.add_argument("--models", default=",".join(EXPORTS), help="comma-separated models")
     parser.add_argument("--exporters", default=",".join(EXPORTERS), help="comma-separated exporters")

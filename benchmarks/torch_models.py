@@ -3,7 +3,8 @@
 The image models are torchvision's own (ResNet-18, MobileNet-v3-Large, EfficientNet-B0, ConvNeXt-T,
 DenseNet-121, ShuffleNet-v2: channel counts that are not whole NCHWc blocks; DeepLabV3 on
 MobileNet-v3-Large for segmentation),
-the encoders come from `transformers` (BERT-base, DistilBERT; eager attention); all with random
+the encoders come from `transformers` (BERT-base, DistilBERT; eager attention; at the small size
+`SMALL_LAYERS` of their layers, as ViT's); all with random
 weights (batch-norm statistics drawn at random too, since fresh ones are the identity), so nothing
 is downloaded. Each exports through either of torch's exporters: `torchscript` (the tracer,
 `dynamo=False`, opset 17) or `dynamo` (`torch.export` and onnxscript, opset 18), whose graphs spell
@@ -59,10 +60,18 @@ def _randomize_norms(torch: Any, module: Any) -> Any:
     return module.eval()
 
 
-def _torchvision(name: str) -> Callable[[int, str], onnx.ModelProto]:
+Build = Callable[[int, str, bool], onnx.ModelProto]
+"""build(size, exporter, small): a model exported at an image side or sequence length; `small`
+keeps `SMALL_LAYERS` of a transformer's layers."""
+
+SMALL_LAYERS = 2
+"""the layers a transformers model keeps at the small size (the tests' size)."""
+
+
+def _torchvision(name: str) -> Build:
     """torchvision's model `name` (random weights) exported at an image side; a segmentation model's
     output is its `out` map (its backbone random too: nothing is downloaded)."""
-    def build(image: int, exporter: str) -> onnx.ModelProto:
+    def build(image: int, exporter: str, small: bool) -> onnx.ModelProto:
         _require("torch", "torchvision")
         import torch
         import torchvision
@@ -88,15 +97,22 @@ def _out_map(torch: Any, model: Any) -> Any:
     return OutMap().eval()
 
 
-def _encoder(config_name: str, model_name: str) -> Callable[[int, str], onnx.ModelProto]:
+def _layers(config: Any, small: bool) -> Any:
+    """`config`, with `SMALL_LAYERS` layers when `small`."""
+    if small:
+        config.num_hidden_layers = SMALL_LAYERS
+    return config
+
+
+def _encoder(config_name: str, model_name: str) -> Build:
     """A transformers encoder (default configuration, random weights) over a sequence of token ids
     with an attention mask, exported at a sequence length; its output is the last hidden state."""
-    def build(sequence: int, exporter: str) -> onnx.ModelProto:
+    def build(sequence: int, exporter: str, small: bool) -> onnx.ModelProto:
         _require("torch", "transformers")
         import torch
         import transformers
         torch.manual_seed(0)
-        config = getattr(transformers, config_name)(attn_implementation="eager")
+        config = _layers(getattr(transformers, config_name)(attn_implementation="eager"), small)
         model = getattr(transformers, model_name)(config).eval()
 
         class Encoder(torch.nn.Module):
@@ -112,15 +128,15 @@ def _encoder(config_name: str, model_name: str) -> Callable[[int, str], onnx.Mod
     return build
 
 
-def _vit() -> Callable[[int, str], onnx.ModelProto]:
+def _vit() -> Build:
     """transformers' ViT (default configuration: ViT-B/16, random weights) over an image of a side; its
     output is the last hidden state."""
-    def build(image: int, exporter: str) -> onnx.ModelProto:
+    def build(image: int, exporter: str, small: bool) -> onnx.ModelProto:
         _require("torch", "transformers")
         import torch
         import transformers
         torch.manual_seed(0)
-        config = transformers.ViTConfig(image_size=image, attn_implementation="eager")
+        config = _layers(transformers.ViTConfig(image_size=image, attn_implementation="eager"), small)
         model = transformers.ViTModel(config, add_pooling_layer=False).eval()
 
         class Encoder(torch.nn.Module):
@@ -148,7 +164,7 @@ def _export(torch: Any, module: Any, example: tuple, names: list[str], exporter:
 
 #: name -> (export at a size with an exporter, full size, small size); the size is the image side or
 #: the sequence length
-EXPORTS: dict[str, tuple[Callable[[int, str], onnx.ModelProto], int, int]] = {
+EXPORTS: dict[str, tuple[Build, int, int]] = {
     "resnet18": (_torchvision("resnet18"), 224, 64),
     "mobilenet_v3_large": (_torchvision("mobilenet_v3_large"), 224, 64),
     "efficientnet_b0": (_torchvision("efficientnet_b0"), 224, 64),
@@ -173,7 +189,7 @@ def export(name: str, small: bool = False, exporter: str = "torchscript", saved:
     if saved is not None and os.path.exists(saved_path(saved, name, small, exporter)):
         return onnx.load(saved_path(saved, name, small, exporter))
     build, full, reduced = EXPORTS[name]
-    return build(reduced if small else full, exporter)
+    return build(reduced if small else full, exporter, small)
 
 
 def input_feed(model: onnx.ModelProto, seed: int = 0) -> dict[str, np.ndarray]:
@@ -196,7 +212,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("folder")
     parser.add_argument("--models", default=",".join(EXPORTS), help="comma-separated models")
     parser.add_argument("--exporters", default=",".join(EXPORTERS), help="comma-separated exporters")
-    parser.add_argument("--small", action="store_true", help="small inputs (64x64 images, 16 tokens)")
+    parser.add_argument("--small", action="store_true", help=f"small inputs (64x64 images, 16 tokens) and {SMALL_LAYERS} transformer layers")
     args = parser.parse_args(argv)
     os.makedirs(args.folder, exist_ok=True)
     for name in args.models.split(","):
