@@ -96,11 +96,11 @@ def timing_parser(doc: str, small: str, seconds: float, seconds_help: str, repea
 def checked_choices(parser: argparse.ArgumentParser, args: argparse.Namespace, text: str, choices: Sequence[str],
                     what: str) -> list[str]:
     """The comma-separated `text` as a list, each one of `choices` (else a usage error naming `what`);
-    `--repeat` is checked too."""
+    `--repeat` is checked too, where the command has one."""
     names = text.split(",")
     unknown = [n for n in names if n not in choices]
     if unknown:
         parser.error(f"unknown {what} {unknown}; choose from {', '.join(choices)}")
-    if args.repeat < 1:
+    if getattr(args, "repeat", 1) < 1:
         parser.error(f"--repeat must be at least 1, got {args.repeat}")
     return names

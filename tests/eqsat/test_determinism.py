@@ -3,9 +3,7 @@ extracts the program a quiet one does (the time limit is a safety net it does no
 
 from __future__ import annotations
 
-import contextlib
-import multiprocessing
-from typing import Any, Iterator
+from typing import Any
 
 import numpy as np
 import pytest
@@ -13,12 +11,7 @@ import pytest
 import eqsat
 import ir
 import strategies
-
-
-def _spin() -> None:
-    """Busy until terminated: a CPU hog."""
-    while True:
-        pass
+from benchmarks.load import cpu_hogs
 
 
 def _program(model: str, target: str) -> bytes:
@@ -28,24 +21,11 @@ def _program(model: str, target: str) -> bytes:
     return ir.frontend.to_onnx(res.mod, res.params, contrib=target == "ort").SerializeToString()
 
 
-@contextlib.contextmanager
-def _cpu_hogs(count: int = 4) -> Iterator[None]:
-    hogs = [multiprocessing.Process(target=_spin, daemon=True) for _ in range(count)]
-    for h in hogs:
-        h.start()
-    try:
-        yield
-    finally:
-        for h in hogs:
-            h.terminate()
-            h.join()
-
-
 @pytest.mark.parametrize("model, target", [("resnet50", "ort"), ("bert", "ort"), ("inception_v3", "cpu")])
 def test_a_cpu_hog_does_not_change_the_program(model, target):
     pytest.importorskip("onnx")
     quiet = _program(model, target)
-    with _cpu_hogs():
+    with cpu_hogs(4):
         loaded = _program(model, target)
     assert loaded == quiet
 
@@ -70,7 +50,7 @@ def test_a_cpu_hog_does_not_change_the_written_onnx_speed_check_included():
     pytest.importorskip("onnxruntime")
     model, session = _transposes(20), strategies.Target("ort", optimizer="disabled")
     quiet = eqsat.optimize_onnx(model, target=session).SerializeToString()
-    with _cpu_hogs():
+    with cpu_hogs(4):
         loaded = eqsat.optimize_onnx(model, target=session).SerializeToString()
     assert loaded == quiet and quiet != model.SerializeToString()
 
@@ -84,6 +64,6 @@ def test_a_cpu_hog_does_not_change_a_close_call():
     model = _transposes(0)
     feeds = {"x": np.ones((256, 256), np.float32)}
     quiet = speed_check(model, model, feeds, optimizer="disabled")
-    with _cpu_hogs():
+    with cpu_hogs(4):
         loaded = speed_check(model, model, feeds, optimizer="disabled")
     assert quiet.kept == loaded.kept == "input"
