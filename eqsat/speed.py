@@ -1,24 +1,27 @@
 """Never slower, checked: the optimized ONNX program timed against the input in the session it will run in.
 
 Both models run in ONNX Runtime sessions alike (graph optimizer `optimizer`, `threads` intra-op
-threads) on the same inputs. After a warm-up, each of `rounds` rounds times a batch of runs of one
-model, then of the other (the order alternates), so a change of load hits both alike; the
-decision reads the per-round ratios ours / input. With one thread (the default) the clock is the
-thread's CPU time, which foreign load on the machine barely moves, so the decision is the same
-on a quiet and a loaded machine.
+threads) on the same inputs, and the input runs in a second session too, the control. After a
+warm-up, each round times a batch of runs of each of the three (the order turns from round to
+round), so a change of load hits all alike; the decision reads the per-round ratios ours / input,
+and the control's ratios control / input say how far two sessions of one program drift apart in
+this run. With one thread (the default) the clock is the thread's CPU time, which foreign load on
+the machine barely moves.
 
 The decision is sequential (`RULE`). Rounds come `ROUNDS` at a time. After each block, the median
 ratio's confidence interval (`CONFIDENCE`, distribution-free: order statistics of the ratios) is
-compared with `1 - MARGIN`: wholly below, ours is kept; wholly above, the input; across it, another
+compared with `1 - margin`, where the margin is `MARGIN` plus the control's distance from 1 (the
+noise this run measured): wholly below, ours is kept; wholly above, the input; across it, another
 block is timed, up to `MAX_ROUNDS`, after which the input is kept. So a clear call costs one block,
 and a close one is either resolved by more rounds or settled on the input: a program must be
-faster than the input by more than both the margin and the noise it measured to be kept. A program
-that is not gives the input back, unchanged, unless a program with only part of ours is faster by
-the same rule (`SpeedVerdict`, `eqsat.regions`).
+faster than the input by more than the margin, and by more than the spread of its own ratios, to be
+kept. A program that is not gives the input back, unchanged, unless a program with only part of
+ours is faster by the same rule (`SpeedVerdict`, `eqsat.regions`).
 """
 
 from __future__ import annotations
 
+import itertools
 import statistics
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Sequence
@@ -30,7 +33,7 @@ from strategies.ort_timing import ort_session, quiet_runner, timing_clock
 
 from .errors import SpeedCheckError
 
-__all__ = ["SpeedCheck", "Tried", "SpeedVerdict", "speed_check", "decision", "median_interval", "ROUNDS", "MAX_ROUNDS",
+__all__ = ["SpeedCheck", "Tried", "SpeedVerdict", "speed_check", "decision", "margin", "median_interval", "ROUNDS", "MAX_ROUNDS",
            "BATCH_SECONDS", "MARGIN", "CONFIDENCE", "RULE"]
 
 ROUNDS = 9
@@ -40,12 +43,13 @@ MAX_ROUNDS = 27
 BATCH_SECONDS = 0.05
 """the length of one batch of runs (at least one run), from the warm-up's timing."""
 MARGIN = 0.01
-"""how much faster than the input a program must be: its median ratio below 1 - MARGIN."""
+"""how much faster than the input a program must be, beyond the control's distance from 1."""
 CONFIDENCE = 0.95
 """the least coverage of the median ratio's interval."""
-RULE = (f"the first program, in the order tried, whose median ratio (program / input) lies below {1 - MARGIN:g} "
-        f"with {CONFIDENCE:.0%} confidence, timed in blocks of {ROUNDS} rounds while the interval spans "
-        f"{1 - MARGIN:g}, at most {MAX_ROUNDS}; else the input")
+RULE = (f"the first program, in the order tried, whose median ratio (program / input) lies below 1 - margin "
+        f"with {CONFIDENCE:.0%} confidence, the margin being {MARGIN:g} plus the distance from 1 of the median "
+        f"ratio of a second session of the input (the control); timed in blocks of {ROUNDS} rounds while the "
+        f"interval spans 1 - margin, at most {MAX_ROUNDS}; else the input")
 """which model a `SpeedVerdict` keeps."""
 
 
@@ -54,6 +58,8 @@ class SpeedCheck:
     """The outcome of `speed_check`: per-round ratios ours / input and which model was kept."""
 
     ratios: tuple[float, ...]
+    controls: tuple[float, ...]
+    """per round, the control's time / the input's: two sessions of the input."""
     kept: str
     """"ours" or "input"."""
     optimizer: str
@@ -72,10 +78,16 @@ class SpeedCheck:
         """The median ratio's confidence interval (`median_interval`)."""
         return median_interval(self.ratios)
 
+    @property
+    def margin(self) -> float:
+        """How much faster than the input ours had to be (`margin`)."""
+        return margin(self.controls)
+
     def spread(self) -> str:
-        """The median ratio, its interval and the rounds it was measured over."""
+        """The median ratio, its interval, the rounds it was measured over and the margin."""
         low, high = self.interval()
-        return f"{self.median:.3f} ({CONFIDENCE:.0%} interval {low:.3f}-{high:.3f} over {len(self.ratios)} rounds)"
+        return (f"{self.median:.3f} ({CONFIDENCE:.0%} interval {low:.3f}-{high:.3f} over {len(self.ratios)} rounds; "
+                f"control {statistics.median(self.controls):.3f}, margin {self.margin:.1%})")
 
     def timing(self) -> str:
         """Where and how it was timed, and the ratios."""
@@ -88,11 +100,11 @@ class SpeedCheck:
 
     def to_dict(self) -> dict[str, Any]:
         return {"ratios": list(self.ratios), "median": self.median, "interval": list(self.interval()),
-                "quartiles": list(self.quartiles()), "kept": self.kept, "optimizer": self.optimizer,
-                "threads": self.threads, "clock": self.clock}
+                "quartiles": list(self.quartiles()), "controls": list(self.controls), "margin": self.margin,
+                "kept": self.kept, "optimizer": self.optimizer, "threads": self.threads, "clock": self.clock}
 
 
-NOT_FASTER = f"ours is not {MARGIN:.0%} faster with {CONFIDENCE:.0%} confidence"
+NOT_FASTER = f"ours is not faster by the margin with {CONFIDENCE:.0%} confidence"
 
 
 @dataclass(frozen=True)
@@ -122,7 +134,7 @@ class Tried:
 
     def to_dict(self) -> dict[str, Any]:
         timed = {"ratios": list(self.check.ratios), "median": self.check.median, "interval": list(self.check.interval()),
-                 "quartiles": list(self.check.quartiles())} if self.check else {"note": self.note}
+                 "quartiles": list(self.check.quartiles()), "margin": self.check.margin} if self.check else {"note": self.note}
         return {"program": self.name, "without": list(self.without), "ops": list(self.ops), "faster": self.faster,
                 **timed}
 
@@ -162,7 +174,7 @@ class SpeedVerdict:
                           f"  kept: {kept}; {ending}"])
 
     def to_dict(self) -> dict[str, Any]:
-        return {**self.ours.to_dict(), "kept": self.kept, "rule": RULE, "margin": MARGIN, "confidence": CONFIDENCE,
+        return {**self.ours.to_dict(), "kept": self.kept, "rule": RULE, "confidence": CONFIDENCE,
                 "rounds": len(self.ours.ratios),
                 "tried": [t.to_dict() for t in self.tried]}
 
@@ -173,39 +185,52 @@ def speed_check(original: Any, ours: Any, feeds: Mapping[str, np.ndarray] | Sequ
     several input sets, on the first the original runs on (a mask as long as the past and new tokens
     together, say). Raises `SpeedCheckError` when it runs on none."""
     clock_name, clock = timing_clock(threads)
-    sessions = [ort_session(m, threads, optimizer) for m in (original, ours)]
+    sessions = [ort_session(m, threads, optimizer) for m in (original, ours, original)]
     for feed in [feeds] if isinstance(feeds, Mapping) else feeds:
         runs = [_runner(s, feed) for s in sessions]
         try:
             first = _warm_up(runs[0], clock)
         except Exception:  # noqa: BLE001 - the input model fails on this input set: the next one
             continue
-        per_run = [first, _warm_up(runs[1], clock)]
+        per_run = [first, _warm_up(runs[1], clock), _warm_up(runs[2], clock)]
         break
     else:
         raise SpeedCheckError("the speed check cannot time the programs: the input model fails on every input set "
                               "drawn for it (optimize without the speed check to skip it)")
     batch = [max(1, int(BATCH_SECONDS / max(t, 1e-6))) for t in per_run]
     ratios: list[float] = []
+    controls: list[float] = []
     kept = None
     while kept is None and len(ratios) < max(max_rounds, ROUNDS):
         for r in range(len(ratios), len(ratios) + ROUNDS):
-            times = [0.0, 0.0]
-            for k in ((0, 1) if r % 2 == 0 else (1, 0)):
+            times = [0.0, 0.0, 0.0]
+            for k in _ORDERS[r % len(_ORDERS)]:
                 start = clock()
                 for _ in range(batch[k]):
                     runs[k]()
                 times[k] = (clock() - start) / batch[k]
             ratios.append(times[1] / times[0] if times[0] > 0 else 1.0)
-        kept = decision(ratios)
-    return SpeedCheck(tuple(ratios), kept or "input", optimizer, threads, clock_name)
+            controls.append(times[2] / times[0] if times[0] > 0 else 1.0)
+        kept = decision(ratios, controls)
+    return SpeedCheck(tuple(ratios), tuple(controls), kept or "input", optimizer, threads, clock_name)
 
 
-def decision(ratios: Sequence[float]) -> str | None:
-    """"ours" when the median ratio's interval lies below 1 - `MARGIN`, "input" when it does not
+_ORDERS = tuple(itertools.permutations(range(3)))
+"""the orders the input, ours and the control run in, one per round in turn."""
+
+
+def margin(controls: Sequence[float]) -> float:
+    """`MARGIN` plus the distance from 1 of the control's median ratio: how far two sessions of the
+    same program drifted apart in this run."""
+    return MARGIN + abs(statistics.median(controls) - 1)
+
+
+def decision(ratios: Sequence[float], controls: Sequence[float]) -> str | None:
+    """"ours" when the median ratio's interval lies below 1 - `margin`, "input" when it does not
     reach below it, None when it spans it (time more rounds)."""
     low, high = median_interval(ratios)
-    return "ours" if high < 1 - MARGIN else "input" if low >= 1 - MARGIN else None
+    bar = 1 - margin(controls)
+    return "ours" if high < bar else "input" if low >= bar else None
 
 
 def median_interval(ratios: Sequence[float], confidence: float = CONFIDENCE) -> tuple[float, float]:
