@@ -25,7 +25,7 @@ def _program(model: str, target: str) -> bytes:
 def test_a_cpu_hog_does_not_change_the_program(model, target):
     pytest.importorskip("onnx")
     quiet = _program(model, target)
-    with cpu_hogs(4):
+    with cpu_hogs(2):
         loaded = _program(model, target)
     assert loaded == quiet
 
@@ -50,7 +50,7 @@ def test_a_cpu_hog_does_not_change_the_written_onnx_speed_check_included():
     pytest.importorskip("onnxruntime")
     model, session = _transposes(20), strategies.Target("ort", optimizer="disabled")
     quiet = eqsat.optimize_onnx(model, target=session).SerializeToString()
-    with cpu_hogs(4):
+    with cpu_hogs(2):
         loaded = eqsat.optimize_onnx(model, target=session).SerializeToString()
     assert loaded == quiet and quiet != model.SerializeToString()
 
@@ -64,6 +64,6 @@ def test_a_cpu_hog_does_not_change_a_close_call():
     model = _transposes(0)
     feeds = {"x": np.ones((256, 256), np.float32)}
     quiet = speed_check(model, model, feeds, optimizer="disabled")
-    with cpu_hogs(4):
+    with cpu_hogs(2):
         loaded = speed_check(model, model, feeds, optimizer="disabled")
     assert quiet.kept == loaded.kept == "input"

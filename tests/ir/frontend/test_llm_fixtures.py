@@ -25,6 +25,9 @@ from benchmarks.llm_models import DEEP, HALF, feed, sizes_to_check
 from ir.frontend import from_onnx, to_onnx
 from tests.ir.frontend.ort_helpers import assert_outputs_close, run_ort
 
+#: one test worker runs this file, so each fixture is optimized once (`optimized` is cached)
+pytestmark = pytest.mark.xdist_group("llm_fixtures")
+
 FIXTURES = os.path.join(os.path.dirname(__file__), "..", "..", "fixtures", "llm")
 MANIFEST = json.load(open(os.path.join(FIXTURES, "manifest.json")))
 ENTRIES = {e["name"]: e for e in MANIFEST["fixtures"]}
