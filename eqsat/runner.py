@@ -37,7 +37,7 @@ from .egraph.lower import add_expr, add_program
 from .egraph.terms import Handle
 from .limits import Limits, Stop, StopReason
 from .report import IterationRow, Report
-from .rules.install import install_rule
+from .rules.install import can_match, install_rule
 from .rules.match import Match
 from .rules.rule import RETRY_LATER, Result, Rule, Undecided
 from .scheduler import BackoffScheduler, Scheduler
@@ -69,7 +69,11 @@ class _Run:
 
     def __init__(self, egraph: EGraph, rules: list[Rule], limits: Limits, scheduler: Scheduler):
         self.egraph, self.rules, self.limits, self.scheduler = egraph, rules, limits, scheduler
-        self.keys = {r.name: install_rule(egraph, r) for r in rules}
+        self.keys: dict[str, tuple[str, list[tuple[str, object]]]] = {}
+        """rule name -> its backend key and queries, for the rules installed so far (`wake`)."""
+        self.dormant = list(rules)
+        """the rules not installed: none of their queries could match yet."""
+        self.wake()
         self.deferred: dict[str, list[tuple[object, tuple]]] = {}
         self.waiting: dict[str, list[tuple[object, tuple]]] = {}
         self.seen: dict[str, set[tuple]] = {r.name: set() for r in rules}
@@ -90,8 +94,21 @@ class _Run:
         """True once the time budget, less `reserve` seconds, is spent or Ctrl-C was pressed."""
         return self.interrupted or self.elapsed() + reserve >= self.limits.seconds
 
+    def wake(self) -> None:
+        """Install the dormant rules that could match the e-graph now (`can_match`)."""
+        dormant = []
+        for r in self.dormant:
+            if can_match(self.egraph, r):
+                self.keys[r.name] = install_rule(self.egraph, r)
+            else:
+                dormant.append(r)
+        self.dormant = dormant
+
     def search(self, active: list[Rule]) -> tuple[dict[str, int], dict[str, list[tuple[object, tuple]]]]:
-        """New match counts, and the queue (waiting matches first, then new ones) per active rule."""
+        """New match counts, and the queue (waiting matches first, then new ones) per active rule
+        that is installed (a dormant rule has no match)."""
+        self.wake()
+        active = [r for r in active if r.name in self.keys]
         backend = self.egraph.backend
         searched = backend.search((self.keys[r.name][0] for r in active), stop=self.out_of_time)
         queries = [q for r in active for q, _ in self.keys[r.name][1]]

@@ -105,6 +105,10 @@ class EGraph:
         """how many e-nodes egglog held at each refresh (increasing): what each search could see."""
         self.installed_rules: dict[int, tuple[object, str, list[tuple[str, object]]]] = {}
         """id(rule) -> (rule, backend key, its queries), filled by `eqsat.rules.install.install_rule`."""
+        self.call_shapes: set[tuple[str, int]] = set()
+        """(op, number of arguments) of every call e-node added."""
+        self.prepared_rules: dict[int, tuple[object, list, list[frozenset[tuple[str, int]]]]] = {}
+        """id(rule) -> (rule, its queries, per query the call shapes it names): `eqsat.rules.install`."""
         self._flushed_terms = 0        # terms egglog holds as of the last refresh
         self._stale = False            # a flush happened after the last refresh
         self._programs: list[tuple[Expr, dict[Handle, list[Expr]]]] = []
@@ -150,6 +154,8 @@ class EGraph:
             self.imprecise.add(handle)
         self._terms.append(term)
         self._memo[term] = handle
+        if term.kind is Kind.CALL:
+            self.call_shapes.add((term.payload[0], len(term.children)))
         self._pending_terms.append((handle, term))
         return handle
 
@@ -190,8 +196,9 @@ class EGraph:
         return self._snapshot_sizes[bisect.bisect_right(self._snapshot_sizes, handle) - 1]
 
     def registered_rules(self) -> dict[str, object]:
-        """Rule name -> rule, for every rule installed (`eqsat.rules.install.install_rule`)."""
-        return {rule.name: rule for rule, _, _ in self.installed_rules.values()}
+        """Rule name -> rule, for every rule a saturation of this e-graph ran, installed or not
+        (`eqsat.rules.install`: a rule is installed when it first could match)."""
+        return {rule.name: rule for rule, _, _ in self.prepared_rules.values()}
 
     def application_of(self, handle: Handle) -> int | None:
         """The index in `applications` of the rule result that made `handle` (None: lowered from the input)."""

@@ -241,3 +241,19 @@ def test_same_result_across_runs_and_hash_seeds():
         assert done.returncode == 0, done.stderr
         outputs.add(done.stdout)
     assert len(outputs) == 1
+
+
+def test_a_rule_is_installed_when_the_e_graph_first_holds_the_calls_it_needs():
+    """A rule whose pattern names a call of an op the e-graph has no e-node of cannot match: it stays
+    out of egglog until a rule makes such a call (relu of relu, made by the first rule below), then
+    matches as if it had been installed from the start."""
+    a = relay.var("a", shape=(2, 3))
+    rules = ruleset("wake", [rule("sigmoid-to-relu2", call("sigmoid", x), call("nn.relu", call("nn.relu", x))),
+                             *RELU, rule("never", call("nn.softmax", x), x)])
+    low = lower(ir.IRModule.from_expr(relay.sigmoid(a)))
+    assert [r.name for r in rules if low.egraph.installed_rules.get(id(r))] == []
+    report = saturate(low.egraph, rules, Limits(iterations=10))
+    installed = {rule.name for rule, _, _ in low.egraph.installed_rules.values()}
+    assert installed == {"sigmoid-to-relu2", "relu-idempotent"}, "softmax never appears"
+    assert set(report.applied_per_rule) == {"sigmoid-to-relu2", "relu-idempotent"}
+    assert set(low.egraph.registered_rules()) == {"sigmoid-to-relu2", "relu-idempotent", "never"}
