@@ -21,7 +21,7 @@ from .errors import VerificationError
 from .optimize import Optimized, optimize
 from .regions import MAX_VARIANTS, Family, families, without
 from .soundness.inputs import random_inputs, size_assignments, size_variables
-from .speed import SpeedCheck, SpeedVerdict, Tried, speed_check
+from .speed import CONFIDENCE, SpeedCheck, SpeedVerdict, Tried, speed_check
 
 __all__ = ["optimize_onnx", "exports_contrib", "to_onnx", "faster_of", "SPEED_SIZE"]
 
@@ -54,15 +54,18 @@ def faster_of(res: Optimized, original: Any, ours: Any) -> tuple[Any, SpeedVerdi
              for named in size_assignments(size_variables(mod, list(params)), SPEED_SIZE)]
     session = res.spec.target if res.spec is not None and res.spec.target is not None else Target("ort")
 
-    def timed(model: Any) -> SpeedCheck:
-        return speed_check(original, model, feeds, optimizer=session.optimizer, threads=session.threads)
+    variants = families(res)[:MAX_VARIANTS] if res.saturated is not None else []
+
+    def timed(model: Any) -> SpeedCheck:  # each program may be kept: CONFIDENCE holds over all of them
+        return speed_check(original, model, feeds, optimizer=session.optimizer, threads=session.threads,
+                           confidence=1 - (1 - CONFIDENCE) / (1 + len(variants)))
 
     check = timed(ours)
     tried = [Tried(check=check)]
     if check.kept == "ours":
         return ours, SpeedVerdict(tuple(tried))
     seen = [res.mod]
-    for family in (families(res) if res.saturated is not None else [])[:MAX_VARIANTS]:
+    for family in variants:
         variant, note = _variant(res, family, seen)
         if variant is None:
             tried.append(Tried((family.name,), family.ops, note=note))

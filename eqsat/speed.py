@@ -45,9 +45,10 @@ BATCH_SECONDS = 0.05
 MARGIN = 0.01
 """how much faster than the input a program must be, beyond the control's distance from 1."""
 CONFIDENCE = 0.95
-"""the least coverage of the median ratio's interval."""
+"""the least coverage of the median ratio's interval: of each check's, or where a verdict may time
+several programs, of all its checks together (`speed_check`'s `confidence`)."""
 RULE = (f"the first program, in the order tried, whose median ratio (program / input) lies below 1 - margin "
-        f"with {CONFIDENCE:.0%} confidence, the margin being {MARGIN:g} plus the distance from 1 of the median "
+        f"with {CONFIDENCE:.0%} confidence over all programs tried, the margin being {MARGIN:g} plus the distance from 1 of the median "
         f"ratio of a second session of the input (the control); timed in blocks of {ROUNDS} rounds while the "
         f"interval spans 1 - margin, at most {MAX_ROUNDS}; else the input")
 """which model a `SpeedVerdict` keeps."""
@@ -65,6 +66,8 @@ class SpeedCheck:
     optimizer: str
     threads: int
     clock: str
+    confidence: float = CONFIDENCE
+    """the coverage of this check's interval."""
 
     @property
     def median(self) -> float:
@@ -76,7 +79,7 @@ class SpeedCheck:
 
     def interval(self) -> tuple[float, float]:
         """The median ratio's confidence interval (`median_interval`)."""
-        return median_interval(self.ratios)
+        return median_interval(self.ratios, self.confidence)
 
     @property
     def margin(self) -> float:
@@ -86,7 +89,7 @@ class SpeedCheck:
     def spread(self) -> str:
         """The median ratio, its interval, the rounds it was measured over and the margin."""
         low, high = self.interval()
-        return (f"{self.median:.3f} ({CONFIDENCE:.0%} interval {low:.3f}-{high:.3f} over {len(self.ratios)} rounds; "
+        return (f"{self.median:.3f} ({self.confidence:.1%} interval {low:.3f}-{high:.3f} over {len(self.ratios)} rounds; "
                 f"control {statistics.median(self.controls):.3f}, margin {self.margin:.1%})")
 
     def timing(self) -> str:
@@ -101,10 +104,10 @@ class SpeedCheck:
     def to_dict(self) -> dict[str, Any]:
         return {"ratios": list(self.ratios), "median": self.median, "interval": list(self.interval()),
                 "quartiles": list(self.quartiles()), "controls": list(self.controls), "margin": self.margin,
-                "kept": self.kept, "optimizer": self.optimizer, "threads": self.threads, "clock": self.clock}
+                "confidence": self.confidence, "kept": self.kept, "optimizer": self.optimizer, "threads": self.threads, "clock": self.clock}
 
 
-NOT_FASTER = f"ours is not faster by the margin with {CONFIDENCE:.0%} confidence"
+NOT_FASTER = "ours is not faster by the margin with the stated confidence"
 
 
 @dataclass(frozen=True)
@@ -174,16 +177,19 @@ class SpeedVerdict:
                           f"  kept: {kept}; {ending}"])
 
     def to_dict(self) -> dict[str, Any]:
-        return {**self.ours.to_dict(), "kept": self.kept, "rule": RULE, "confidence": CONFIDENCE,
-                "rounds": len(self.ours.ratios),
+        return {**self.ours.to_dict(), "kept": self.kept, "rule": RULE, "rounds": len(self.ours.ratios),
                 "tried": [t.to_dict() for t in self.tried]}
 
 
 def speed_check(original: Any, ours: Any, feeds: Mapping[str, np.ndarray] | Sequence[Mapping[str, np.ndarray]], *,
-                optimizer: str = "all", threads: int = 1, max_rounds: int = MAX_ROUNDS) -> SpeedCheck:
+                optimizer: str = "all", threads: int = 1, max_rounds: int = MAX_ROUNDS,
+                confidence: float = CONFIDENCE) -> SpeedCheck:
     """Time `ours` against `original` (ONNX models or their bytes) on `feeds` as described above; given
     several input sets, on the first the original runs on (a mask as long as the past and new tokens
-    together, say). Raises `SpeedCheckError` when it runs on none."""
+    together, say); the median ratio's interval covers it with probability `confidence` (a caller
+    that may time k programs passes 1 - (1 - CONFIDENCE) / k, so that noise keeps a program as fast
+    as the input with probability at most 1 - CONFIDENCE over all k). Raises `SpeedCheckError` when
+    it runs on none."""
     clock_name, clock = timing_clock(threads)
     sessions = [ort_session(m, threads, optimizer) for m in (original, ours, original)]
     for feed in [feeds] if isinstance(feeds, Mapping) else feeds:
@@ -211,8 +217,8 @@ def speed_check(original: Any, ours: Any, feeds: Mapping[str, np.ndarray] | Sequ
                 times[k] = (clock() - start) / batch[k]
             ratios.append(times[1] / times[0] if times[0] > 0 else 1.0)
             controls.append(times[2] / times[0] if times[0] > 0 else 1.0)
-        kept = decision(ratios, controls)
-    return SpeedCheck(tuple(ratios), tuple(controls), kept or "input", optimizer, threads, clock_name)
+        kept = decision(ratios, controls, confidence)
+    return SpeedCheck(tuple(ratios), tuple(controls), kept or "input", optimizer, threads, clock_name, confidence)
 
 
 _ORDERS = tuple(itertools.permutations(range(3)))
@@ -225,10 +231,10 @@ def margin(controls: Sequence[float]) -> float:
     return MARGIN + abs(statistics.median(controls) - 1)
 
 
-def decision(ratios: Sequence[float], controls: Sequence[float]) -> str | None:
+def decision(ratios: Sequence[float], controls: Sequence[float], confidence: float = CONFIDENCE) -> str | None:
     """"ours" when the median ratio's interval lies below 1 - `margin`, "input" when it does not
     reach below it, None when it spans it (time more rounds)."""
-    low, high = median_interval(ratios)
+    low, high = median_interval(ratios, confidence)
     bar = 1 - margin(controls)
     return "ours" if high < bar else "input" if low >= bar else None
 

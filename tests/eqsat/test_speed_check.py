@@ -69,6 +69,13 @@ def test_the_median_interval_covers_the_median_as_stated(n):
     assert 2 * binom.cdf(j - 1, n, 0.5) <= 1 - CONFIDENCE < 2 * binom.cdf(j, n, 0.5)
 
 
+def test_a_higher_confidence_widens_the_interval():
+    ratios = [0.9 + k / 100 for k in range(MAX_ROUNDS)]
+    low, high = median_interval(ratios, CONFIDENCE)
+    wide_low, wide_high = median_interval(ratios, 1 - (1 - CONFIDENCE) / 3)
+    assert wide_low < low < high < wide_high
+
+
 def test_the_decision_needs_the_interval_wholly_below_the_margin():
     even = [1.0] * ROUNDS
     clear, slow = [0.5] * ROUNDS, [1.2] * ROUNDS
@@ -216,6 +223,7 @@ def test_the_report_shows_every_program_tried(tmp_path, capsys, monkeypatch):
     check = json.loads(report.read_text())["speed_check"]
     assert check["kept"] == "ours without nn.bias_gelu" and check["tried"][-1]["ops"] == ["nn.bias_gelu"]
     assert check["tried"][0]["program"] == "ours" and not check["tried"][0]["faster"] and check["rule"]
+    assert check["confidence"] == pytest.approx(1 - (1 - CONFIDENCE) / 3), "three programs may be timed"
     assert all(len(t["ratios"]) in (ROUNDS, 2 * ROUNDS, MAX_ROUNDS) for t in check["tried"])
     written = onnx.load(str(out))
     assert "BiasGelu" not in {n.op_type for n in written.graph.node}
