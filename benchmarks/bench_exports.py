@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import multiprocessing
 import statistics
-import sys
 from functools import partial
 from typing import Any, Sequence
 
@@ -29,8 +28,8 @@ import eqsat
 from eqsat.target import in_session
 from benchmarks.bench_spellings import ort_session, ratio_medians
 from benchmarks.bench_strategies import relative_error
-from benchmarks.report import Stopwatch, checked_choices, timing_parser, write_results
-from benchmarks.torch_models import EXPORTERS, EXPORTS, SMALL_LAYERS, Unavailable, export, input_feed
+from benchmarks.report import Stopwatch, timing_parser, write_results
+from benchmarks.torch_models import SMALL_LAYERS, export, export_arguments, export_rows, input_feed
 
 COLUMNS = ["model", "exporter", "ours_off", "ours_on", "ours_on_runs", "exported_off", "control", "exported_on_ms",
            "max_rel_error", "optimize_s", "kept_input", "onnx_nodes", "ours_nodes"]
@@ -106,31 +105,20 @@ against the export with it on; `for_off_kept_input`: that speed check kept the i
 def main(argv: Sequence[str] | None = None) -> None:
     parser = timing_parser(__doc__, f"small inputs (64x64 images, 16 tokens) and {SMALL_LAYERS} transformer layers", 2.0,
                            "least seconds the export runs per model", "least number of timed rounds per model")
-    parser.add_argument("--models", default=",".join(EXPORTS), help="comma-separated models")
-    parser.add_argument("--exporters", default=",".join(EXPORTERS), help="comma-separated exporters")
+    export_arguments(parser)
     parser.add_argument("--name", help="results file name (default exports, exports_small with --small)")
     parser.add_argument("--runs", type=int, default=3, help="interleaved timings per model (the noise across them)")
-    parser.add_argument("--saved", help="a folder of exports written by `python -m benchmarks.torch_models`")
     parser.add_argument("--off-session", action="store_true",
                         help="also ours for a session with the optimizer off, timed in one (ours_for_off)")
     args = parser.parse_args(argv)
     if args.runs < 1:
         parser.error("--runs must be at least 1")
-    names = checked_choices(parser, args, args.models, list(EXPORTS), "models")
-    exporters = checked_choices(parser, args, args.exporters, list(EXPORTERS), "exporters")
     import onnxruntime
 
-    rows = []
-    for name in names:
-        for exporter in exporters:
-            try:
-                rows.append(measure_export(name, args.small, args.repeat, args.seconds, exporter, args.runs,
-                                           saved=args.saved, off_session=args.off_session))
-            except Unavailable as err:
-                print(f"{name}: skipped ({err})", file=sys.stderr)
-                break
-            print(f"{name} ({exporter}): ours off {rows[-1]['ours_off']:.3f}x, on {rows[-1]['ours_on']:.3f}x",
-                  file=sys.stderr, flush=True)
+    rows = export_rows(parser, args,
+                       lambda name, exporter: measure_export(name, args.small, args.repeat, args.seconds, exporter,
+                                                             args.runs, saved=args.saved, off_session=args.off_session),
+                       lambda row: f"ours off {row['ours_off']:.3f}x, on {row['ours_on']:.3f}x")
     notes = NOTES.format(cores=multiprocessing.cpu_count(), ort=onnxruntime.__version__,
                          size="small" if args.small else "full-size", repeat=args.repeat, seconds=args.seconds,
                          runs=args.runs)

@@ -21,15 +21,14 @@ import hashlib
 import json
 import multiprocessing
 import os
-import sys
 import tempfile
 from typing import Any, Sequence
 
 import onnx
 
 from benchmarks.load import cpu_hogs
-from benchmarks.report import checked_choices, write_results
-from benchmarks.torch_models import EXPORTERS, EXPORTS, Unavailable, export
+from benchmarks.report import write_results
+from benchmarks.torch_models import export, export_arguments, export_rows
 from eqsat.cli import main as eqsat_main
 from eqsat.speed import RULE
 
@@ -80,26 +79,14 @@ The rule: {rule}."""
 
 def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--models", default=",".join(EXPORTS), help="comma-separated models")
-    parser.add_argument("--exporters", default=",".join(EXPORTERS), help="comma-separated exporters")
+    export_arguments(parser)
     parser.add_argument("--runs", type=int, default=3, help="runs on the machine as it is, and as many loaded")
-    parser.add_argument("--saved", help="a folder of exports written by `python -m benchmarks.torch_models`")
     parser.add_argument("--name", default="same_output", help="results file name")
     args = parser.parse_args(argv)
     if args.runs < 1:
         parser.error("--runs must be at least 1")
-    names = checked_choices(parser, args, args.models, list(EXPORTS), "models")
-    exporters = checked_choices(parser, args, args.exporters, list(EXPORTERS), "exporters")
-    rows = []
-    for name in names:
-        for exporter in exporters:
-            try:
-                rows.append(measure(name, exporter, args.runs, args.saved))
-            except Unavailable as err:
-                print(f"{name}: skipped ({err})", file=sys.stderr)
-                break
-            print(f"{name} ({exporter}): {rows[-1]['digests']} digest(s), kept {rows[-1]['kept']}",
-                  file=sys.stderr, flush=True)
+    rows = export_rows(parser, args, lambda name, exporter: measure(name, exporter, args.runs, args.saved),
+                       lambda row: f"{row['digests']} digest(s), kept {row['kept']}")
     cores = multiprocessing.cpu_count()
     path = write_results(args.name, rows, COLUMNS, NOTES.format(runs=args.runs, hogs=2 * cores, cores=cores, rule=RULE))
     print(path.read_text())

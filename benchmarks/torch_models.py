@@ -192,6 +192,32 @@ def export(name: str, small: bool = False, exporter: str = "torchscript", saved:
     return build(reduced if small else full, exporter, small)
 
 
+def export_arguments(parser: argparse.ArgumentParser) -> None:
+    """A benchmark's `--models`, `--exporters` and `--saved` (read by `export_rows`)."""
+    parser.add_argument("--models", default=",".join(EXPORTS), help="comma-separated models")
+    parser.add_argument("--exporters", default=",".join(EXPORTERS), help="comma-separated exporters")
+    parser.add_argument("--saved", help="a folder of exports written by `python -m benchmarks.torch_models`")
+
+
+def export_rows(parser: argparse.ArgumentParser, args: argparse.Namespace, measure: Callable[[str, str], dict],
+                line: Callable[[dict], str]) -> list[dict]:
+    """`measure(model, exporter)` for each model and exporter named (`export_arguments`), each row's
+    `line` printed as it comes; a model whose library is missing is skipped, saying so."""
+    from benchmarks.report import checked_choices
+    names = checked_choices(parser, args, args.models, list(EXPORTS), "models")
+    exporters = checked_choices(parser, args, args.exporters, list(EXPORTERS), "exporters")
+    rows: list[dict] = []
+    for name in names:
+        for exporter in exporters:
+            try:
+                rows.append(measure(name, exporter))
+            except Unavailable as err:
+                print(f"{name}: skipped ({err})", file=sys.stderr)
+                break
+            print(f"{name} ({exporter}): {line(rows[-1])}", file=sys.stderr, flush=True)
+    return rows
+
+
 def input_feed(model: onnx.ModelProto, seed: int = 0) -> dict[str, np.ndarray]:
     """Random inputs for an exported model: images in N(0, 1), token ids below 1000, a full mask."""
     rng = np.random.default_rng(seed)
