@@ -21,7 +21,7 @@ from .errors import VerificationError
 from .optimize import Optimized, optimize
 from .regions import MAX_VARIANTS, Family, families, without
 from .soundness.inputs import random_inputs, size_assignments, size_variables
-from .speed import CONFIDENCE, SpeedCheck, SpeedVerdict, Tried, speed_check
+from .speed import CONFIDENCE, InputSessions, SpeedCheck, SpeedVerdict, Tried
 
 __all__ = ["optimize_onnx", "exports_contrib", "to_onnx", "faster_of", "SPEED_SIZE"]
 
@@ -56,9 +56,10 @@ def faster_of(res: Optimized, original: Any, ours: Any) -> tuple[Any, SpeedVerdi
 
     variants = families(res)[:MAX_VARIANTS] if res.saturated is not None else []
 
+    sessions = InputSessions(original, feeds, optimizer=session.optimizer, threads=session.threads)
+
     def timed(model: Any) -> SpeedCheck:  # each program may be kept: CONFIDENCE holds over all of them
-        return speed_check(original, model, feeds, optimizer=session.optimizer, threads=session.threads,
-                           confidence=1 - (1 - CONFIDENCE) / (1 + len(variants)))
+        return sessions.check(model, confidence=1 - (1 - CONFIDENCE) / (1 + len(variants)))
 
     check = timed(ours)
     tried = [Tried(check=check)]

@@ -6,16 +6,17 @@ warm-up, each round times a batch of runs of each of the three (the order turns 
 round), so a change of load hits all alike; the decision reads the per-round ratios ours / input,
 and the control's ratios control / input say how far two sessions of one program drift apart in
 this run. With one thread (the default) the clock is the thread's CPU time, which foreign load on
-the machine barely moves.
+the machine moves far less than wall time (a large model's runs still wait on memory that other
+work shares).
 
 The decision is sequential (`RULE`). Rounds come `ROUNDS` at a time. After each block, the median
 ratio's confidence interval (`CONFIDENCE`, distribution-free: order statistics of the ratios) is
 compared with `1 - margin`, where the margin is `MARGIN` plus the control's distance from 1 (the
 noise this run measured): wholly below, ours is kept; wholly above, the input; across it, another
-block is timed, up to `MAX_ROUNDS`, after which the input is kept. So a clear call costs one block,
-and a close one is either resolved by more rounds or settled on the input: a program must be
-faster than the input by more than the margin, and by more than the spread of its own ratios, to be
-kept. A program that is not gives the input back, unchanged, unless a program with only part of
+block is timed, up to `MAX_ROUNDS` (fewer for a large model: `TIMED_SECONDS`), after which the
+input is kept. So a clear call costs one block, and a close one is either resolved by more rounds
+or settled on the input: a program must be faster than the input by more than the margin, and by
+more than the spread of its own ratios, to be kept. A program that is not gives the input back, unchanged, unless a program with only part of
 ours is faster by the same rule (`SpeedVerdict`, `eqsat.regions`).
 """
 
@@ -33,13 +34,18 @@ from strategies.ort_timing import ort_session, quiet_runner, timing_clock
 
 from .errors import SpeedCheckError
 
-__all__ = ["SpeedCheck", "Tried", "SpeedVerdict", "speed_check", "decision", "margin", "median_interval", "ROUNDS", "MAX_ROUNDS",
-           "BATCH_SECONDS", "MARGIN", "CONFIDENCE", "RULE"]
+__all__ = ["SpeedCheck", "Tried", "SpeedVerdict", "InputSessions", "speed_check", "decision", "margin", "median_interval", "ROUNDS", "MAX_ROUNDS",
+           "BATCH_SECONDS", "TIMED_SECONDS", "MARGIN", "CONFIDENCE", "RULE"]
 
 ROUNDS = 9
 """timed rounds per block, each one batch of each model."""
 MAX_ROUNDS = 27
 """the most rounds one program is timed for; a call still open then keeps the input."""
+TIMED_SECONDS = 10.0
+"""the CPU seconds of timed runs one check may take, as estimated from the warm-up: as many blocks
+as fit, one at least. A large model (BERT-base: a round of its three sessions takes a second or
+more) gets one block; its rounds are noisier than a small model's (its weights stream from
+memory, which other work on the machine shares), and more of them rarely decide it."""
 BATCH_SECONDS = 0.05
 """the length of one batch of runs (at least one run), from the warm-up's timing."""
 MARGIN = 0.01
@@ -50,7 +56,8 @@ several programs, of all its checks together (`speed_check`'s `confidence`)."""
 RULE = (f"the first program, in the order tried, whose median ratio (program / input) lies below 1 - margin "
         f"with {CONFIDENCE:.0%} confidence over all programs tried, the margin being {MARGIN:g} plus the distance from 1 of the median "
         f"ratio of a second session of the input (the control); timed in blocks of {ROUNDS} rounds while the "
-        f"interval spans 1 - margin, at most {MAX_ROUNDS}; else the input")
+        f"interval spans 1 - margin, at most {MAX_ROUNDS} and at most as many blocks as take {TIMED_SECONDS:g} "
+        f"CPU seconds (one at least); else the input")
 """which model a `SpeedVerdict` keeps."""
 
 
@@ -181,44 +188,66 @@ class SpeedVerdict:
                 "tried": [t.to_dict() for t in self.tried]}
 
 
+class InputSessions:
+    """The input model in two sessions (the input and the control), warmed up on the first input set
+    it runs on: what each program of one verdict is timed against (`check`). Raises
+    `SpeedCheckError` when the input model runs on none of `feeds`."""
+
+    def __init__(self, original: Any, feeds: Mapping[str, np.ndarray] | Sequence[Mapping[str, np.ndarray]], *,
+                 optimizer: str = "all", threads: int = 1):
+        self.optimizer, self.threads = optimizer, threads
+        self.clock_name, self.clock = timing_clock(threads)
+        sessions = [ort_session(original, threads, optimizer) for _ in range(2)]
+        for feed in [feeds] if isinstance(feeds, Mapping) else feeds:
+            runs = [_runner(s, feed) for s in sessions]
+            try:
+                first = _warm_up(runs[0], self.clock)
+            except Exception:  # noqa: BLE001 - the input model fails on this input set: the next one
+                continue
+            self.feed, self.runs, self.per_run = feed, runs, [first, _warm_up(runs[1], self.clock)]
+            break
+        else:
+            raise SpeedCheckError("the speed check cannot time the programs: the input model fails on every input "
+                                  "set drawn for it (optimize without the speed check to skip it)")
+
+    def check(self, ours: Any, *, max_rounds: int = MAX_ROUNDS, confidence: float = CONFIDENCE) -> SpeedCheck:
+        """Time `ours` (an ONNX model or its bytes) against the input as described above; the median
+        ratio's interval covers it with probability `confidence` (a caller that may time k programs
+        passes 1 - (1 - CONFIDENCE) / k, so that noise keeps a program as fast as the input with
+        probability at most 1 - CONFIDENCE over all k)."""
+        clock = self.clock
+        run = _runner(ort_session(ours, self.threads, self.optimizer), self.feed)
+        runs = [self.runs[0], run, self.runs[1]]
+        per_run = [self.per_run[0], _warm_up(run, clock), self.per_run[1]]
+        batch = [max(1, int(BATCH_SECONDS / max(t, 1e-6))) for t in per_run]
+        block = ROUNDS * sum(b * t for b, t in zip(batch, per_run))
+        rounds = ROUNDS * max(1, min(max_rounds // ROUNDS, int(TIMED_SECONDS // max(block, 1e-9))))  # whole blocks
+        ratios: list[float] = []
+        controls: list[float] = []
+        kept = None
+        while kept is None and len(ratios) < rounds:
+            for r in range(len(ratios), len(ratios) + ROUNDS):
+                times = [0.0, 0.0, 0.0]
+                for k in _ORDERS[r % len(_ORDERS)]:
+                    start = clock()
+                    for _ in range(batch[k]):
+                        runs[k]()
+                    times[k] = (clock() - start) / batch[k]
+                ratios.append(times[1] / times[0] if times[0] > 0 else 1.0)
+                controls.append(times[2] / times[0] if times[0] > 0 else 1.0)
+            kept = decision(ratios, controls, confidence)
+        return SpeedCheck(tuple(ratios), tuple(controls), kept or "input", self.optimizer, self.threads,
+                          self.clock_name, confidence)
+
+
 def speed_check(original: Any, ours: Any, feeds: Mapping[str, np.ndarray] | Sequence[Mapping[str, np.ndarray]], *,
                 optimizer: str = "all", threads: int = 1, max_rounds: int = MAX_ROUNDS,
                 confidence: float = CONFIDENCE) -> SpeedCheck:
-    """Time `ours` against `original` (ONNX models or their bytes) on `feeds` as described above; given
-    several input sets, on the first the original runs on (a mask as long as the past and new tokens
-    together, say); the median ratio's interval covers it with probability `confidence` (a caller
-    that may time k programs passes 1 - (1 - CONFIDENCE) / k, so that noise keeps a program as fast
-    as the input with probability at most 1 - CONFIDENCE over all k). Raises `SpeedCheckError` when
-    it runs on none."""
-    clock_name, clock = timing_clock(threads)
-    sessions = [ort_session(m, threads, optimizer) for m in (original, ours, original)]
-    for feed in [feeds] if isinstance(feeds, Mapping) else feeds:
-        runs = [_runner(s, feed) for s in sessions]
-        try:
-            first = _warm_up(runs[0], clock)
-        except Exception:  # noqa: BLE001 - the input model fails on this input set: the next one
-            continue
-        per_run = [first, _warm_up(runs[1], clock), _warm_up(runs[2], clock)]
-        break
-    else:
-        raise SpeedCheckError("the speed check cannot time the programs: the input model fails on every input set "
-                              "drawn for it (optimize without the speed check to skip it)")
-    batch = [max(1, int(BATCH_SECONDS / max(t, 1e-6))) for t in per_run]
-    ratios: list[float] = []
-    controls: list[float] = []
-    kept = None
-    while kept is None and len(ratios) < max(max_rounds, ROUNDS):
-        for r in range(len(ratios), len(ratios) + ROUNDS):
-            times = [0.0, 0.0, 0.0]
-            for k in _ORDERS[r % len(_ORDERS)]:
-                start = clock()
-                for _ in range(batch[k]):
-                    runs[k]()
-                times[k] = (clock() - start) / batch[k]
-            ratios.append(times[1] / times[0] if times[0] > 0 else 1.0)
-            controls.append(times[2] / times[0] if times[0] > 0 else 1.0)
-        kept = decision(ratios, controls, confidence)
-    return SpeedCheck(tuple(ratios), tuple(controls), kept or "input", optimizer, threads, clock_name, confidence)
+    """Time `ours` against `original` (ONNX models or their bytes) on `feeds` as described above (see
+    `InputSessions`; given several input sets, on the first the original runs on: a mask as long as
+    the past and new tokens together, say)."""
+    return InputSessions(original, feeds, optimizer=optimizer, threads=threads).check(
+        ours, max_rounds=max_rounds, confidence=confidence)
 
 
 _ORDERS = tuple(itertools.permutations(range(3)))

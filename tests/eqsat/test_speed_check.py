@@ -57,6 +57,13 @@ def test_a_program_as_fast_as_the_input_gives_the_input_back():
     assert low <= check.median <= high and "interval" in check.summary()
 
 
+def test_a_check_whose_block_takes_longer_than_its_time_gets_one_block(monkeypatch):
+    import eqsat.speed
+    monkeypatch.setattr(eqsat.speed, "TIMED_SECONDS", 1e-6)
+    check = speed_check(_model(4), _model(4), FEEDS, optimizer="disabled")
+    assert check.kept == "input" and len(check.ratios) == ROUNDS
+
+
 @pytest.mark.parametrize("n", [ROUNDS, 2 * ROUNDS, MAX_ROUNDS])
 def test_the_median_interval_covers_the_median_as_stated(n):
     """The j-th smallest and j-th largest of n ratios miss the median with probability 2 P(B <= j - 1),
