@@ -11,10 +11,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from ..egraph.terms import Kind
+
 if TYPE_CHECKING:
     from ..egraph.egraph import EGraph
-
-from ..egraph.terms import Kind
 
 __all__ = ["install_rule", "can_match"]
 
