@@ -103,8 +103,9 @@ against the export with it on; `for_off_kept_input`: that speed check kept the i
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    parser = timing_parser(__doc__, f"small inputs (64x64 images, 16 tokens) and {SMALL_LAYERS} transformer layers", 2.0,
-                           "least seconds the export runs per model", "least number of timed rounds per model")
+    small = f"small inputs (64x64 images, 16 tokens) and {SMALL_LAYERS} transformer layers"
+    parser = timing_parser(__doc__, small, 2.0, "least seconds the export runs per model",
+                           "least number of timed rounds per model")
     export_arguments(parser)
     parser.add_argument("--name", help="results file name (default exports, exports_small with --small)")
     parser.add_argument("--runs", type=int, default=3, help="interleaved timings per model (the noise across them)")

@@ -238,7 +238,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("folder")
     parser.add_argument("--models", default=",".join(EXPORTS), help="comma-separated models")
     parser.add_argument("--exporters", default=",".join(EXPORTERS), help="comma-separated exporters")
-    parser.add_argument("--small", action="store_true", help=f"small inputs (64x64 images, 16 tokens) and {SMALL_LAYERS} transformer layers")
+    parser.add_argument("--small", action="store_true",
+                        help=f"small inputs (64x64 images, 16 tokens) and {SMALL_LAYERS} transformer layers")
     args = parser.parse_args(argv)
     os.makedirs(args.folder, exist_ok=True)
     for name in args.models.split(","):

@@ -16,8 +16,9 @@ noise this run measured): wholly below, ours is kept; wholly above, the input; a
 block is timed, up to `MAX_ROUNDS` (fewer for a large model: `TIMED_SECONDS`), after which the
 input is kept. So a clear call costs one block, and a close one is either resolved by more rounds
 or settled on the input: a program must be faster than the input by more than the margin, and by
-more than the spread of its own ratios, to be kept. A program that is not gives the input back, unchanged, unless a program with only part of
-ours is faster by the same rule (`SpeedVerdict`, `eqsat.regions`).
+more than the spread of its own ratios, to be kept. A program that is not gives the input back,
+unchanged, unless a program with only part of ours is faster by the same rule (`SpeedVerdict`,
+`eqsat.regions`).
 """
 
 from __future__ import annotations
@@ -34,8 +35,8 @@ from strategies.ort_timing import ort_session, quiet_runner, timing_clock
 
 from .errors import SpeedCheckError
 
-__all__ = ["SpeedCheck", "Tried", "SpeedVerdict", "InputSessions", "speed_check", "decision", "margin", "median_interval", "ROUNDS", "MAX_ROUNDS",
-           "BATCH_SECONDS", "TIMED_SECONDS", "MARGIN", "CONFIDENCE", "RULE"]
+__all__ = ["SpeedCheck", "Tried", "SpeedVerdict", "InputSessions", "speed_check", "decision", "margin",
+           "median_interval", "ROUNDS", "MAX_ROUNDS", "BATCH_SECONDS", "TIMED_SECONDS", "MARGIN", "CONFIDENCE", "RULE"]
 
 ROUNDS = 9
 """timed rounds per block, each one batch of each model."""
@@ -54,8 +55,8 @@ CONFIDENCE = 0.95
 """the least coverage of the median ratio's interval: of each check's, or where a verdict may time
 several programs, of all its checks together (`speed_check`'s `confidence`)."""
 RULE = (f"the first program, in the order tried, whose median ratio (program / input) lies below 1 - margin "
-        f"with {CONFIDENCE:.0%} confidence over all programs tried, the margin being {MARGIN:g} plus the distance from 1 of the median "
-        f"ratio of a second session of the input (the control); timed in blocks of {ROUNDS} rounds while the "
+        f"with {CONFIDENCE:.0%} confidence over all programs tried, the margin being {MARGIN:g} plus the distance "
+        f"from 1 of the median ratio of a second session of the input (the control); timed in blocks of {ROUNDS} rounds while the "
         f"interval spans 1 - margin, at most {MAX_ROUNDS} and at most as many blocks as take {TIMED_SECONDS:g} "
         f"CPU seconds (one at least); else the input")
 """which model a `SpeedVerdict` keeps."""
@@ -96,8 +97,8 @@ class SpeedCheck:
     def spread(self) -> str:
         """The median ratio, its interval, the rounds it was measured over and the margin."""
         low, high = self.interval()
-        return (f"{self.median:.3f} ({self.confidence:.1%} interval {low:.3f}-{high:.3f} over {len(self.ratios)} rounds; "
-                f"control {statistics.median(self.controls):.3f}, margin {self.margin:.1%})")
+        return (f"{self.median:.3f} ({self.confidence:.1%} interval {low:.3f}-{high:.3f} over "
+                f"{len(self.ratios)} rounds; control {statistics.median(self.controls):.3f}, margin {self.margin:.1%})")
 
     def timing(self) -> str:
         """Where and how it was timed, and the ratios."""
@@ -111,7 +112,8 @@ class SpeedCheck:
     def to_dict(self) -> dict[str, Any]:
         return {"ratios": list(self.ratios), "median": self.median, "interval": list(self.interval()),
                 "quartiles": list(self.quartiles()), "controls": list(self.controls), "margin": self.margin,
-                "confidence": self.confidence, "kept": self.kept, "optimizer": self.optimizer, "threads": self.threads, "clock": self.clock}
+                "confidence": self.confidence, "kept": self.kept, "optimizer": self.optimizer, "threads": self.threads,
+                "clock": self.clock}
 
 
 NOT_FASTER = "ours is not faster by the margin with the stated confidence"
@@ -143,8 +145,9 @@ class Tried:
         return f"{self.name} / input {self.check.spread()}: {'faster' if self.faster else 'not faster'}"
 
     def to_dict(self) -> dict[str, Any]:
-        timed = {"ratios": list(self.check.ratios), "median": self.check.median, "interval": list(self.check.interval()),
-                 "quartiles": list(self.check.quartiles()), "margin": self.check.margin} if self.check else {"note": self.note}
+        check = self.check
+        timed = {"ratios": list(check.ratios), "median": check.median, "interval": list(check.interval()),
+                 "quartiles": list(check.quartiles()), "margin": check.margin} if check else {"note": self.note}
         return {"program": self.name, "without": list(self.without), "ops": list(self.ops), "faster": self.faster,
                 **timed}
 
@@ -180,7 +183,8 @@ class SpeedVerdict:
         kept = self.kept
         ending = ("the regions that pay were kept" if kept != "input" else
                   "the input was kept: no program tried is faster by the rule")
-        return "\n".join([f"{self.ours.timing()}; {NOT_FASTER}, so programs with part of it were timed:", *("  " + t.summary() for t in self.tried[1:]),
+        return "\n".join([f"{self.ours.timing()}; {NOT_FASTER}, so programs with part of it were timed:",
+                          *("  " + t.summary() for t in self.tried[1:]),
                           f"  kept: {kept}; {ending}"])
 
     def to_dict(self) -> dict[str, Any]:
