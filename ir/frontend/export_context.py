@@ -170,6 +170,13 @@ class EmitContext:
                     return node
         return None
 
+    def transposed(self, value: Value) -> tuple[str, list[int]] | None:
+        """(its input, its perm) where `value` is the output of a Transpose node; else None."""
+        node = self.producer(value)
+        if node is None or node.op_type != "Transpose":
+            return None
+        return node.input[0], next((list(a.ints) for a in node.attribute if a.name == "perm"), [])
+
     def const(self, value: Any, dtype: str | None = None) -> str:
         """The name of an initializer holding `value` (small equal constants are shared)."""
         arr = np.asarray(value) if dtype is None else np.asarray(value).astype(dtype)

@@ -10,7 +10,6 @@ from __future__ import annotations
 from typing import Sequence
 
 import numpy as np
-import onnx
 
 from ..expr import Call, Constant, Expr
 from ..op.shapes import known, normalize_axis
@@ -38,15 +37,11 @@ def _tuple_last(ctx: EmitContext, value: str, indices: Expr) -> str:
     front from (the import's own, for indices computed in the model), else a Transpose of them."""
     rank = ctx.type_of(indices).ndim
     value = as_int64(ctx, value, indices)
-    made = ctx.producer(value)
-    if made is not None and made.op_type == "Transpose" and _perm(made) == [rank - 1, *range(rank - 1)]:
-        ctx.bypassable[value] = made.input[0]  # left out when nothing else reads it
-        return made.input[0]
+    made = ctx.transposed(value)
+    if made is not None and made[1] == [rank - 1, *range(rank - 1)]:
+        ctx.bypassable[value] = made[0]  # left out when nothing else reads it
+        return made[0]
     return ctx.node("Transpose", [value], perm=[*range(1, rank), 0])
-
-
-def _perm(node: onnx.NodeProto) -> list[int]:
-    return next((list(a.ints) for a in node.attribute if a.name == "perm"), [])
 
 
 @emits("gather_nd")

@@ -76,10 +76,10 @@ def head_split_of(ctx: EmitContext, expr: Expr, value: Value) -> HeadSplit | Non
     if (len(newshape) != 4 or newshape[:2] != [0, 0] or not (known(heads) and known(size)) or data.ndim != 3
             or data.shape[-1] != heads * size or any(n not in (d, -1) for n, d in zip(newshape[2:], (heads, size)))):
         return None
-    transposed = ctx.producer(value)
-    if transposed is None or transposed.op_type != "Transpose" or _perm(transposed) != [0, 2, 1, 3]:
+    transposed = ctx.transposed(value)
+    if transposed is None or transposed[1] != [0, 2, 1, 3]:
         return None
-    made = ctx.producer(transposed.input[0])
+    made = ctx.producer(transposed[0])
     # the reshape as written from x itself (a relayout written as a reshape of an earlier value has its
     # static shape as its target, never [0, 0, ...])
     if made is None or made.op_type != "Reshape" or list(ctx.value_of(made.input[1]) if len(made.input) > 1
@@ -97,10 +97,6 @@ def split_heads(ctx: EmitContext, tokens: str, heads: int, size: int) -> str:
     value = ctx.node("Transpose", [split], perm=[0, 2, 1, 3])
     ctx.head_splits[value] = ctx.head_splits[split] = HeadSplit(tokens, split, heads, size)
     return value
-
-
-def _perm(node) -> list[int]:
-    return next((list(a.ints) for a in node.attribute if a.name == "perm"), [])
 
 
 def _is_call(expr: Expr, name: str) -> bool:
