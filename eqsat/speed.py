@@ -109,10 +109,14 @@ class SpeedCheck:
         verdict = "ours kept" if self.kept == "ours" else f"the input was kept: {NOT_FASTER}"
         return f"{self.timing()}; {verdict}"
 
+    def measures(self) -> dict[str, Any]:
+        """What was measured and what the decision read, enough to redo it (`decision`)."""
+        return {"ratios": list(self.ratios), "controls": list(self.controls), "median": self.median,
+                "interval": list(self.interval()), "quartiles": list(self.quartiles()), "margin": self.margin,
+                "confidence": self.confidence}
+
     def to_dict(self) -> dict[str, Any]:
-        return {"ratios": list(self.ratios), "median": self.median, "interval": list(self.interval()),
-                "quartiles": list(self.quartiles()), "controls": list(self.controls), "margin": self.margin,
-                "confidence": self.confidence, "kept": self.kept, "optimizer": self.optimizer, "threads": self.threads,
+        return {**self.measures(), "kept": self.kept, "optimizer": self.optimizer, "threads": self.threads,
                 "clock": self.clock}
 
 
@@ -145,9 +149,7 @@ class Tried:
         return f"{self.name} / input {self.check.spread()}: {'faster' if self.faster else 'not faster'}"
 
     def to_dict(self) -> dict[str, Any]:
-        check = self.check
-        timed = {"ratios": list(check.ratios), "median": check.median, "interval": list(check.interval()),
-                 "quartiles": list(check.quartiles()), "margin": check.margin} if check else {"note": self.note}
+        timed = self.check.measures() if self.check else {"note": self.note}
         return {"program": self.name, "without": list(self.without), "ops": list(self.ops), "faster": self.faster,
                 **timed}
 

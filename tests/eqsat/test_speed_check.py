@@ -232,6 +232,8 @@ def test_the_report_shows_every_program_tried(tmp_path, capsys, monkeypatch):
     assert check["tried"][0]["program"] == "ours" and not check["tried"][0]["faster"] and check["rule"]
     assert check["confidence"] == pytest.approx(1 - (1 - CONFIDENCE) / 3), "three programs may be timed"
     assert all(len(t["ratios"]) in (ROUNDS, 2 * ROUNDS, MAX_ROUNDS) for t in check["tried"])
+    for t in check["tried"]:  # each decision can be redone from the report
+        assert (decision(t["ratios"], t["controls"], t["confidence"]) or "input") == ("ours" if t["faster"] else "input")
     written = onnx.load(str(out))
     assert "BiasGelu" not in {n.op_type for n in written.graph.node}
     program_ops = {n["op"] for n in json.loads(report.read_text())["program"] if "op" in n}
