@@ -10,7 +10,7 @@ per core (`benchmarks.load.cpu_hogs`), each in this process through the command 
 point with a JSON report. `digests` counts the distinct SHA-256 digests of the written files (1: the
 same bytes every time); `kept` lists the speed check's verdicts (the program written: ours, ours
 without some op families, or the input), and `ratios` the range of its median ratios ours / input
-and the widest 95% interval around them, with the rounds each took (`eqsat.speed`).
+and the widest interval around them, with the margins and the rounds each took (`eqsat.speed`).
 """
 
 from __future__ import annotations
@@ -59,8 +59,9 @@ def measure(name: str, exporter: str, runs: int, saved: str | None) -> dict[str,
     lows, highs = zip(*(check["interval"] for check in checks))
     margins = [check["margin"] for check in checks]
     kept = collections.Counter(check["kept"] for check in checks)
+    digests = len({digest for digest, _ in results})
     return {"model": name, "exporter": exporter, "runs": f"{runs} quiet + {runs} loaded",
-            "digests": len({digest for digest, _ in results}), "same": len({d for d, _ in results}) == 1,
+            "digests": digests, "same": digests == 1,
             "kept": ", ".join(f"{verdict} x{count}" for verdict, count in kept.items()),
             "ratios": f"{min(medians):.3f}-{max(medians):.3f}", "widest_interval": f"{min(lows):.3f}-{max(highs):.3f}",
             "margins": f"{min(margins):.1%}-{max(margins):.1%}",

@@ -53,9 +53,7 @@ def faster_of(res: Optimized, original: Any, ours: Any) -> tuple[Any, SpeedVerdi
     feeds = [random_inputs(mod, skip=list(params), size=SPEED_SIZE, named=named)
              for named in size_assignments(size_variables(mod, list(params)), SPEED_SIZE)]
     session = res.spec.target if res.spec is not None and res.spec.target is not None else Target("ort")
-
     variants = families(res)[:MAX_VARIANTS] if res.saturated is not None else []
-
     sessions = InputSessions(original, feeds, optimizer=session.optimizer, threads=session.threads)
 
     def timed(model: Any) -> SpeedCheck:  # each program may be kept: CONFIDENCE holds over all of them
