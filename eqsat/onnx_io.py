@@ -12,7 +12,7 @@ report says which, with every program tried.
 from __future__ import annotations
 
 import os
-from typing import Any
+from typing import Any, Callable
 
 import ir
 from strategies import Target
@@ -44,8 +44,9 @@ def to_onnx(res: Optimized, standard_onnx: bool = False, onnx_contrib: bool = Fa
 
 def faster_of(res: Optimized, original: Any, ours: Any) -> tuple[Any, SpeedVerdict]:
     """`ours` when it runs faster than `original` in ONNX Runtime (see `eqsat.speed`); else the first
-    program without one of `res`'s op families that does (`eqsat.regions`: largest estimated saving
-    first, at most `MAX_VARIANTS`, each verified as `res` was); else `original`; with the verdict.
+    program without one of `res`'s op families that does and is verified as `res` was (`eqsat.regions`:
+    largest estimated saving first, at most `MAX_VARIANTS`; each is verified once it is timed faster,
+    so a slower one costs no verification); else `original`; with the verdict.
     All run in the session `res`'s target names (`strategies.Target`'s `optimizer` and `threads`),
     on inputs drawn for `res`'s input program (symbolic sizes `SPEED_SIZE`, then one at a time twice
     that, as verification draws them, until the input model runs)."""
@@ -65,30 +66,46 @@ def faster_of(res: Optimized, original: Any, ours: Any) -> tuple[Any, SpeedVerdi
         return ours, SpeedVerdict(tuple(tried))
     seen = [res.mod]
     for family in variants:
-        variant, note = _variant(res, family, seen)
-        if variant is None:
-            tried.append(Tried((family.name,), family.ops, note=note))
-            continue
-        model = to_onnx(variant, res.spec.standard_onnx)
-        tried.append(Tried((family.name,), family.ops, timed(model)))
-        if tried[-1].faster:
-            return model, SpeedVerdict(tuple(tried), variant)
+        trial, kept = _tried(res, family, seen, timed)
+        tried.append(trial)
+        if kept is not None:
+            model, verified = kept
+            return model, SpeedVerdict(tuple(tried), verified)
     return original, SpeedVerdict(tuple(tried))
 
 
-def _variant(res: Optimized, family: Family, seen: list[ir.IRModule]) -> tuple[Optimized | None, str]:
-    """`res` without `family` (`eqsat.regions.without`), added to `seen`; or None and why it is not
-    timed: it failed verification, it is the input, or it is a program in `seen`."""
-    try:
-        variant = without(res, family)
-    except VerificationError as err:
-        return None, f"not verified: {err}"
+def _tried(res: Optimized, family: Family, seen: list[ir.IRModule],
+           timed: Callable[[Any], SpeedCheck]) -> tuple[Tried, tuple[Any, Optimized] | None]:
+    """`res` without `family` (`eqsat.regions.without`, not verified yet) timed, unless it is the input,
+    a program in `seen` (to which it is added) or one that does not run; with its ONNX model when it
+    is faster and then verified as `res` was, and that verified result (a failure is noted, and keeps
+    it from being kept)."""
+    def untimed(note: str) -> tuple[Tried, None]:
+        return Tried((family.name,), family.ops, note=note), None
+    variant = without(res, family, verify=False)
     if variant.info.get("kept_input"):
-        return None, "the input program"
+        return untimed("the input program")
     if any(ir.structural_equal(variant.mod, m) for m in seen):
-        return None, "the same program as one tried before"
+        return untimed("the same program as one tried before")
     seen.append(variant.mod)
-    return variant, ""
+    try:
+        model = to_onnx(variant, res.spec.standard_onnx)
+        check = timed(model)
+    except Exception as err:  # noqa: BLE001 - an unverified program that cannot be written or run is not kept
+        return untimed(f"it does not run in ONNX Runtime ({type(err).__name__}: {_first_line(err)})")
+    if check.kept != "ours":
+        return Tried((family.name,), family.ops, check), None
+    try:
+        verified = without(res, family)  # extracting again gives the same program, now verified
+    except VerificationError as err:
+        return Tried((family.name,), family.ops, check, note=f"not verified: {err}"), None
+    if not ir.structural_equal(verified.mod, variant.mod):
+        return Tried((family.name,), family.ops, check, note="not verified: extracted again, it differs"), None
+    return Tried((family.name,), family.ops, check), (model, verified)
+
+
+def _first_line(err: Exception) -> str:
+    return str(err).splitlines()[0] if str(err) else ""
 
 
 def optimize_onnx(model: Any, *, target: "str | Target" = "ort", standard_onnx: bool = False, speed: bool = True,

@@ -87,16 +87,16 @@ def families(res: Optimized) -> list[Family]:
     return sorted(found, key=lambda f: (-f.saving, f.name))
 
 
-def without(res: Optimized, family: Family) -> Optimized:
+def without(res: Optimized, family: Family, verify: bool = True) -> Optimized:
     """`res`'s program extracted again from its saturated e-graph with `family`'s ops forbidden, by the
-    same extractor, verified as `res` was (on as many input sets; not when `res` was not) against
-    the input; `VerificationError` when it fails."""
+    same extractor, verified as `res` was (on as many input sets; not when `res` was not, nor when
+    not `verify`) against the input; `VerificationError` when it fails."""
     if res.saturated is None or res.spec is None:
         raise ValueError("a program without some families is extracted from the saturated e-graph of an "
                          "optimize result; this result has none")
     sat = res.saturated
     spec = dataclasses.replace(res.spec, model=Forbidding(res.spec.model, frozenset(family.ops)))
-    trials = res.verification.trials if res.verification is not None else 0
+    trials = res.verification.trials if res.verification is not None and verify else 0
     out = extract_for(sat, spec, res.extractor, source=sat.input_module(), trials=trials)
     return dataclasses.replace(res, mod=out.mod, params=out.params, cost_after=out.cost_after, choice=out.choice,
                                extract_seconds=out.seconds, info=dict(out.choice.info),

@@ -133,7 +133,9 @@ class Tried:
     """their ops."""
     check: SpeedCheck | None = None
     note: str = ""
-    """why it was not timed: the same program as one tried before, the input's, or not verified."""
+    """why it was not timed (the same program as one tried before, the input's, one that does not run),
+    or, timed faster, why it was not kept (it failed verification: programs are verified once they
+    are timed faster)."""
 
     @property
     def name(self) -> str:
@@ -141,17 +143,25 @@ class Tried:
 
     @property
     def faster(self) -> bool:
+        """Timed faster than the input by the rule."""
         return self.check is not None and self.check.kept == "ours"
+
+    @property
+    def kept(self) -> bool:
+        """Faster, and verified."""
+        return self.faster and not self.note
 
     def summary(self) -> str:
         if self.check is None:
             return f"{self.name}: not timed, {self.note}"
-        return f"{self.name} / input {self.check.spread()}: {'faster' if self.faster else 'not faster'}"
+        verdict = "faster" if self.faster else "not faster"
+        return f"{self.name} / input {self.check.spread()}: {verdict}{f', but {self.note}' if self.note else ''}"
 
     def to_dict(self) -> dict[str, Any]:
-        timed = self.check.measures() if self.check else {"note": self.note}
+        timed = {**self.check.measures(), **({"note": self.note} if self.note else {})} if self.check else {
+            "note": self.note}
         return {"program": self.name, "without": list(self.without), "ops": list(self.ops), "faster": self.faster,
-                **timed}
+                "kept": self.kept, **timed}
 
 
 @dataclass(frozen=True)
@@ -172,12 +182,12 @@ class SpeedVerdict:
     @property
     def kept(self) -> str:
         """"ours", "ours without <families>" or "input"."""
-        return next((t.name for t in self.tried if t.faster), "input")
+        return next((t.name for t in self.tried if t.kept), "input")
 
     @property
     def median(self) -> float:
         """The median ratio of the kept program, or of ours when the input is kept."""
-        return next((t.check.median for t in self.tried if t.faster and t.check), self.ours.median)
+        return next((t.check.median for t in self.tried if t.kept and t.check), self.ours.median)
 
     def summary(self) -> str:
         if len(self.tried) == 1:

@@ -45,7 +45,7 @@ def _local_fields(node: Expr, kid_keys: list, var_key: Callable[[Var], Any]) -> 
     if isinstance(node, Var):
         return var_key(node)
     if isinstance(node, Constant):
-        return ("const", node.dtype, node.shape, node.data.tobytes())
+        return ("const", node.digest)
     if isinstance(node, Call):
         head = ("op", node.op.name) if isinstance(node.op, Op) else ("callee",)
         return ("call", head, _attrs_key(node.attrs), *kid_keys)

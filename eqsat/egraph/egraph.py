@@ -19,11 +19,8 @@ from __future__ import annotations
 import bisect
 import enum
 import hashlib
-import weakref
 from dataclasses import dataclass
 from typing import Callable, Iterable, Mapping
-
-import numpy as np
 
 from ir import Attrs, Call, Constant, Expr, Function, If, Let, Tuple, TupleGetItem, Var, get_op
 from ir.structural import structural_equal, structural_hash
@@ -36,7 +33,7 @@ from .class_values import has_any, refine_types
 from .terms import Handle, Kind, Term
 from .view import EGraphView, ClosedRegion
 
-__all__ = ["EGraph", "Merge", "Application", "constant_key", "attrs_key", "build_node"]
+__all__ = ["EGraph", "Merge", "Application", "attrs_key", "build_node"]
 
 
 class Merge(enum.Enum):
@@ -56,23 +53,6 @@ class Application:
     first: Handle
     end: Handle
     root: Handle
-
-
-_KEYS: weakref.WeakKeyDictionary[Constant, str] = weakref.WeakKeyDictionary()
-"""each live constant's `constant_key` (its data is read-only: the key never changes)."""
-
-
-def constant_key(c: Constant) -> str:
-    """Content digest of a constant (dtype, shape and bytes): equal tensors share one e-node. SHA-256,
-    which x86's SHA extensions run at twice BLAKE2's speed: the layout and merge rules make hundreds
-    of megabytes of weights on a CNN; each constant is digested once (a bound weight is keyed both
-    when it is bound and when it is lowered)."""
-    key = _KEYS.get(c)
-    if key is None:
-        h = hashlib.sha256(f"{c.dtype}{c.shape}".encode())
-        h.update(np.ascontiguousarray(c.data).reshape(-1).view(np.uint8))
-        key = _KEYS[c] = h.hexdigest()[:32]
-    return key
 
 
 def attrs_key(attrs: Attrs) -> str:
@@ -231,7 +211,7 @@ class EGraph:
 
     def intern_constant(self, c: Constant) -> str:
         """The key of constant `c` (equal contents share one)."""
-        key = constant_key(c)
+        key = c.digest
         self.constants.setdefault(key, c)
         return key
 

@@ -22,7 +22,7 @@ from ir.visitor import bind, children, free_vars, post_order
 from strategies.constants import folded
 
 from ..errors import LoweringError
-from .egraph import Application, EGraph, build_node, constant_key
+from .egraph import Application, EGraph, build_node
 from .terms import MAX_CALL_ARITY, Handle, Kind, Term
 from .view import ClassId, EGraphView, NodeId
 
@@ -159,7 +159,7 @@ def _bind(main: Function, params: Mapping[str, object]
     bound: dict[str, tuple[ir.Var, np.ndarray]] = {}
     for name, value in params.items():
         const = binds[by_name[name]] = Constant(as_array(value))
-        bound.setdefault(constant_key(const), (by_name[name], const.data))  # read-only: shared, not copied, by later binds
+        bound.setdefault(const.digest, (by_name[name], const.data))  # read-only: shared, not copied, by later binds
     return bind(main, binds), bound, {p.name_hint: c.data for p, c in binds.items()}  # type: ignore[return-value]
 
 

@@ -67,7 +67,7 @@ from ir.dataflow_pattern.semantics import (
 )
 from ir.dataflow_pattern.walk import Walker
 
-from ..egraph.egraph import EGraph, constant_key
+from ..egraph.egraph import EGraph
 from ..egraph.pattern_graph import snapshot_forms
 from ..egraph.query import Atom, QVar, Query, is_plain_literal
 from ..egraph.terms import MAX_CALL_ARITY, Handle, Kind, Term
@@ -189,7 +189,7 @@ class _Compiler:
             name = eg.variable_name(e)
             return [] if name is None else [(v, v.atom(Kind.VAR, (self._literal(v, name),), ()))]
         if isinstance(e, Constant):
-            return [(v, v.atom(Kind.CONST, (constant_key(e),), ()))]
+            return [(v, v.atom(Kind.CONST, (e.digest,), ()))]
         if isinstance(e, Function):
             key = eg.function_key(e)
             return [] if key is None else [(v, v.atom(Kind.FUNC, (self._literal(v, key),), ()))]

@@ -146,8 +146,7 @@ def expr_equal(target: Expr, expr: Expr) -> bool:
     if type(target) is not type(expr) or isinstance(expr, (Op, Var)):
         return False  # ops are unique; distinct free variables are never equal
     if isinstance(expr, Constant):
-        return (target.dtype == expr.dtype and target.shape == expr.shape
-                and target.data.tobytes() == expr.data.tobytes())
+        return target.digest == expr.digest
     return structural_equal(target, expr)
 
 

@@ -61,8 +61,12 @@ when it loads a model."""
 
 
 def _is_splat(data: np.ndarray) -> bool:
-    flat = data.reshape(-1)
-    return bool(np.all(flat[:64] == flat[0])) and bool(np.all(flat == flat[0]))  # cheap rejection first
+    """Whether every element has the first's bits (so 0.0 and -0.0 differ, and NaNs are alike when their
+    bits are). The first 64 elements are read first, then the whole array in place (a transposed
+    weight is not copied)."""
+    bits = data.view(f"u{data.dtype.itemsize}")
+    first = bits.flat[0]
+    return bool(np.all(bits.flat[:64] == first)) and bool(np.all(bits == first))
 
 
 def _flatten(value: Value) -> list[str]:

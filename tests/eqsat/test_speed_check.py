@@ -219,6 +219,46 @@ def test_the_input_is_kept_when_no_family_left_out_pays(monkeypatch):
     assert "no program tried is faster" in verdict.summary()
 
 
+def _verifications(monkeypatch: pytest.MonkeyPatch, fail: bool = False) -> list[str]:
+    """The families whose programs `faster_of` verifies, as it asks; each fails when `fail`."""
+    import eqsat.onnx_io
+    asked: list[str] = []
+    real = eqsat.onnx_io.without
+
+    def without(res, family, verify=True):
+        if verify:
+            asked.append(family.name)
+            if fail:
+                raise eqsat.VerificationError("output 0 differs")
+        return real(res, family, verify)
+    monkeypatch.setattr(eqsat.onnx_io, "without", without)
+    return asked
+
+
+def test_a_program_timed_slower_is_never_verified(monkeypatch):
+    _slowed("nn.bias_gelu", monkeypatch)
+    _slowed("nn.dense_bias_act", monkeypatch)
+    asked = _verifications(monkeypatch)
+    source = _two_families()
+    res = _optimized(source)
+    _, verdict = faster_of(res, source, to_onnx(res))
+    assert verdict.kept == "input" and len(verdict.tried) == 3 and asked == []
+
+
+def test_a_faster_program_that_fails_verification_is_not_kept(monkeypatch):
+    _slowed("nn.bias_gelu", monkeypatch)
+    asked = _verifications(monkeypatch, fail=True)
+    source = _two_families()
+    res = _optimized(source)
+    chosen, verdict = faster_of(res, source, to_onnx(res))
+    assert chosen is source and verdict.kept == "input" and verdict.result is None
+    failed = next(t for t in verdict.tried if t.name == "ours without nn.bias_gelu")
+    assert failed.faster and not failed.kept and failed.note.startswith("not verified: output 0 differs")
+    assert asked == ["nn.bias_gelu"], "the slower program is not verified"
+    assert "faster, but not verified" in verdict.summary()
+    assert failed.to_dict()["kept"] is False and failed.to_dict()["note"] == failed.note
+
+
 def test_the_report_shows_every_program_tried(tmp_path, capsys, monkeypatch):
     _slowed("nn.bias_gelu", monkeypatch)
     src, out, report = tmp_path / "in.onnx", tmp_path / "out.onnx", tmp_path / "r.json"

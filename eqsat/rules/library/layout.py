@@ -74,7 +74,6 @@ from ir.op.registry import make_call
 from strategies.kernels.nchwc import transform_layout
 from strategies.ort_timing import nchwc_block_size
 
-from ...egraph.egraph import constant_key
 from ..match import Match
 from ..pattern import PVar, attr, call, choose, const_pat, many, nn, ops, pvars
 from ..rule import Rewrite, rule, ruleset
@@ -106,14 +105,14 @@ def _lt(data: Expr, src: str, dst: str) -> Expr:
     return make_call("layout_transform", [data], {"src_layout": src, "dst_layout": dst})
 
 
-#: (a weight's `constant_key`, its zero-padded shape, a blocked layout) -> that weight so laid out, while
+#: (a weight's `Constant.digest`, its zero-padded shape, a blocked layout) -> that weight so laid out, while
 #: anything holds it: the rules of the plain and the fused convolution block the same weights
 _BLOCKED: weakref.WeakValueDictionary[tuple, Constant] = weakref.WeakValueDictionary()
 
 
 def _blocked_weight(weight: Constant, shape: tuple[int, ...], layout: str) -> Constant:
     """`weight` (OIHW) zero-padded to `shape` and laid out as `layout`, made once per weight."""
-    key = (constant_key(weight), shape, layout)
+    key = (weight.digest, shape, layout)
     blocked = _BLOCKED.get(key)
     if blocked is None:
         blocked = _BLOCKED[key] = relay.const(transform_layout(_zero_padded(np.asarray(weight.data), shape),

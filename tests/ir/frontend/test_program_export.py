@@ -280,3 +280,23 @@ def test_a_where_whose_condition_is_true_throughout_is_an_expand(dtype):
     got = run_ort(model, {"x": value})[0]
     np.testing.assert_array_equal(got, np.asarray(evaluate(mod, {"x": value})))
     assert got.shape == (2, 4, 3, 5)
+
+
+@pytest.mark.parametrize("odd", [-0.0, np.nan], ids=["negative-zero", "nan"])
+def test_a_large_constant_is_a_fill_only_when_every_element_has_the_same_bits(odd):
+    """A constant of zeros but one -0.0 (or NaN) is not `ConstantOfShape(0)`: dividing by it tells the
+    signs apart. A transposed one is read in place (the check makes no copy) and exported alike."""
+    data = np.zeros((48, 40), np.float32)
+    data[3, 5] = odd
+    x = relay.var("x", shape=(40, 48), dtype="float32")
+    for const in (data.T, np.zeros((40, 48), np.float32)):
+        mod = ir.IRModule.from_expr(relay.Function([x], relay.divide(relay.const(1.0), relay.add(x, ir.Constant(const)))))
+        ir.infer_type(mod)
+        model = to_onnx(mod, {})
+        splat = not np.isnan(const).any() and not np.signbit(const).any()
+        assert (op_counts(model)["ConstantOfShape"] == 1) == splat
+        zeros = {"x": np.zeros((40, 48), np.float32)}
+        got = run_ort(model, zeros)[0]
+        want = 1.0 / (zeros["x"] + const)
+        np.testing.assert_array_equal(np.signbit(got), np.signbit(want))
+        np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
