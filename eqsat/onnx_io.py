@@ -21,7 +21,7 @@ from .errors import VerificationError
 from .optimize import Optimized, optimize
 from .regions import MAX_VARIANTS, Family, families, without
 from .soundness.inputs import random_inputs, size_assignments, size_variables
-from .speed import CONFIDENCE, InputSessions, SpeedCheck, SpeedVerdict, Tried
+from .speed import CONFIDENCE, VERDICT_SECONDS, InputSessions, SpeedCheck, SpeedVerdict, Tried
 
 __all__ = ["optimize_onnx", "exports_contrib", "to_onnx", "faster_of", "SPEED_SIZE"]
 
@@ -66,7 +66,7 @@ def faster_of(res: Optimized, original: Any, ours: Any) -> tuple[Any, SpeedVerdi
         return ours, SpeedVerdict(tuple(tried))
     seen = [res.mod]
     for family in variants:
-        trial, kept = _tried(res, family, seen, timed)
+        trial, kept = _tried(res, family, seen, sessions, timed)
         tried.append(trial)
         if kept is not None:
             model, verified = kept
@@ -74,14 +74,17 @@ def faster_of(res: Optimized, original: Any, ours: Any) -> tuple[Any, SpeedVerdi
     return original, SpeedVerdict(tuple(tried))
 
 
-def _tried(res: Optimized, family: Family, seen: list[ir.IRModule],
+def _tried(res: Optimized, family: Family, seen: list[ir.IRModule], sessions: InputSessions,
            timed: Callable[[Any], SpeedCheck]) -> tuple[Tried, tuple[Any, Optimized] | None]:
-    """`res` without `family` (`eqsat.regions.without`, not verified yet) timed, unless it is the input,
-    a program in `seen` (to which it is added) or one that does not run; with its ONNX model when it
+    """`res` without `family` (`eqsat.regions.without`, not verified yet) timed against `sessions`,
+    unless their time is spent (`InputSessions.affords_another`) or it is the input, a program in
+    `seen` (to which it is added) or one that does not run; with its ONNX model when it
     is faster and then verified as `res` was, and that verified result (a failure is noted, and keeps
     it from being kept)."""
     def untimed(note: str) -> tuple[Tried, None]:
         return Tried((family.name,), family.ops, note=note), None
+    if not sessions.affords_another():
+        return untimed(f"the {VERDICT_SECONDS:g} CPU seconds of timing one verdict may take are spent")
     variant = without(res, family, verify=False)
     if variant.info.get("kept_input"):
         return untimed("the input program")

@@ -13,7 +13,7 @@ The decision is sequential (`RULE`). Rounds come `ROUNDS` at a time. After each 
 ratio's confidence interval (`CONFIDENCE`, distribution-free: order statistics of the ratios) is
 compared with `1 - margin`, where the margin is `MARGIN` plus the control's distance from 1 (the
 noise this run measured): wholly below, ours is kept; wholly above, the input; across it, another
-block is timed, up to `MAX_ROUNDS` (fewer for a large model: `TIMED_SECONDS`), after which the
+block is timed, up to `MAX_ROUNDS` (fewer for a large model: `TIMED_SECONDS`, `VERDICT_SECONDS`), after which the
 input is kept. So a clear call costs one block, and a close one is either resolved by more rounds
 or settled on the input: a program must be faster than the input by more than the margin, and by
 more than the spread of its own ratios, to be kept. A program that is not gives the input back,
@@ -36,7 +36,7 @@ from strategies.ort_timing import ort_session, quiet_runner, timing_clock
 from .errors import SpeedCheckError
 
 __all__ = ["SpeedCheck", "Tried", "SpeedVerdict", "InputSessions", "speed_check", "decision", "margin",
-           "median_interval", "ROUNDS", "MAX_ROUNDS", "BATCH_SECONDS", "TIMED_SECONDS", "MARGIN", "CONFIDENCE", "RULE"]
+           "median_interval", "ROUNDS", "MAX_ROUNDS", "BATCH_SECONDS", "TIMED_SECONDS", "VERDICT_SECONDS", "MARGIN", "CONFIDENCE", "RULE"]
 
 ROUNDS = 9
 """timed rounds per block, each one batch of each model."""
@@ -47,6 +47,11 @@ TIMED_SECONDS = 10.0
 as fit, one at least. A large model (BERT-base: a round of its three sessions takes a second or
 more) gets one block; its rounds are noisier than a small model's (its weights stream from
 memory, which other work on the machine shares), and more of them rarely decide it."""
+VERDICT_SECONDS = 15.0
+"""the CPU seconds of timed runs all the checks of one verdict may take together: a check's blocks
+fit in what is left of it too (one at least), and a program without some families is timed only
+while one block of the last check's length fits (BERT-base: ours and one such program; a small
+model: every program, each with all its blocks)."""
 BATCH_SECONDS = 0.05
 """the length of one batch of runs (at least one run), from the warm-up's timing."""
 MARGIN = 0.01
@@ -58,7 +63,8 @@ RULE = (f"the first program, in the order tried, whose median ratio (program / i
         f"with {CONFIDENCE:.0%} confidence over all programs tried, the margin being {MARGIN:g} plus the distance "
         f"from 1 of the median ratio of a second session of the input (the control); timed in blocks of {ROUNDS} rounds while the "
         f"interval spans 1 - margin, at most {MAX_ROUNDS} and at most as many blocks as take {TIMED_SECONDS:g} "
-        f"CPU seconds (one at least); else the input")
+        f"CPU seconds (one at least) and fit in the {VERDICT_SECONDS:g} CPU seconds all programs of one verdict "
+        f"may take (a program after ours is timed only while one block fits); else the input")
 """which model a `SpeedVerdict` keeps."""
 
 
@@ -213,7 +219,12 @@ class InputSessions:
                  optimizer: str = "all", threads: int = 1):
         self.optimizer, self.threads = optimizer, threads
         self.clock_name, self.clock = timing_clock(threads)
-        sessions = [ort_session(original, threads, optimizer) for _ in range(2)]
+        self.spent = 0.0
+        """CPU seconds of timed rounds so far, over every check."""
+        self.block = 0.0
+        """the last check's estimated CPU seconds per block."""
+        model = original.SerializeToString() if hasattr(original, "SerializeToString") else original  # once, for both
+        sessions = [ort_session(model, threads, optimizer) for _ in range(2)]
         for feed in [feeds] if isinstance(feeds, Mapping) else feeds:
             runs = [_runner(s, feed) for s in sessions]
             try:
@@ -226,6 +237,10 @@ class InputSessions:
             raise SpeedCheckError("the speed check cannot time the programs: the input model fails on every input "
                                   "set drawn for it (optimize without the speed check to skip it)")
 
+    def affords_another(self) -> bool:
+        """Whether one more check of the last one's block length fits in `VERDICT_SECONDS`."""
+        return self.spent + self.block <= VERDICT_SECONDS
+
     def check(self, ours: Any, *, max_rounds: int = MAX_ROUNDS, confidence: float = CONFIDENCE) -> SpeedCheck:
         """Time `ours` (an ONNX model or its bytes) against the input as described above; the median
         ratio's interval covers it with probability `confidence` (a caller that may time k programs
@@ -237,7 +252,9 @@ class InputSessions:
         per_run = [self.per_run[0], _warm_up(run, clock), self.per_run[1]]
         batch = [max(1, int(BATCH_SECONDS / max(t, 1e-6))) for t in per_run]
         block = ROUNDS * sum(b * t for b, t in zip(batch, per_run))
-        rounds = ROUNDS * max(1, min(max_rounds // ROUNDS, int(TIMED_SECONDS // max(block, 1e-9))))  # whole blocks
+        seconds = min(TIMED_SECONDS, VERDICT_SECONDS - self.spent)
+        rounds = ROUNDS * max(1, min(max_rounds // ROUNDS, int(seconds // max(block, 1e-9))))  # whole blocks
+        self.block = block
         ratios: list[float] = []
         controls: list[float] = []
         kept = None
@@ -249,6 +266,7 @@ class InputSessions:
                     for _ in range(batch[k]):
                         runs[k]()
                     times[k] = (clock() - start) / batch[k]
+                self.spent += sum(b * t for b, t in zip(batch, times))
                 ratios.append(times[1] / times[0] if times[0] > 0 else 1.0)
                 controls.append(times[2] / times[0] if times[0] > 0 else 1.0)
             kept = decision(ratios, controls, confidence)

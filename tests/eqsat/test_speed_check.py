@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 import eqsat
+import eqsat.onnx_io
 import ir
 import strategies
 from eqsat.cli import main
@@ -257,6 +258,19 @@ def test_a_faster_program_that_fails_verification_is_not_kept(monkeypatch):
     assert asked == ["nn.bias_gelu"], "the slower program is not verified"
     assert "faster, but not verified" in verdict.summary()
     assert failed.to_dict()["kept"] is False and failed.to_dict()["note"] == failed.note
+
+
+def test_programs_after_ours_are_timed_while_the_verdicts_time_lasts(monkeypatch):
+    import eqsat.speed
+    _slowed("nn.bias_gelu", monkeypatch)
+    monkeypatch.setattr(eqsat.speed, "VERDICT_SECONDS", 1e-6)
+    monkeypatch.setattr(eqsat.onnx_io, "VERDICT_SECONDS", 1e-6)
+    source = _two_families()
+    res = _optimized(source)
+    chosen, verdict = faster_of(res, source, to_onnx(res))
+    assert chosen is source and verdict.kept == "input" and len(verdict.ours.ratios) == ROUNDS
+    assert [t.check for t in verdict.tried[1:]] == [None, None]
+    assert all("seconds of timing one verdict may take are spent" in t.note for t in verdict.tried[1:])
 
 
 def test_the_report_shows_every_program_tried(tmp_path, capsys, monkeypatch):
