@@ -5,9 +5,10 @@
 
 Per zoo model (`ir.models`): the original exported with `to_onnx`, and ours, `eqsat.optimize(target="ort")`
 under the ort target's rules (`default` + `layout`, ONNX Runtime's NCHWc blocked layout as a choice),
-and under `PLAIN_RULES` (`default` alone), each exported with `to_onnx(contrib=True)`; six ONNX
-Runtime CPU sessions (original / ours / ours without layouts, optimizer off / fully on) take turns
-in interleaved rounds; the ratios are medians over rounds of original-all time / session time (above 1: faster than the original with ONNX Runtime's
+and under `PLAIN_RULES` (`default` alone), each exported with `to_onnx(contrib=True)`, and what
+`eqsat optimize` writes (ours after the speed check); ONNX Runtime CPU sessions (original / ours /
+ours without layouts, optimizer off / fully on; the written program and a second session of the
+original, the control, optimizer on) take turns in interleaved rounds; the ratios are medians over rounds of original-all time / session time (above 1: faster than the original with ONNX Runtime's
 optimizer on). Outputs of both programs are checked against the original's. For TENSAT's
 benchmark models, their published GPU speedup (Yang et al., MLSys 2021, Table 2) is shown as the
 aim, and `rules` names the rules whose results the extracted program uses most (from provenance).
@@ -27,6 +28,7 @@ import ir
 from benchmarks.bench_spellings import ort_session, ratio_medians
 from benchmarks.bench_strategies import model_inputs, relative_error
 from benchmarks.report import Stopwatch, checked_choices, timing_parser, write_results
+from eqsat.onnx_io import faster_of, to_onnx
 from ir.models.registry import get, list_models
 
 #: TENSAT's published speedups over the original graph on a GPU (Yang et al., MLSys 2021)
@@ -34,8 +36,9 @@ TENSAT_GPU_SPEEDUP = {"bert": "9.2%", "resnext50": "8.8%", "nasneta": "7.3%", "n
                       "inception_v3": "10.0%", "squeezenet": "24.5%", "vgg19": "8.9%"}
 #: the rules of the variant without blocked layouts
 PLAIN_RULES = "default"
-COLUMNS = ["model", "ours_off", "ours_on", "plain_off", "plain_on", "original_off", "original_on_ms", "max_rel_error",
-           "optimize_s", "plain_optimize_s", "ops_before", "ops_after", "rules", "tensat_gpu"]
+COLUMNS = ["model", "ours_off", "ours_on", "written_on", "kept", "plain_off", "plain_on", "original_off", "control",
+           "original_on_ms", "max_rel_error", "optimize_s", "speed_check_s", "plain_optimize_s", "ops_before", "ops_after",
+           "rules", "tensat_gpu"]
 
 
 def _main_rules(ours: eqsat.Optimized, count: int = 3) -> str:
@@ -52,8 +55,11 @@ def measure_model(name: str, small: bool, repeat: int, min_seconds: float) -> di
     with stopwatch("plain_optimize"):
         plain = eqsat.optimize(mod, params, target="ort", rules=PLAIN_RULES)
     original = ir.frontend.to_onnx(mod, params)
+    with stopwatch("speed_check"):
+        written, verdict = faster_of(ours, original, to_onnx(ours))
     inputs = model_inputs(mod["main"], params)
-    sessions = {"original_on": ort_session(original, True), "original_off": ort_session(original, False)}
+    sessions = {"original_on": ort_session(original, True), "original_off": ort_session(original, False),
+                "written_on": ort_session(written, True), "control": ort_session(original, True)}
     for key, program in (("ours", ours), ("plain", plain)):
         exported = ir.frontend.to_onnx(program.mod, program.params, contrib=True)
         sessions.update({f"{key}_off": ort_session(exported, False), f"{key}_on": ort_session(exported, True)})
@@ -62,7 +68,8 @@ def measure_model(name: str, small: bool, repeat: int, min_seconds: float) -> di
     runs = {key: partial(session.run, None, inputs) for key, session in sessions.items()}
     original_on, ratios = ratio_medians(runs, "original_on", repeat, min_seconds)
     return {"model": name, **ratios, "original_on_ms": original_on * 1e3, "max_rel_error": max(errors),
-            "optimize_s": stopwatch.seconds["optimize"], "plain_optimize_s": stopwatch.seconds["plain_optimize"],
+            "kept": verdict.kept, "optimize_s": stopwatch.seconds["optimize"],
+            "speed_check_s": stopwatch.seconds["speed_check"], "plain_optimize_s": stopwatch.seconds["plain_optimize"],
             "ops_before": sum(ours.op_counts_before.values()),
             "ops_after": sum(ours.op_counts_after.values()), "rules": _main_rules(ours),
             "tensat_gpu": TENSAT_GPU_SPEEDUP.get(name, "")}
@@ -73,11 +80,14 @@ Wall-clock times on a machine with {cores} cores shared with other work; ONNX Ru
 provider, default threads without spinning; {size} configurations of the zoo models. Ratios are
 medians over interleaved rounds (at least {repeat}, more until the original has run {seconds:g} s)
 of original-with-optimizer-on time / session time: `ours_off` and `ours_on` our program (the ort
-target's rules, `default` + `layout`) with ONNX Runtime's optimizer off and on, `plain_off` and
-`plain_on` ours under `{plain}` alone (no blocked layouts), `original_off` the original
-with it off. `max_rel_error`: both programs (optimizer off) against the original (optimizer off),
+target's rules, `default` + `layout`) with ONNX Runtime's optimizer off and on, `written_on` what
+`eqsat optimize` writes for it (ours after the speed check, `eqsat.onnx_io.faster_of`; `kept` says
+which program that is: ours, ours without some op families, or the input) with the optimizer on,
+`plain_off` and `plain_on` ours under `{plain}` alone (no blocked layouts), `original_off` the
+original with it off, `control` a second session of the original with it on (its distance from 1
+is the row's noise). `max_rel_error`: both programs (optimizer off) against the original (optimizer off),
 largest difference over the largest magnitude. `optimize_s` / `plain_optimize_s`: saturation,
-extraction and verification. `ops_before` / `ops_after`: IR calls of the original and of ours. `rules`: the rules whose
+extraction and verification; `speed_check_s`: the speed check (and the programs it tried). `ops_before` / `ops_after`: IR calls of the original and of ours. `rules`: the rules whose
 results most nodes of our program come from (nodes per rule). `tensat_gpu`: TENSAT's published GPU
 speedup for its benchmark models, the aim (a GPU with cuDNN, not this CPU)."""
 
@@ -95,7 +105,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     for name in names:
         rows.append(measure_model(name, args.small, args.repeat, args.seconds))
         row = rows[-1]
-        print(f"{name}: ours off {row['ours_off']:.3f}x, on {row['ours_on']:.3f}x; without layouts off "
+        print(f"{name}: ours off {row['ours_off']:.3f}x, on {row['ours_on']:.3f}x, written {row['written_on']:.3f}x "
+              f"({row['kept']} kept); without layouts off "
               f"{row['plain_off']:.3f}x, on {row['plain_on']:.3f}x", file=sys.stderr, flush=True)
     notes = NOTES.format(cores=multiprocessing.cpu_count(), ort=onnxruntime.__version__,
                          size="small" if args.small else "full-size", repeat=args.repeat, seconds=args.seconds,

@@ -16,7 +16,9 @@ def test_benchmark_writes_a_checked_row_per_model(tmp_path, monkeypatch):
     assert [r["model"] for r in rows] == ["squeezenet", "bert"]
     for row in rows:
         assert set(bench_targets.COLUMNS) <= set(row)
-        assert min(row["ours_off"], row["ours_on"], row["plain_off"], row["plain_on"], row["original_off"]) > 0
+        assert min(row["ours_off"], row["ours_on"], row["written_on"], row["plain_off"], row["plain_on"],
+                   row["original_off"], row["control"]) > 0
+        assert row["kept"] == "input" or row["kept"].startswith("ours") and row["speed_check_s"] > 0
         assert row["max_rel_error"] < 1e-4
         assert row["ops_after"] <= row["ops_before"] and row["rules"] != "none"
     assert rows[1]["tensat_gpu"] == "9.2%"

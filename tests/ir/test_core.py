@@ -29,6 +29,19 @@ def test_constants_are_private_read_only_copies():
     assert c.data.numpy().sum() == 4  # TVM's `.data.numpy()` spelling works
 
 
+def test_a_constants_digest_names_its_dtype_shape_and_bits():
+    w = np.arange(12, dtype="float32").reshape(3, 4)
+    digest = ir.Constant(w).digest
+    assert ir.Constant(np.ascontiguousarray(w.T).T).digest == digest  # a strided view of the same values
+    assert ir.Constant(w.T).digest != digest and ir.Constant(w.reshape(4, 3)).digest != digest
+    assert ir.Constant(w.astype("int32")).digest != digest
+    assert ir.Constant(np.float32(0.0)).digest != ir.Constant(np.float32(-0.0)).digest
+    nan = ir.Constant(np.full(3, np.nan, "float32"))
+    assert nan.digest == ir.Constant(np.full(3, np.nan, "float32")).digest  # the same bits
+    a, b = relay.const(w), relay.const(w.copy())
+    assert ir.structural_equal(relay.add(a, a), relay.add(b, b)) and not ir.structural_equal(a, relay.const(w.T))
+
+
 def test_a_constants_read_only_data_is_shared_not_copied():
     c = relay.const(np.arange(6, dtype="float32"))
     assert ir.Constant(c.data).data is c.data
