@@ -16,7 +16,10 @@ input, constant and weight (a scalar one where arithmetic reads it: `inputs.ARIT
 also says why) is scaled by `1 + u * RTOL` and by `1 - u * RTOL` (u uniform in
 (-1, 1); both ways, since a kink such as relu's moves one way only): the scale of the rounding noise of the
 terms that made the element (an exact cancellation gets a tolerance from its terms, a
-well-conditioned element about twice `RTOL`). Each way takes one more run of the original per
+well-conditioned element about twice `RTOL`). Where both ways moved an element to one and the same
+other value (a value just above a clip's corner that both moves take below it), the moves measured
+its distance to the corner, not its noise: it takes at least the median noise of the other moved
+elements of its row, and is not compared when there are none. Each way takes one more run of the original per
 input set, so the noise is measured only as far as some value needs it: a value that agrees
 without it is not compared again, then one that agrees with the noise of the first way (the
 noise is the larger move of the two, so the tolerance of one way is at most that of both) is
@@ -529,6 +532,9 @@ def _noise_of(inputs: dict[str, np.ndarray], wants: list[np.ndarray], seed: int,
 
 
 def _noise(want: np.ndarray, moved: list[np.ndarray]) -> np.ndarray | None:
+    """Per element, the largest move of `want` in the `moved` runs; where two or more ways met at one
+    value that is not `want` (`_met`), at least the median of the row's other moves (those that
+    moved: an element no way moved, a clamped zero say, tells nothing of the terms' noise)."""
     if not is_float(want.dtype) or any(m.shape != want.shape for m in moved):
         return None
     a = want.astype(np.float64)
@@ -538,7 +544,33 @@ def _noise(want: np.ndarray, moved: list[np.ndarray]) -> np.ndarray | None:
         move -= a
         np.abs(move, out=move)
         largest = move if largest is None else np.maximum(largest, move, out=largest)
+    if len(moved) > 1 and a.ndim:
+        met = _met(want, moved)
+        if met.any():
+            largest = np.where(met, np.fmax(largest, _row_median(largest, ~met & (largest > 0))), largest)
     return largest
+
+
+def _met(want: np.ndarray, moved: list[np.ndarray]) -> np.ndarray:
+    """Elements that every way moved to one and the same value other than `want`'s: the two ways
+    moved the terms in opposite directions and the element did not follow, so it sits at a kink
+    (a relu's or a clip's, say: both moves of a value just above zero can end below it, and clamp
+    to it), and its moves measure its distance to the kink, not the rounding noise of its terms."""
+    first = moved[0]
+    met = np.isfinite(first) & (first != want)
+    for m in moved[1:]:
+        met &= m == first
+    return met
+
+
+def _row_median(noise: np.ndarray, kept: np.ndarray) -> np.ndarray:
+    """The median of `noise` over the finite `kept` elements of each row (the last axis); infinity
+    for a row with none (its met elements then go unchecked: their noise is unknown)."""
+    finite = np.where(kept & np.isfinite(noise), noise, np.nan)
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # a row with no such element
+        median = np.nanmedian(finite, axis=-1, keepdims=True)
+    return np.where(np.isnan(median), np.inf, median)
 
 
 def _bytes(original: IRModule, optimized: IRModule, size: int) -> int:
