@@ -4,14 +4,15 @@
     python -m benchmarks.bench_targets --small --models bert,resnet50
 
 Per zoo model (`ir.models`): the original exported with `to_onnx`, and ours, `eqsat.optimize(target="ort")`
-under the ort target's rules (`default` + `layout`, ONNX Runtime's NCHWc blocked layout as a choice),
-and under `PLAIN_RULES` (`default` alone), each exported with `to_onnx(contrib=True)`, and what
-`eqsat optimize` writes (ours after the speed check); ONNX Runtime CPU sessions (original / ours /
-ours without layouts, optimizer off / fully on; the written program and a second session of the
-original, the control, optimizer on) take turns in interleaved rounds; the ratios are medians over rounds of original-all time / session time (above 1: faster than the original with ONNX Runtime's
-optimizer on). Outputs of both programs are checked against the original's. For TENSAT's
-benchmark models, their published GPU speedup (Yang et al., MLSys 2021, Table 2) is shown as the
-aim, and `rules` names the rules whose results the extracted program uses most (from provenance).
+under the ort target's rules (`default` + `layout`, ONNX Runtime's NCHWc blocked layout as a choice), and
+under `PLAIN_RULES` (`default` alone), each exported with `to_onnx(contrib=True)`, and what `eqsat optimize`
+writes (ours after the speed check); ONNX Runtime CPU sessions (original / ours / ours without layouts,
+optimizer off / fully on; the written program and a second session of the original, the control, optimizer on)
+take turns in interleaved rounds; the ratios are medians over rounds of original-all time / session time
+(above 1: faster than the original with ONNX Runtime's optimizer on). Outputs of both programs are checked
+against the original's. For TENSAT's benchmark models, their published GPU speedup (Yang et al., MLSys 2021,
+Table 2) is shown as the aim, and `rules` names the rules whose results the extracted program uses most (from
+provenance).
 The predicted-vs-measured latency of the ort target's cost model lives in `bench_ort_cost`.
 """
 
@@ -76,20 +77,20 @@ def measure_model(name: str, small: bool, repeat: int, min_seconds: float) -> di
 
 
 NOTES = """\
-Wall-clock times on a machine with {cores} cores shared with other work; ONNX Runtime {ort}, CPU
-provider, default threads without spinning; {size} configurations of the zoo models. Ratios are
-medians over interleaved rounds (at least {repeat}, more until the original has run {seconds:g} s)
-of original-with-optimizer-on time / session time: `ours_off` and `ours_on` our program (the ort
-target's rules, `default` + `layout`) with ONNX Runtime's optimizer off and on, `written_on` what
-`eqsat optimize` writes for it (ours after the speed check, `eqsat.onnx_io.faster_of`; `kept` says
-which program that is: ours, ours without some op families, or the input) with the optimizer on,
-`plain_off` and `plain_on` ours under `{plain}` alone (no blocked layouts), `original_off` the
-original with it off, `control` a second session of the original with it on (its distance from 1
-is the row's noise). `max_rel_error`: both programs (optimizer off) against the original (optimizer off),
-largest difference over the largest magnitude. `optimize_s` / `plain_optimize_s`: saturation,
-extraction and verification; `speed_check_s`: the speed check (and the programs it tried). `ops_before` / `ops_after`: IR calls of the original and of ours. `rules`: the rules whose
-results most nodes of our program come from (nodes per rule). `tensat_gpu`: TENSAT's published GPU
-speedup for its benchmark models, the aim (a GPU with cuDNN, not this CPU)."""
+Wall-clock times on a machine with {cores} cores shared with other work; ONNX Runtime {ort}, CPU provider,
+default threads without spinning; {size} configurations of the zoo models. Ratios are medians over interleaved
+rounds (at least {repeat}, more until the original has run {seconds:g} s) of original-with-optimizer-on time /
+session time: `ours_off` and `ours_on` our program (the ort target's rules, `default` + `layout`) with ONNX
+Runtime's optimizer off and on, `written_on` what `eqsat optimize` writes for it (ours after the speed check,
+`eqsat.onnx_io.faster_of`; `kept` says which program that is: ours, ours without some op families, or the
+input) with the optimizer on, `plain_off` and `plain_on` ours under `{plain}` alone (no blocked layouts),
+`original_off` the original with it off, `control` a second session of the original with it on (its distance
+from 1 is the row's noise). `max_rel_error`: both programs (optimizer off) against the original (optimizer
+off), largest difference over the largest magnitude. `optimize_s` / `plain_optimize_s`: saturation, extraction
+and verification; `speed_check_s`: the speed check (and the programs it tried). `ops_before` / `ops_after`: IR
+calls of the original and of ours. `rules`: the rules whose results most nodes of our program come from (nodes
+per rule). `tensat_gpu`: TENSAT's published GPU speedup for its benchmark models, the aim (a GPU with cuDNN,
+not this CPU)."""
 
 
 def main(argv: Sequence[str] | None = None) -> None:

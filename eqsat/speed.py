@@ -13,8 +13,8 @@ The decision is sequential (`RULE`). Rounds come `ROUNDS` at a time. After each 
 ratio's confidence interval (`CONFIDENCE`, distribution-free: order statistics of the ratios) is
 compared with `1 - margin`, where the margin is `MARGIN` plus the control's distance from 1 (the
 noise this run measured): wholly below, ours is kept; wholly above, the input; across it, another
-block is timed, up to `MAX_ROUNDS` (fewer for a large model: `TIMED_SECONDS`, `VERDICT_SECONDS`), after which the
-input is kept. So a clear call costs one block, and a close one is either resolved by more rounds
+block is timed, up to `MAX_ROUNDS` (fewer for a large model: `TIMED_SECONDS`, `VERDICT_SECONDS`),
+after which the input is kept. So a clear call costs one block, and a close one is either resolved by more rounds
 or settled on the input: a program must be faster than the input by more than the margin, and by
 more than the spread of its own ratios, to be kept. A program that is not gives the input back,
 unchanged, unless a program with only part of ours is faster by the same rule (`SpeedVerdict`,
@@ -36,7 +36,8 @@ from strategies.ort_timing import ort_session, quiet_runner, timing_clock
 from .errors import SpeedCheckError
 
 __all__ = ["SpeedCheck", "Tried", "SpeedVerdict", "InputSessions", "speed_check", "decision", "margin",
-           "median_interval", "ROUNDS", "MAX_ROUNDS", "BATCH_SECONDS", "TIMED_SECONDS", "VERDICT_SECONDS", "MARGIN", "CONFIDENCE", "RULE"]
+           "median_interval", "ROUNDS", "MAX_ROUNDS", "BATCH_SECONDS", "TIMED_SECONDS", "VERDICT_SECONDS", "MARGIN",
+           "CONFIDENCE", "RULE"]
 
 ROUNDS = 9
 """timed rounds per block, each one batch of each model."""

@@ -290,7 +290,8 @@ def test_a_large_constant_is_a_fill_only_when_every_element_has_the_same_bits(od
     data[3, 5] = odd
     x = relay.var("x", shape=(40, 48), dtype="float32")
     for const in (data.T, np.zeros((40, 48), np.float32)):
-        mod = ir.IRModule.from_expr(relay.Function([x], relay.divide(relay.const(1.0), relay.add(x, ir.Constant(const)))))
+        body = relay.divide(relay.const(1.0), relay.add(x, ir.Constant(const)))
+        mod = ir.IRModule.from_expr(relay.Function([x], body))
         ir.infer_type(mod)
         model = to_onnx(mod, {})
         splat = not np.isnan(const).any() and not np.signbit(const).any()
