@@ -83,14 +83,16 @@ rounds (at least {repeat}, more until the original has run {seconds:g} s) of ori
 session time: `ours_off` and `ours_on` our program (the ort target's rules, `default` + `layout`) with ONNX
 Runtime's optimizer off and on, `written_on` what `eqsat optimize` writes for it (ours after the speed check,
 `eqsat.onnx_io.faster_of`; `kept` says which program that is: ours, ours without some op families, or the
-input) with the optimizer on, `plain_off` and `plain_on` ours under `{plain}` alone (no blocked layouts),
-`original_off` the original with it off, `control` a second session of the original with it on (its distance
-from 1 is the row's noise). `max_rel_error`: both programs (optimizer off) against the original (optimizer
-off), largest difference over the largest magnitude. `optimize_s` / `plain_optimize_s`: saturation, extraction
-and verification; `speed_check_s`: the speed check (and the programs it tried). `ops_before` / `ops_after`: IR
-calls of the original and of ours. `rules`: the rules whose results most nodes of our program come from (nodes
-per rule). `tensat_gpu`: TENSAT's published GPU speedup for its benchmark models, the aim (a GPU with cuDNN,
-not this CPU)."""
+input) with the optimizer on (the speed check times a one-thread session, the ort target's default, where a
+program that splits better across cores, as larger GEMMs do, may gain less than in these sessions),
+`plain_off` and `plain_on` ours under `{plain}` alone (no blocked layouts), `original_off` the original with
+it off, `control` a second session of the original with it on (its distance from 1 is the row's noise).
+`max_rel_error`: both programs (optimizer off) against the original (optimizer off), largest difference over
+the largest magnitude. `optimize_s` / `plain_optimize_s`: saturation, extraction and verification;
+`speed_check_s`: the speed check (and the programs it tried). `ops_before` / `ops_after`: IR calls of the
+original and of ours. `rules`: the rules whose results most nodes of our program come from (nodes per rule).
+`tensat_gpu`: TENSAT's published GPU speedup for its benchmark models, the aim (a GPU with cuDNN, not this
+CPU)."""
 
 
 def main(argv: Sequence[str] | None = None) -> None:
