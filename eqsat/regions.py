@@ -6,7 +6,8 @@ the rest of ours pays. `without` extracts again from the same saturated e-graph 
 ops priced at `math.inf` (`Forbidding`), so the extractor takes the other forms the e-graph holds
 for those regions; the program is verified where it runs (`extract_for`, which fails closed).
 `eqsat.onnx_io.faster_of` times such programs against the input, largest estimated saving first,
-at most `MAX_VARIANTS` of them.
+at most `MAX_VARIANTS` of them, and verifies one only once it is timed faster (`without(...,
+verify=False)` first): a program that is not kept costs no verification.
 
 The ops the blocked-layout rules made (`layout_transform`, the NCHWc convolutions, and the pools,
 pads and slices those rules moved onto blocked values) are one family: each reads or writes blocked
@@ -32,8 +33,8 @@ from .rules.library import RULESETS
 __all__ = ["Family", "Forbidding", "families", "without", "MAX_VARIANTS", "BLOCKED_LAYOUT"]
 
 MAX_VARIANTS = 2
-"""programs without a family that are extracted, verified and timed at most, after ours (each takes
-about 3 s on a small ResNet-50: half a second to extract and verify, the rest to time)."""
+"""programs without a family that are extracted and timed at most, after ours (and while the verdict's
+time lasts: `eqsat.speed.VERDICT_SECONDS`)."""
 BLOCKED_LAYOUT = "blocked layout"
 """the family of the ops that only the blocked-layout rules (`RULESETS["layout"]`) made."""
 
