@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-__all__ = ["EqsatError", "LoweringError", "RuleError", "ExtractionError", "PatternCompileError", "VerificationError"]
+__all__ = ["EqsatError", "LoweringError", "RuleError", "ExtractionError", "PatternCompileError", "VerificationError",
+           "SpeedCheckError", "first_line"]
 
 
 class EqsatError(Exception):
@@ -31,3 +32,9 @@ class VerificationError(EqsatError, RuntimeError):
 
 class SpeedCheckError(EqsatError, RuntimeError):
     """The speed check could not time the programs: the input model fails on every input set drawn."""
+
+
+def first_line(err: BaseException) -> str:
+    """The first line of `err`'s message, or its type's name when it has none: one line for a report."""
+    text = str(err).strip()
+    return text.splitlines()[0] if text else type(err).__name__

@@ -18,7 +18,7 @@ import ir
 from ir import Expr, IRModule
 
 from ..egraph.lower import lower
-from ..errors import RuleError
+from ..errors import RuleError, first_line
 from ..limits import Limits
 from ..rules.rule import Rule, ruleset
 from ..runner import saturate
@@ -83,7 +83,7 @@ def _in_other_dtypes(r: Rule, example: Callable[[], Expr], dtypes: tuple[str, ..
         except (RuleError, ir.IRError):  # the example does not type-check, or the rule declines, in `dtype`
             continue
         except AssertionError as err:
-            return f"in {dtype}: {_first_line(err)}"
+            return f"in {dtype}: {first_line(err)}"
     return ""
 
 
@@ -95,9 +95,9 @@ def _audit(r: Rule, dtypes: tuple[str, ...] = ()) -> RuleVerdict:
     try:
         checked = check_rule(r, example)
     except RuleError as err:
-        return RuleVerdict(r.name, "silent", seconds=time.perf_counter() - start, detail=_first_line(err))
+        return RuleVerdict(r.name, "silent", seconds=time.perf_counter() - start, detail=first_line(err))
     except AssertionError as err:
-        return RuleVerdict(r.name, "unsound", seconds=time.perf_counter() - start, detail=_first_line(err))
+        return RuleVerdict(r.name, "unsound", seconds=time.perf_counter() - start, detail=first_line(err))
     problem = _in_other_dtypes(r, example, dtypes)
     if problem:
         return RuleVerdict(r.name, "unsound", checked.applied, checked.programs, seconds=time.perf_counter() - start,
@@ -150,7 +150,3 @@ def audit_random(rules: Iterable[Rule], count: int, seed: int = 0, dtypes: Seque
                     pass
         fired += 1
     return RandomAudit(count, fired, unsound)
-
-
-def _first_line(err: BaseException) -> str:
-    return str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
