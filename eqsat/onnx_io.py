@@ -17,7 +17,7 @@ from typing import Any, Callable
 import ir
 from strategies import Target
 
-from .errors import VerificationError
+from .errors import VerificationError, first_line
 from .optimize import Optimized, optimize
 from .regions import MAX_VARIANTS, Family, families, without
 from .soundness.inputs import random_inputs, size_assignments, size_variables
@@ -81,34 +81,30 @@ def _tried(res: Optimized, family: Family, seen: list[ir.IRModule], sessions: In
     `seen` (to which it is added) or one that does not run; with its ONNX model when it
     is faster and then verified as `res` was, and that verified result (a failure is noted, and keeps
     it from being kept)."""
-    def untimed(note: str) -> tuple[Tried, None]:
-        return Tried((family.name,), family.ops, note=note), None
+    def tried(check: SpeedCheck | None = None, note: str = "") -> Tried:
+        return Tried((family.name,), family.ops, check, note)
     if not sessions.affords_another():
-        return untimed(f"the {VERDICT_SECONDS:g} CPU seconds of timing one verdict may take are spent")
+        return tried(note=f"the {VERDICT_SECONDS:g} CPU seconds of timing one verdict may take are spent"), None
     variant = without(res, family, verify=False)
     if variant.info.get("kept_input"):
-        return untimed("the input program")
+        return tried(note="the input program"), None
     if any(ir.structural_equal(variant.mod, m) for m in seen):
-        return untimed("the same program as one tried before")
+        return tried(note="the same program as one tried before"), None
     seen.append(variant.mod)
     try:
         model = to_onnx(variant, res.spec.standard_onnx)
         check = timed(model)
     except Exception as err:  # noqa: BLE001 - an unverified program that cannot be written or run is not kept
-        return untimed(f"it does not run in ONNX Runtime ({type(err).__name__}: {_first_line(err)})")
+        return tried(note=f"it does not run in ONNX Runtime ({type(err).__name__}: {first_line(err)})"), None
     if check.kept != "ours":
-        return Tried((family.name,), family.ops, check), None
+        return tried(check), None
     try:
         verified = without(res, family)  # extracting again gives the same program, now verified
     except VerificationError as err:
-        return Tried((family.name,), family.ops, check, note=f"not verified: {err}"), None
+        return tried(check, f"not verified: {err}"), None
     if not ir.structural_equal(verified.mod, variant.mod):
-        return Tried((family.name,), family.ops, check, note="not verified: extracted again, it differs"), None
-    return Tried((family.name,), family.ops, check), (model, verified)
-
-
-def _first_line(err: Exception) -> str:
-    return str(err).splitlines()[0] if str(err) else ""
+        return tried(check, "not verified: extracted again, it differs"), None
+    return tried(check), (model, verified)
 
 
 def optimize_onnx(model: Any, *, target: "str | Target" = "ort", standard_onnx: bool = False, speed: bool = True,

@@ -334,12 +334,8 @@ def _row_floor(noise: np.ndarray) -> np.ndarray:
     """`noise` raised to the median of its row (the last axis) where it is lower. In a 16-bit float
     an element's move is often none at all (the change rounds away) or one step, while the
     roundings of the terms that made it, which the moves do not redo, reach it all the same: its
-    row's typical move is the better scale of its noise."""
-    finite = np.where(np.isfinite(noise), noise, np.nan)
-    with np.errstate(all="ignore"), warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)  # a row with no finite move: no floor
-        median = np.nanmedian(finite, axis=-1, keepdims=True)
-    return np.fmax(noise, median)
+    row's typical move is the better scale of its noise (a row with no finite move: no floor)."""
+    return np.fmax(noise, _row_median(noise, np.isfinite(noise)))
 
 
 def _precisions(mod: IRModule) -> list[str | None]:
@@ -547,7 +543,9 @@ def _noise(want: np.ndarray, moved: list[np.ndarray]) -> np.ndarray | None:
     if len(moved) > 1 and a.ndim:
         met = _met(want, moved)
         if met.any():
-            largest = np.where(met, np.fmax(largest, _row_median(largest, ~met & (largest > 0))), largest)
+            median = _row_median(largest, ~met & (largest > 0))
+            unknown = np.where(np.isnan(median), np.inf, median)  # a row with none: not compared
+            largest = np.where(met, np.fmax(largest, unknown), largest)
     return largest
 
 
@@ -564,13 +562,12 @@ def _met(want: np.ndarray, moved: list[np.ndarray]) -> np.ndarray:
 
 
 def _row_median(noise: np.ndarray, kept: np.ndarray) -> np.ndarray:
-    """The median of `noise` over the finite `kept` elements of each row (the last axis); infinity
-    for a row with none (its met elements then go unchecked: their noise is unknown)."""
+    """The median of `noise` over the finite `kept` elements of each row (the last axis); NaN for a
+    row with none."""
     finite = np.where(kept & np.isfinite(noise), noise, np.nan)
     with np.errstate(all="ignore"), warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)  # a row with no such element
-        median = np.nanmedian(finite, axis=-1, keepdims=True)
-    return np.where(np.isnan(median), np.inf, median)
+        return np.nanmedian(finite, axis=-1, keepdims=True)
 
 
 def _bytes(original: IRModule, optimized: IRModule, size: int) -> int:
