@@ -29,7 +29,7 @@ import ir
 from benchmarks.bench_spellings import ort_session, ratio_medians
 from benchmarks.bench_strategies import model_inputs, relative_error
 from benchmarks.report import Stopwatch, checked_choices, timing_parser, write_results
-from eqsat.onnx_io import faster_of, to_onnx
+from eqsat.onnx_io import faster_of
 from ir.models.registry import get, list_models
 
 #: TENSAT's published speedups over the original graph on a GPU (Yang et al., MLSys 2021)
@@ -57,7 +57,7 @@ def measure_model(name: str, small: bool, repeat: int, min_seconds: float) -> di
         plain = eqsat.optimize(mod, params, target="ort", rules=PLAIN_RULES)
     original = ir.frontend.to_onnx(mod, params)
     with stopwatch("speed_check"):
-        written, verdict = faster_of(ours, original, to_onnx(ours))
+        written, verdict = faster_of(ours, original)
     inputs = model_inputs(mod["main"], params)
     sessions = {"original_on": ort_session(original, True), "original_off": ort_session(original, False),
                 "written_on": ort_session(written, True), "control": ort_session(original, True)}

@@ -63,7 +63,8 @@ from .errors import EqsatError
 from .extract import EXTRACTORS, IlpExtractor, get_extractor, node_costs
 from .fleet.cli import batch_args, run_batch
 from .limits import Limits
-from .cli_output import comparison_record, onnx_model, onnx_output, report_record
+from .cli_output import comparison_record, onnx_bytes, onnx_output, original_of, report_record
+from .onnx_io import optimize_to_onnx
 from .optimize import DEFAULT_TRIALS, optimize, saturate_program
 from .progress import ProgressLine
 from .rules.library import FAMILIES, RULESETS
@@ -140,23 +141,29 @@ def _cmd_optimize(args: argparse.Namespace) -> int:
     onnx_out = onnx_output(args)
     spec = _target(args, args.target, _history(args.log) if args.log else None)
     mod, params = _load(args.model, args.small)
+    written = None
     with _progress(args) as show:
-        res = optimize(mod, params, target=spec, limits=_limits(args), extractor=_extractor(args.extractor, args.ilp_seconds),
+        options = dict(target=spec, limits=_limits(args), extractor=_extractor(args.extractor, args.ilp_seconds),
                        progress=show, verify=args.verify)
+        if onnx_out:
+            written = optimize_to_onnx(mod, params, original_of(args.model), standard_onnx=args.standard_onnx,
+                                       onnx_contrib=args.onnx_contrib, speed=args.speed_check, **options)
+            res = written.optimized
+        else:
+            res = optimize(mod, params, **options)
     print(res.summary())
     if args.explain:
         print(res.explain())
     if args.print:
         print(res.astext(show_provenance=True))
     outputs: dict[str, bytes] = {}
-    written, check = onnx_model(args, res, mod, params) if onnx_out else (None, None)
-    if check is not None:
-        print(check.summary())
+    if written is not None and written.verdict is not None:
+        print(written.verdict_summary())
     if args.json:
-        data = report_record(args.model, res, check)
+        data = report_record(args.model, res, written.verdict if written is not None else None)
         outputs[args.json] = (json.dumps(data, indent=2, default=str) + "\n").encode()
     if onnx_out:
-        outputs[onnx_out] = written
+        outputs[onnx_out] = onnx_bytes(args.model, written)
     write_files(outputs)
     return 0
 

@@ -1,5 +1,6 @@
-"""What `eqsat optimize` writes: where the ONNX goes and which model (ours, ours without the op
-families that do not pay, or the input, as the speed check finds), and the JSON report."""
+"""What `eqsat optimize` writes: where the ONNX goes and its bytes (ours, ours without the op
+families that do not pay, or the input, as the speed check finds: `eqsat.onnx_io.optimize_to_onnx`),
+and the JSON report."""
 
 from __future__ import annotations
 
@@ -14,12 +15,12 @@ import ir
 from .cli_errors import UsageError
 from .compare import Comparison
 from .explain import provenance_records
-from .onnx_io import faster_of, to_onnx
+from .onnx_io import OnnxResult
 from .optimize import Optimized
 from .soundness.verify import Verification
 from .speed import SpeedVerdict
 
-__all__ = ["onnx_output", "onnx_model", "report_record", "comparison_record", "verification_record"]
+__all__ = ["onnx_output", "onnx_bytes", "original_of", "report_record", "comparison_record", "verification_record"]
 
 
 def onnx_output(args: argparse.Namespace) -> str | None:
@@ -42,44 +43,44 @@ def onnx_output(args: argparse.Namespace) -> str | None:
     return out
 
 
-def onnx_model(args: argparse.Namespace, res: Any, mod: ir.IRModule,
-               params: dict) -> tuple[bytes, SpeedVerdict | None]:
-    """The ONNX model to write: ours, or for the ort target the faster of ours without some op
-    families and the input (byte for byte when it is a file) when ours is not faster (`faster_of`,
-    unless --no-speed-check), with the verdict."""
-    ours = to_onnx(res, args.standard_onnx, args.onnx_contrib)
-    if res.target != "ort" or not args.speed_check:
-        return ours.SerializeToString(), None
-    import onnx
-    given = Path(args.model).is_file()
-    original = onnx.load(args.model) if given else ir.frontend.to_onnx(mod, params)
-    chosen, check = faster_of(res, original, ours)
-    if chosen is original and given:
-        return Path(args.model).read_bytes(), check
-    return chosen.SerializeToString(), check
+def onnx_bytes(model: str, written: OnnxResult) -> bytes:
+    """The bytes of the ONNX model to write: the input file byte for byte when the speed check kept
+    the input and `model` is a file, else `written.model` serialized."""
+    if written.verdict is not None and written.kept is None and Path(model).is_file():
+        return Path(model).read_bytes()
+    return written.model.SerializeToString()
+
+
+def original_of(model: str) -> str | None:
+    """What a speed check times ours against: `model` when it is a file, else None (a zoo model:
+    its input program written as ONNX)."""
+    return model if Path(model).is_file() else None
 
 
 def finite(x: float) -> float | None:
     return x if math.isfinite(x) else None
 
 
-def verification_record(v: Verification | None) -> dict[str, Any]:
-    """The verification of a result as the JSON report gives it; `verified: false` when it was skipped."""
+def verification_record(v: Verification | None, unverified: str = "--no-verify") -> dict[str, Any]:
+    """The verification of a result as the JSON report gives it; `verified: false` when it was
+    skipped, and why (`Optimized.unverified`)."""
     if v is None:
-        return {"verified": False, "status": "not verified (--no-verify)"}
+        return {"verified": False, "status": f"not verified ({unverified})"}
     return {"verified": v.passed, "status": v.status, "input_sets": v.trials, "kinds": list(v.kinds),
             "runner": v.runner, "boundaries": v.boundaries, "max_abs_diff": finite(v.max_abs_diff),
             "notes": list(v.notes), "seconds": v.seconds}
 
 
 def _program_record(target: str, extractor: str, cost_before: float, cost_after: float, extract_seconds: float,
-                    info: Any, verification: Verification | None, mod: ir.IRModule, provenance: Any) -> dict[str, Any]:
+                    info: Any, verification: Verification | None, mod: ir.IRModule, provenance: Any,
+                    unverified: str = "--no-verify") -> dict[str, Any]:
     """One extracted program as the JSON reports give it."""
     return {"target": target, "extractor": extractor,
             "cost_before": finite(cost_before), "cost_after": finite(cost_after), "extract_seconds": extract_seconds,
             "extractor_info": {k: v if isinstance(v, (int, float, str, bool, type(None))) else str(v)
                                for k, v in info.items()},
-            "verification": verification_record(verification), "program": provenance_records(mod, provenance)}
+            "verification": verification_record(verification, unverified),
+            "program": provenance_records(mod, provenance)}
 
 
 def report_record(model: str, res: Optimized, check: SpeedVerdict | None) -> dict[str, Any]:
@@ -89,7 +90,7 @@ def report_record(model: str, res: Optimized, check: SpeedVerdict | None) -> dic
     kept = check.result if check is not None and check.result is not None else res
     return {"model": model, **_program_record(kept.target, kept.extractor, kept.cost_before, kept.cost_after,
                                               kept.extract_seconds, kept.info, kept.verification, kept.mod,
-                                              kept.provenance),
+                                              kept.provenance, kept.unverified),
             "report": res.report.to_dict(), "speed_check": check.to_dict() if check else None}
 
 

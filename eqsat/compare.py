@@ -25,7 +25,7 @@ from ir import IRModule
 from .explain import Change
 from .extract import CostModel, Extractor
 from .limits import Limits
-from .optimize import VerifiedMemo, _trials, extract_for, op_counts, saturate_program
+from .optimize import VerifiedMemo, trials_of, extract_for, op_counts, saturate_program
 from .report import IterationRow, Report
 from .rules.library import targets_rules
 from .scheduler import Scheduler
@@ -175,7 +175,7 @@ def compare(mod: IRModule, params: Mapping[str, Any] | None = None, *,
     runs), so a candidate that fails raises `VerificationError`; `verify=False` skips it. `rules`
     defaults to the union of the targets' own (`targets_rules`).
     """
-    trials = _trials(verify)
+    trials = trials_of(verify)
     specs = [resolve_target(t) for t in targets]
     rules = targets_rules(spec.name for spec in specs) if rules is None else rules
     sat = saturate_program(mod, params, rules=rules, limits=limits, scheduler=scheduler, progress=progress)

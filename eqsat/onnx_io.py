@@ -11,19 +11,25 @@ then verified is handed back, else the input; the report says which, with every 
 
 from __future__ import annotations
 
+import dataclasses
 import os
-from typing import Any, Callable
+from dataclasses import dataclass
+from typing import Any, Callable, Mapping
+
+import numpy as np
 
 import ir
+from ir import IRModule
 from strategies import Target
 
-from .errors import VerificationError, first_line
-from .optimize import Optimized, optimize
+from .errors import SpeedCheckError, VerificationError, first_line
+from .optimize import Optimized, optimize, trials_of, verified
 from .regions import MAX_VARIANTS, Family, families, without
 from .soundness.inputs import random_inputs, size_assignments, size_variables
 from .speed import CONFIDENCE, VERDICT_SECONDS, InputSessions, SpeedCheck, SpeedVerdict, Tried
+from .target import resolve_target
 
-__all__ = ["optimize_onnx", "exports_contrib", "to_onnx", "faster_of", "SPEED_SIZE"]
+__all__ = ["optimize_onnx", "optimize_to_onnx", "OnnxResult", "exports_contrib", "to_onnx", "faster_of", "SPEED_SIZE"]
 
 SPEED_SIZE = 16
 """the length of every symbolic dimension in the inputs the speed check times."""
@@ -37,16 +43,94 @@ def exports_contrib(target: str, standard_onnx: bool = False, onnx_contrib: bool
     return onnx_contrib or (target == "ort" and not standard_onnx)
 
 
-def to_onnx(res: Optimized, standard_onnx: bool = False, onnx_contrib: bool = False) -> Any:
-    """`res`'s program as an `onnx.ModelProto`, written for its target (see `exports_contrib`)."""
-    return ir.frontend.to_onnx(res.mod, res.params, contrib=exports_contrib(res.target, standard_onnx, onnx_contrib))
+def to_onnx(res: Optimized, standard_onnx: bool = False, onnx_contrib: bool = False,
+            external: dict[str, np.ndarray] | None = None) -> Any:
+    """`res`'s program as an `onnx.ModelProto`, written for its target (see `exports_contrib`); with
+    `external`, its weights held in memory, for an ONNX Runtime session (`ir.frontend.to_onnx`)."""
+    return ir.frontend.to_onnx(res.mod, res.params, contrib=exports_contrib(res.target, standard_onnx, onnx_contrib),
+                               check=external is None, external=external)
 
 
-def faster_of(res: Optimized, original: Any, ours: Any) -> tuple[Any, SpeedVerdict]:
-    """`ours` when it runs faster than `original` in ONNX Runtime (see `eqsat.speed`); else the first
-    program without one of `res`'s op families that does and is verified as `res` was (`eqsat.regions`:
-    largest estimated saving first, at most `MAX_VARIANTS`; each is verified once it is timed faster,
-    so a slower one costs no verification); else `original`; with the verdict.
+@dataclass(frozen=True)
+class OnnxResult:
+    """An optimize result and the ONNX model written for it (`optimize_to_onnx`)."""
+
+    optimized: Optimized
+    """ours: verified, or, where the speed check ran, verified once it was timed faster (its
+    `unverified` says why not)."""
+    model: Any
+    """the `onnx.ModelProto` to write: ours, ours without some op families, or the input (`verdict`)."""
+    verdict: SpeedVerdict | None = None
+    """the speed check's, where it ran."""
+
+    @property
+    def kept(self) -> Optimized | None:
+        """The program written: ours, or ours without some families; None when it is the input."""
+        if self.verdict is None:
+            return self.optimized
+        return self.verdict.result
+
+    def verdict_summary(self) -> str:
+        """The speed check's verdict, and the verification of ours without some families when it kept
+        that ("" where no speed check ran)."""
+        if self.verdict is None:
+            return ""
+        kept = self.kept
+        variant = kept is not None and kept is not self.optimized and kept.verification is not None
+        return "\n".join([self.verdict.summary(), *([f"{self.verdict.kept}: {kept.verification.summary()}"]
+                                                      if variant else [])])
+
+    def summary(self) -> str:
+        """Ours (`Optimized.summary`), then the speed check's verdict (`verdict_summary`)."""
+        return "\n".join(filter(None, [self.optimized.summary(), self.verdict_summary()]))
+
+
+def optimize_to_onnx(mod: IRModule, params: Mapping[str, Any] | None, original: Any = None, *,
+                     target: Any = "ort", standard_onnx: bool = False, onnx_contrib: bool = False,
+                     speed: bool = True, verify: bool | int = True, log: Any = None, **options: Any) -> OnnxResult:
+    """`eqsat.optimize`, then the ONNX model to write: the one pipeline of `optimize_onnx`, `eqsat
+    optimize ... OUT.onnx` and the fleet's batches.
+
+    For a target that runs in ONNX Runtime, with `speed`, ours is timed against `original` (an
+    `onnx.ModelProto`, a path to one, or None: the input program written as ONNX) before it is
+    verified, and verified only when it is kept (`faster_of`: a program that is not kept needs no
+    verification, and a large one's verification takes seconds); otherwise `optimize` verifies it
+    as `verify` says. The other `options` are `optimize`'s.
+    """
+    spec = resolve_target(target, log, standard_onnx=standard_onnx)
+    timed = speed and spec.runs_in == "ort"
+    res = optimize(mod, params, target=spec, verify=False if timed else verify, **options)
+    if not timed:
+        return OnnxResult(res, to_onnx(res, standard_onnx, onnx_contrib))
+    if original is None:
+        original = ir.frontend.to_onnx(mod, params)
+    elif isinstance(original, (str, os.PathLike)):
+        import onnx
+        original = onnx.load(os.fspath(original))
+    model, verdict = faster_of(res, original, verify)
+    if verdict.kept == "ours":
+        res = verdict.result
+    elif trials_of(verify):
+        res = dataclasses.replace(res, unverified=NOT_TIMED_FASTER)
+    return OnnxResult(res, model, verdict)
+
+
+NOT_TIMED_FASTER = "it was not timed faster than the input, and a program is verified once it is"
+"""why ours is not verified when the speed check did not keep it."""
+
+
+def faster_of(res: Optimized, original: Any, verify: bool | int = True) -> tuple[Any, SpeedVerdict]:
+    """The faster of ours (`res`) and `original` in ONNX Runtime (see `eqsat.speed`), as the ONNX model
+    to write, with the verdict. When ours is not faster, programs without one of `res`'s op families
+    are timed in turn (`eqsat.regions`: largest estimated saving first, at most `MAX_VARIANTS`, while
+    the verdict's time lasts), and the first that is faster is kept; else `original`.
+
+    A program is verified (`eqsat.optimize.verified`, on as many input sets as `res` was, or as
+    `verify` says when it was not: a slower program costs no verification) once it is timed faster,
+    and kept only then: ours raises `VerificationError`, as `optimize` would; a variant that fails is
+    noted and passed over. The verdict's `result` is the kept program (verified), None for the input.
+    Programs are timed with their weights held in memory (no copy into a model and out again) and
+    the kept one is written whole, checked by `onnx.checker`.
     All run in the session `res`'s target names (`strategies.Target`'s `optimizer` and `threads`),
     on inputs drawn for `res`'s input program (symbolic sizes `SPEED_SIZE`, then one at a time twice
     that, as verification draws them, until the input model runs)."""
@@ -56,55 +140,60 @@ def faster_of(res: Optimized, original: Any, ours: Any) -> tuple[Any, SpeedVerdi
     session = res.spec.target if res.spec is not None and res.spec.target is not None else Target("ort")
     variants = families(res)[:MAX_VARIANTS] if res.saturated is not None else []
     sessions = InputSessions(original, feeds, optimizer=session.optimizer, threads=session.threads)
+    standard_onnx = res.spec is not None and res.spec.standard_onnx
+    verify = res.verification.trials if res.verification is not None else verify
 
-    def timed(model: Any) -> SpeedCheck:  # each program may be kept: CONFIDENCE holds over all of them
-        return sessions.check(model, confidence=1 - (1 - CONFIDENCE) / (1 + len(variants)))
+    def timed(program: Optimized) -> SpeedCheck:  # each program may be kept: CONFIDENCE holds over all of them
+        weights: dict[str, np.ndarray] = {}
+        model = to_onnx(program, standard_onnx, external=weights)
+        return sessions.check(model, external=weights, confidence=1 - (1 - CONFIDENCE) / (1 + len(variants)))
 
-    check = timed(ours)
+    try:
+        check = timed(res)
+    except ir.IRError:
+        raise
+    except Exception as err:  # noqa: BLE001 - a program that does not run fails verification, which says why
+        verified(res, verify)
+        raise SpeedCheckError(f"the speed check cannot time ours: {type(err).__name__}: {first_line(err)}") from None
     tried = [Tried(check=check)]
     if check.kept == "ours":
-        return ours, SpeedVerdict(tuple(tried))
+        ours = verified(res, verify)
+        return to_onnx(ours, standard_onnx), SpeedVerdict(tuple(tried), ours)
     seen = [res.mod]
     for family in variants:
-        trial, kept = _tried(res, family, seen, sessions, timed)
+        trial, kept = _tried(res, family, seen, sessions, timed, verify)
         tried.append(trial)
         if kept is not None:
-            model, verified = kept
-            return model, SpeedVerdict(tuple(tried), verified)
+            return to_onnx(kept, standard_onnx), SpeedVerdict(tuple(tried), kept)
     return original, SpeedVerdict(tuple(tried))
 
 
 def _tried(res: Optimized, family: Family, seen: list[ir.IRModule], sessions: InputSessions,
-           timed: Callable[[Any], SpeedCheck]) -> tuple[Tried, tuple[Any, Optimized] | None]:
-    """`res` without `family` (`eqsat.regions.without`, not verified yet) timed against `sessions`,
-    unless their time is spent (`InputSessions.affords_another`) or it is the input, a program in
-    `seen` (to which it is added) or one that does not run; with its ONNX model when it
-    is faster and then verified as `res` was, and that verified result (a failure is noted, and keeps
-    it from being kept)."""
+           timed: Callable[[Optimized], SpeedCheck], verify: bool | int) -> tuple[Tried, Optimized | None]:
+    """`res` without `family` (`eqsat.regions.without`) timed against `sessions`, unless their time is
+    spent (`InputSessions.affords_another`) or it is the input, a program in `seen` (to which it is
+    added) or one that does not run; with the program verified (as `verify` says) when it is
+    faster (a failure is noted, and keeps it from being kept)."""
     def tried(check: SpeedCheck | None = None, note: str = "") -> Tried:
         return Tried((family.name,), family.ops, check, note)
     if not sessions.affords_another():
         return tried(note=f"the {VERDICT_SECONDS:g} CPU seconds of timing one verdict may take are spent"), None
-    variant = without(res, family, verify=False)
+    variant = without(res, family)
     if variant.info.get("kept_input"):
         return tried(note="the input program"), None
     if any(ir.structural_equal(variant.mod, m) for m in seen):
         return tried(note="the same program as one tried before"), None
     seen.append(variant.mod)
     try:
-        model = to_onnx(variant, res.spec.standard_onnx)
-        check = timed(model)
+        check = timed(variant)
     except Exception as err:  # noqa: BLE001 - an unverified program that cannot be written or run is not kept
         return tried(note=f"it does not run in ONNX Runtime ({type(err).__name__}: {first_line(err)})"), None
     if check.kept != "ours":
         return tried(check), None
     try:
-        verified = without(res, family)  # extracting again gives the same program, now verified
+        return tried(check), verified(variant, verify)
     except VerificationError as err:
         return tried(check, f"not verified: {err}"), None
-    if not ir.structural_equal(verified.mod, variant.mod):
-        return tried(check, "not verified: extracted again, it differs"), None
-    return tried(check), (model, verified)
 
 
 def optimize_onnx(model: Any, *, target: "str | Target" = "ort", standard_onnx: bool = False, speed: bool = True,
@@ -117,14 +206,9 @@ def optimize_onnx(model: Any, *, target: "str | Target" = "ort", standard_onnx: 
     result is verified where it will run before it is returned (see `eqsat.optimize`); for ort,
     with `speed`, it is also timed against the input in that session, and when it is not faster, the
     first faster program without one of its op families comes back, else the input model itself
-    (`faster_of`).
+    (`optimize_to_onnx`).
     """
-    import onnx
     source = os.fspath(model) if isinstance(model, (str, os.PathLike)) else model
     mod, params = ir.frontend.from_onnx(source)
-    res = optimize(mod, params, target=target, standard_onnx=standard_onnx, **options)
-    ours = to_onnx(res, standard_onnx)
-    if not (speed and res.spec.runs_in == "ort"):
-        return ours
-    original = onnx.load(source) if isinstance(source, str) else source
-    return faster_of(res, original, ours)[0]
+    return optimize_to_onnx(mod, params, source, target=target, standard_onnx=standard_onnx, speed=speed,
+                            **options).model

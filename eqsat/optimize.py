@@ -42,7 +42,7 @@ BISECT_SECONDS = 20.0
 """how long a failed verification may replay saturation to name the unsound rule (`eqsat.bisect_unsound`)."""
 
 __all__ = ["Optimized", "optimize", "op_counts", "Saturated", "saturate_program", "Extracted", "extract_program",
-           "extract_for", "verify_extracted", "rewritten_boundaries"]
+           "extract_for", "verify_extracted", "verified", "rewritten_boundaries", "trials_of"]
 
 
 def op_counts(mod: IRModule) -> Counter[str]:
@@ -223,7 +223,9 @@ class Optimized:
     changes: tuple[Change, ...] = ()
     """regions of the result that rules made (see `explain`)."""
     verification: Verification | None = None
-    """None when `optimize` ran with `verify=False`."""
+    """None when it was not verified: see `unverified`."""
+    unverified: str = field(default="verify=False", kw_only=True)
+    """why `verification` is None (`verified` verifies such a result later)."""
     provenance: Mapping[ir.Expr, tuple[str, ...]] = field(default_factory=dict, kw_only=True)
     """each node of `mod` that rules made -> its rule chain, in the order the rules applied; a node
     not in it came from the input (see `rules_of`, `eqsat.provenance`)."""
@@ -233,6 +235,9 @@ class Optimized:
     """with a tuning log: how many of the result's workloads were measured or estimated (`strategies.cost.Coverage`)."""
     spec: TargetSpec | None = field(default=None, kw_only=True, repr=False)
     """the resolved target (for the ONNX Runtime session an ort program is timed in)."""
+    built: Mapping[int, object] = field(default_factory=dict, kw_only=True, repr=False, compare=False)
+    """e-class -> the node of `mod` that computes it (`Extracted.built`: the boundaries of the
+    rewritten regions that verification checks)."""
 
     def op_changes(self) -> str:
         """"op before -> after" for every op whose count changed, e.g. "nn.conv2d 53 -> 0"."""
@@ -243,7 +248,7 @@ class Optimized:
 
     def summary(self) -> str:
         gain = f" ({self.cost_before / self.cost_after:.2f}x)" if self.cost_after else ""
-        check = self.verification.summary() if self.verification else "not verified (verify=False)"
+        check = self.verification.summary() if self.verification else f"not verified ({self.unverified})"
         return "\n".join([
             self.report.summary(),
             f"cost on {self.target} with {self.extractor}: {self.cost_before:.4g} -> {self.cost_after:.4g} "
@@ -310,7 +315,7 @@ def optimize(mod: IRModule, params: Mapping[str, Any] | None = None, *,
     the check is inconclusive or skipped: verification fails closed, and `verify=False` is the one
     way to take an unverified program.
     """
-    trials = _trials(verify)
+    trials = trials_of(verify)
     spec = resolve_target(target, log, standard_onnx=standard_onnx)
     sat = saturate_program(mod, params, rules=spec.rules if rules is None else rules, limits=limits,
                            scheduler=scheduler, progress=progress)
@@ -322,10 +327,25 @@ def optimize(mod: IRModule, params: Mapping[str, Any] | None = None, *,
                      op_counts_before=dict(sorted(op_counts(sat.input_module()[0]).items())),
                      op_counts_after=dict(sorted(op_counts(out.mod).items())), changes=out.changes,
                      verification=out.verification, coverage=coverage, provenance=out.provenance, saturated=sat,
-                     spec=spec)
+                     spec=spec, built=out.built)
 
 
-def verify_extracted(mod: IRModule, params: Mapping[str, Any] | None, sat: Saturated, out: Extracted,
+def verified(res: Optimized, verify: bool | int = True, limits: Limits = Limits()) -> Optimized:
+    """`res` verified against its input (on `verify` input sets, as `optimize` takes it) where its
+    target runs it, as `optimize` verifies: what `optimize(verify=False)` leaves for later, for a
+    program that is verified only once it is chosen (`eqsat.onnx_io.faster_of`). Fails closed
+    (`VerificationError`); `res` as it is when it was verified already or `verify` is False."""
+    trials = trials_of(verify)
+    if res.verification is not None or not trials:
+        return res
+    if res.saturated is None or res.spec is None:
+        raise ValueError("verified() checks a result of optimize against its saturated input; this one has none")
+    mod, params = res.saturated.input_module()
+    return dataclasses.replace(res, verification=verify_extracted(mod, params, res.saturated, res, res.spec, trials,
+                                                                  limits))
+
+
+def verify_extracted(mod: IRModule, params: Mapping[str, Any] | None, sat: Saturated, out: "Extracted | Optimized",
                      spec: TargetSpec, trials: int, limits: Limits) -> Verification:
     """Verify `out` against the input `mod` where `spec`'s programs run (ONNX Runtime for ort, with
     contrib ops unless `standard_onnx`; else the CPU executor), its rewritten regions' values
@@ -343,7 +363,7 @@ def verify_extracted(mod: IRModule, params: Mapping[str, Any] | None, sat: Satur
     return checked
 
 
-def _trials(verify: Any) -> int:
+def trials_of(verify: Any) -> int:
     """The input sets `optimize(verify=...)` asks for: True is `DEFAULT_TRIALS`, False none, an int that many."""
     if verify is True:
         return DEFAULT_TRIALS
@@ -359,7 +379,7 @@ MAX_BOUNDARIES = 64
 """rewritten-region values `optimize` verifies besides the outputs, at most (the first by e-class)."""
 
 
-def rewritten_boundaries(sat: Saturated, out: Extracted) -> Boundaries | None:
+def rewritten_boundaries(sat: Saturated, out: "Extracted | Optimized") -> Boundaries | None:
     """The values both the input and `out` compute for the same e-class where `out` computes it with
     a rule-made node: the boundaries of the rewritten regions, verified besides the outputs."""
     if not out.built:

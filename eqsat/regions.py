@@ -4,10 +4,10 @@ Ours differs from the input by the op families its rewrites brought in: ops the 
 call (`families`). The cost model can rate a family well that runs slowly in the session, while
 the rest of ours pays. `without` extracts again from the same saturated e-graph with a family's
 ops priced at `math.inf` (`Forbidding`), so the extractor takes the other forms the e-graph holds
-for those regions; the program is verified where it runs (`extract_for`, which fails closed).
-`eqsat.onnx_io.faster_of` times such programs against the input, largest estimated saving first,
-at most `MAX_VARIANTS` of them, and verifies one only once it is timed faster (`without(...,
-verify=False)` first): a program that is not kept costs no verification.
+for those regions. `eqsat.onnx_io.faster_of` times such programs against the input, largest
+estimated saving first, at most `MAX_VARIANTS` of them, and verifies one where it runs only once it
+is timed faster (`eqsat.optimize.verified`, which fails closed): a program that is not kept costs
+no verification.
 
 The ops the blocked-layout rules made (`layout_transform`, the NCHWc convolutions, and the pools,
 pads and slices those rules moved onto blocked values) are one family: each reads or writes blocked
@@ -88,18 +88,17 @@ def families(res: Optimized) -> list[Family]:
     return sorted(found, key=lambda f: (-f.saving, f.name))
 
 
-def without(res: Optimized, family: Family, verify: bool = True) -> Optimized:
+def without(res: Optimized, family: Family) -> Optimized:
     """`res`'s program extracted again from its saturated e-graph with `family`'s ops forbidden, by the
-    same extractor, verified as `res` was (on as many input sets; not when `res` was not, nor when
-    not `verify`) against the input; `VerificationError` when it fails."""
+    same extractor; not verified yet (`eqsat.optimize.verified` verifies it as `optimize` would)."""
     if res.saturated is None or res.spec is None:
         raise ValueError("a program without some families is extracted from the saturated e-graph of an "
                          "optimize result; this result has none")
     sat = res.saturated
     spec = dataclasses.replace(res.spec, model=Forbidding(res.spec.model, frozenset(family.ops)))
-    trials = res.verification.trials if res.verification is not None and verify else 0
-    out = extract_for(sat, spec, res.extractor, source=sat.input_module(), trials=trials)
+    out = extract_for(sat, spec, res.extractor, source=sat.input_module(), trials=0)
     return dataclasses.replace(res, mod=out.mod, params=out.params, cost_after=out.cost_after, choice=out.choice,
                                extract_seconds=out.seconds, info=dict(out.choice.info),
                                op_counts_after=dict(sorted(op_counts(out.mod).items())), changes=out.changes,
-                               verification=out.verification, provenance=out.provenance, coverage=None, spec=spec)
+                               verification=None, unverified="not verified yet", provenance=out.provenance,
+                               coverage=None, spec=spec, built=out.built)

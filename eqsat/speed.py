@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import itertools
 import statistics
+import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Sequence
 
@@ -174,11 +175,12 @@ class Tried:
 @dataclass(frozen=True)
 class SpeedVerdict:
     """Which model is kept: the first of `tried` (ours first, then ours without some families) that is
-    faster than the input, else the input (`RULE`); with the kept program's result when it is not ours."""
+    faster than the input, else the input (`RULE`); with the kept program's result."""
 
     tried: tuple[Tried, ...]
     result: Any = field(default=None, compare=False, repr=False)
-    """the `eqsat.Optimized` of the kept program when it is ours without some families, else None."""
+    """the `eqsat.Optimized` of the kept program, verified (ours or ours without some families);
+    None when the input is kept."""
 
     @property
     def ours(self) -> SpeedCheck:
@@ -242,13 +244,15 @@ class InputSessions:
         """Whether one more check of the last one's block length fits in `VERDICT_SECONDS`."""
         return self.spent + self.block <= VERDICT_SECONDS
 
-    def check(self, ours: Any, *, max_rounds: int = MAX_ROUNDS, confidence: float = CONFIDENCE) -> SpeedCheck:
-        """Time `ours` (an ONNX model or its bytes) against the input as described above; the median
+    def check(self, ours: Any, *, external: Mapping[str, np.ndarray] | None = None, max_rounds: int = MAX_ROUNDS,
+              confidence: float = CONFIDENCE) -> SpeedCheck:
+        """Time `ours` (an ONNX model or its bytes; `external` holds the arrays of the weights it
+        writes as held in memory, `ir.frontend.to_onnx(external=...)`) against the input as described above; the median
         ratio's interval covers it with probability `confidence` (a caller that may time k programs
         passes 1 - (1 - CONFIDENCE) / k, so that noise keeps a program as fast as the input with
         probability at most 1 - CONFIDENCE over all k)."""
         clock = self.clock
-        run = _runner(ort_session(ours, self.threads, self.optimizer), self.feed)
+        run = _runner(ort_session(ours, self.threads, self.optimizer, external), self.feed)
         runs = [self.runs[0], run, self.runs[1]]
         per_run = [self.per_run[0], _warm_up(run, clock), self.per_run[1]]
         batch = [max(1, int(BATCH_SECONDS / max(t, 1e-6))) for t in per_run]
@@ -320,10 +324,18 @@ def _runner(session: Any, feeds: Mapping[str, np.ndarray]) -> Callable[[], Any]:
     return lambda: run(feeds)
 
 
+WARM_SECONDS = 0.2
+"""how long the untimed runs before a session's first timed one last, at least (`_warm_up`)."""
+
+
 def _warm_up(run: Callable[[], Any], clock: Callable[[], float], count: int = 3) -> float:
-    """Seconds of one run, after `count` runs to warm caches and allocators."""
+    """Seconds of one run, after `count` runs to warm caches and allocators, or fewer (one at least)
+    that take `WARM_SECONDS` (a large model's first run has done that work)."""
+    warm = time.perf_counter() + WARM_SECONDS
     for _ in range(count):
         run()
+        if time.perf_counter() >= warm:
+            break
     start = clock()
     run()
     return clock() - start

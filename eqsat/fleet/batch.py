@@ -15,7 +15,6 @@ succeeded with the same options and the same input (zoo name, or file size and t
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import hashlib
 import json
@@ -29,9 +28,10 @@ from strategies.tuning_db import TuningDatabase, is_database, this_device
 
 from ..atomic import write_files
 from ..cli_errors import EXIT_UNVERIFIED, failure
-from ..cli_output import finite, onnx_model, report_record
+from ..cli_output import finite, onnx_bytes, original_of, report_record
 from ..limits import Limits
-from ..optimize import DEFAULT_TRIALS, optimize
+from ..onnx_io import optimize_to_onnx
+from ..optimize import DEFAULT_TRIALS
 from ..target import in_session
 from .engine import Engine, TaskLost, choose_engine
 from .models import ModelSource, find_models, load_model
@@ -100,25 +100,27 @@ def optimize_model(task: tuple[ModelSource, BatchOptions]) -> Outcome:
     try:
         mod, params = load_model(model)
         target = _target(model, options)
-        res = optimize(mod, params, target=target, rules=options.rules, log=_log(options, target),
-                       limits=Limits(options.iterations, options.nodes, options.seconds), extractor=options.extractor,
-                       verify=options.verify, standard_onnx=options.standard_onnx)
-        how = argparse.Namespace(model=model.source, standard_onnx=options.standard_onnx,
-                                 onnx_contrib=options.onnx_contrib, speed_check=options.speed_check)
-        written, check = onnx_model(how, res, mod, params)
+        written = optimize_to_onnx(mod, params, original_of(model.source), target=target, rules=options.rules,
+                                   log=_log(options, target),
+                                   limits=Limits(options.iterations, options.nodes, options.seconds),
+                                   extractor=options.extractor, verify=options.verify,
+                                   standard_onnx=options.standard_onnx, onnx_contrib=options.onnx_contrib,
+                                   speed=options.speed_check)
+        onnx = onnx_bytes(model.source, written)
     except Exception as err:  # one model's failure is its row, not the batch's
         status, message = failure(err)
         row.update(status="unverified" if status == EXIT_UNVERIFIED else "failed", error=message.removeprefix("error: "),
                    seconds=time.perf_counter() - start)
         return Outcome(row)
-    verification = res.verification
+    res, check = written.optimized, written.verdict
+    kept = written.kept or res
     row.update(status="ok", target=res.target, stop_reason=res.report.stop_reason.value,
                iterations=res.report.iterations, cost_before=finite(res.cost_before),
                cost_after=finite(res.cost_after), unit=res.unit,
-               verified=verification.status if verification is not None else "not verified",
+               verified=kept.verification.status if kept.verification is not None else f"not verified ({kept.unverified})",
                speed_check=None if check is None else {"kept": check.kept, "median": check.median},
                seconds=time.perf_counter() - start)
-    return Outcome(row, written, report_record(model.name, res, check))
+    return Outcome(row, onnx, report_record(model.name, res, check))
 
 
 @dataclass

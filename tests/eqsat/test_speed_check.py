@@ -13,7 +13,7 @@ import eqsat.onnx_io
 import ir
 import strategies
 from eqsat.cli import main
-from eqsat.onnx_io import faster_of, to_onnx
+from eqsat.onnx_io import NOT_TIMED_FASTER, faster_of, optimize_to_onnx
 from eqsat.regions import BLOCKED_LAYOUT, MAX_VARIANTS, families
 from eqsat.speed import CONFIDENCE, MARGIN, MAX_ROUNDS, ROUNDS, decision, margin, median_interval, speed_check
 from ir.frontend.export_contrib import CONTRIB_EMITTERS
@@ -168,10 +168,13 @@ def _two_families() -> "onnx.ModelProto":
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 20)])
 
 
+SESSION = strategies.Target("ort", optimizer="disabled")
+
+
 def _optimized(model: "onnx.ModelProto") -> eqsat.Optimized:
+    """Ours, not verified yet: `faster_of` verifies what it keeps."""
     mod, params = ir.frontend.from_onnx(model)
-    return eqsat.optimize(mod, params, target=strategies.Target("ort", optimizer="disabled"),
-                          limits=eqsat.Limits(iterations=6))
+    return eqsat.optimize(mod, params, target=SESSION, limits=eqsat.Limits(iterations=6), verify=False)
 
 
 def test_the_families_ours_brought_in_largest_estimated_saving_first():
@@ -195,7 +198,7 @@ def test_ours_without_the_family_that_does_not_pay_is_kept(monkeypatch):
     _slowed("nn.bias_gelu", monkeypatch)
     source = _two_families()
     res = _optimized(source)
-    chosen, verdict = faster_of(res, source, to_onnx(res))
+    chosen, verdict = faster_of(res, source)
     assert verdict.kept == "ours without nn.bias_gelu" and verdict.ours.median > 2
     assert [t.name for t in verdict.tried if not t.faster] == [t.name for t in verdict.tried[:-1]]
     assert verdict.tried[-1].check.median < 0.5 and verdict.median == verdict.tried[-1].check.median
@@ -212,7 +215,7 @@ def test_the_input_is_kept_when_no_family_left_out_pays(monkeypatch):
     _slowed("nn.dense_bias_act", monkeypatch)
     source = _two_families()
     res = _optimized(source)
-    chosen, verdict = faster_of(res, source, to_onnx(res))
+    chosen, verdict = faster_of(res, source)
     assert chosen is source and verdict.kept == "input" and verdict.result is None
     variants = [f"ours without {f.name}" for f in families(res)[:MAX_VARIANTS]]
     assert [t.name for t in verdict.tried] == ["ours", *variants] and len(variants) == 2
@@ -220,19 +223,18 @@ def test_the_input_is_kept_when_no_family_left_out_pays(monkeypatch):
     assert "no program tried is faster" in verdict.summary()
 
 
-def _verifications(monkeypatch: pytest.MonkeyPatch, fail: bool = False) -> list[str]:
-    """The families whose programs `faster_of` verifies, as it asks; each fails when `fail`."""
-    import eqsat.onnx_io
-    asked: list[str] = []
-    real = eqsat.onnx_io.without
+def _verifications(monkeypatch: pytest.MonkeyPatch, fail: bool = False) -> list[eqsat.Optimized]:
+    """The programs `faster_of` verifies, as it asks; each fails when `fail`."""
+    asked: list[eqsat.Optimized] = []
+    real = eqsat.onnx_io.verified
 
-    def without(res, family, verify=True):
-        if verify:
-            asked.append(family.name)
+    def verified(res, verify=True, *args):
+        if res.verification is None and verify:
+            asked.append(res)
             if fail:
                 raise eqsat.VerificationError("output 0 differs")
-        return real(res, family, verify)
-    monkeypatch.setattr(eqsat.onnx_io, "without", without)
+        return real(res, verify, *args)
+    monkeypatch.setattr(eqsat.onnx_io, "verified", verified)
     return asked
 
 
@@ -242,7 +244,7 @@ def test_a_program_timed_slower_is_never_verified(monkeypatch):
     asked = _verifications(monkeypatch)
     source = _two_families()
     res = _optimized(source)
-    _, verdict = faster_of(res, source, to_onnx(res))
+    _, verdict = faster_of(res, source)
     assert verdict.kept == "input" and len(verdict.tried) == 3 and asked == []
 
 
@@ -251,13 +253,54 @@ def test_a_faster_program_that_fails_verification_is_not_kept(monkeypatch):
     asked = _verifications(monkeypatch, fail=True)
     source = _two_families()
     res = _optimized(source)
-    chosen, verdict = faster_of(res, source, to_onnx(res))
+    chosen, verdict = faster_of(res, source)
     assert chosen is source and verdict.kept == "input" and verdict.result is None
     failed = next(t for t in verdict.tried if t.name == "ours without nn.bias_gelu")
     assert failed.faster and not failed.kept and failed.note.startswith("not verified: output 0 differs")
-    assert asked == ["nn.bias_gelu"], "the slower program is not verified"
+    assert len(asked) == 1 and "nn.bias_gelu" not in asked[0].op_counts_after, "the slower program is not verified"
     assert "faster, but not verified" in verdict.summary()
     assert failed.to_dict()["kept"] is False and failed.to_dict()["note"] == failed.note
+
+
+def test_ours_is_verified_once_it_is_timed_faster(monkeypatch):
+    asked = _verifications(monkeypatch)
+    source = _two_families()
+    res = _optimized(source)
+    chosen, verdict = faster_of(res, source)
+    assert verdict.kept == "ours" and asked == [res]
+    assert verdict.result.verification is not None and verdict.result.verification.passed
+    assert {"FusedGemm", "BiasGelu"} <= {n.op_type for n in chosen.graph.node}
+    onnx.checker.check_model(chosen)  # the kept program is written whole, its weights inside
+
+
+def test_ours_timed_faster_that_fails_verification_fails_closed(monkeypatch):
+    _verifications(monkeypatch, fail=True)
+    source = _two_families()
+    with pytest.raises(eqsat.VerificationError, match="output 0 differs"):
+        faster_of(_optimized(source), source)
+
+
+def test_without_verify_no_program_is_verified(monkeypatch):
+    _slowed("nn.bias_gelu", monkeypatch)
+    asked = _verifications(monkeypatch)
+    source = _two_families()
+    mod, params = ir.frontend.from_onnx(source)
+    written = optimize_to_onnx(mod, params, source, target=SESSION, limits=eqsat.Limits(iterations=6), verify=False)
+    assert written.verdict.kept == "ours without nn.bias_gelu" and asked == []
+    assert written.kept.verification is None and "not verified (verify=False)" in written.summary()
+
+
+def test_ours_not_kept_says_why_it_was_not_verified(tmp_path, capsys, monkeypatch):
+    _slowed("nn.bias_gelu", monkeypatch)
+    _slowed("nn.dense_bias_act", monkeypatch)
+    src, out, report = tmp_path / "in.onnx", tmp_path / "out.onnx", tmp_path / "r.json"
+    onnx.save(_two_families(), str(src))
+    assert main(["optimize", str(src), str(out), "--quiet", "--json", str(report), "--ort-optimizer", "disabled",
+                 "--iterations", "6"]) == 0
+    assert f"not verified ({NOT_TIMED_FASTER})" in capsys.readouterr().out
+    data = json.loads(report.read_text())
+    assert data["speed_check"]["kept"] == "input" and out.read_bytes() == src.read_bytes()
+    assert data["verification"] == {"verified": False, "status": f"not verified ({NOT_TIMED_FASTER})"}
 
 
 def test_programs_after_ours_are_timed_while_the_verdicts_time_lasts(monkeypatch):
@@ -267,7 +310,7 @@ def test_programs_after_ours_are_timed_while_the_verdicts_time_lasts(monkeypatch
     monkeypatch.setattr(eqsat.onnx_io, "VERDICT_SECONDS", 1e-6)
     source = _two_families()
     res = _optimized(source)
-    chosen, verdict = faster_of(res, source, to_onnx(res))
+    chosen, verdict = faster_of(res, source)
     assert chosen is source and verdict.kept == "input" and len(verdict.ours.ratios) == ROUNDS
     assert [t.check for t in verdict.tried[1:]] == [None, None]
     assert all("seconds of timing one verdict may take are spent" in t.note for t in verdict.tried[1:])
@@ -281,6 +324,8 @@ def test_the_report_shows_every_program_tried(tmp_path, capsys, monkeypatch):
                  "--iterations", "6"]) == 0
     printed = capsys.readouterr().out
     assert "so programs with part of it were timed" in printed and "ours without nn.bias_gelu / input" in printed
+    assert "ours without nn.bias_gelu: verified on 3 input sets" in printed
+    assert json.loads(report.read_text())["verification"]["verified"] is True
     check = json.loads(report.read_text())["speed_check"]
     assert check["kept"] == "ours without nn.bias_gelu" and check["tried"][-1]["ops"] == ["nn.bias_gelu"]
     assert check["tried"][0]["program"] == "ours" and not check["tried"][0]["faster"] and check["rule"]
