@@ -186,6 +186,15 @@ class EmitContext:
         """The array an initializer named `name` holds (a weight, a constant); None for a computed value."""
         return self._constant_value(name) if isinstance(name, str) else None
 
+    def gemm_weight(self, weight: Value) -> tuple[Value, int]:
+        """A `Gemm`'s B for the (units, depth) weight `weight`, and its `transB`: where the weight's
+        array is a transposed view of a (depth, units) one (an imported MatMul's weight), that array
+        as it is (transB 0: no transposed copy is written); else the weight itself (transB 1)."""
+        value = self.value_of(weight)
+        if value is not None and value.ndim == 2 and not value.flags.c_contiguous and value.T.flags.c_contiguous:
+            return self.const(value.T), 0
+        return weight, 1
+
     def ints(self, values: Sequence[int]) -> str:
         """A 1-D int64 initializer, the form ONNX takes shapes, axes and pads in."""
         return self.const(np.asarray(list(values), dtype="int64").reshape(-1))

@@ -1,7 +1,7 @@
 """Emitters of the fused forms as ONNX Runtime contrib ops (domain `com.microsoft`), for `to_onnx(contrib=True)`.
 
     nn.conv2d_bias_act  -> FusedConv(X, W, B; activation, activation_params)
-    nn.dense_bias_act   -> FusedGemm(A, B, C; transB=1, activation, activation_alpha, activation_beta)
+    nn.dense_bias_act   -> FusedGemm(A, B, C; transB, activation, activation_alpha, activation_beta)
                            (over the rows; a clip stays Gemm + Clip: FusedGemm has no Clip)
     nn.fused_matmul     -> FusedMatMul(A, B; alpha, transA, transB)
     nn.bias_gelu        -> BiasGelu(A, B) exact, FastGelu(X, bias) tanh
@@ -96,10 +96,11 @@ def emit_fused_gemm(ctx: EmitContext, call: Call, args: Sequence[Value]) -> Valu
         return None
     name, params = activation
     alpha, beta = (params + [None, None])[:2]
-    data, *rest = cast_to(ctx, args, call)
+    data, weight, *bias = cast_to(ctx, args, call)
+    b, trans_b = ctx.gemm_weight(weight)
     return gemm_over_rows(ctx, call, data, lambda rows: ctx.node(
-        "FusedGemm", [rows, *rest], domain=CONTRIB_DOMAIN, transB=1, activation=name, activation_alpha=alpha,
-        activation_beta=beta))
+        "FusedGemm", [rows, b, *bias], domain=CONTRIB_DOMAIN, transB=trans_b, activation=name,
+        activation_alpha=alpha, activation_beta=beta))
 
 
 @_emits_contrib("nn.fused_matmul")

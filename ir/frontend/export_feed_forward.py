@@ -119,12 +119,13 @@ def _feed_forward(ctx: EmitContext, call: Call, args: Sequence[Value], gelu: Gel
     else:
         sliced = zip(*(np.split(ctx.value_of(a), count, axis=axis) for a, axis in zip(args[1:4], (0, 0, 1))))
         parts = [tuple(ctx.const(np.ascontiguousarray(p)) for p in part) for part in sliced]
+    parts = [(ctx.gemm_weight(w1), b1, ctx.gemm_weight(w2)) for w1, b1, w2 in parts]
 
     def block(rows: Value) -> Value:
         total = bias2
-        for w1, b1, w2 in parts:
-            hidden = gelu(ctx, ctx.node("Gemm", [rows, w1, b1], transB=1), dtype)
-            total = ctx.node("Gemm", [hidden, w2, total], transB=1)
+        for (w1, t1), b1, (w2, t2) in parts:
+            hidden = gelu(ctx, ctx.node("Gemm", [rows, w1, b1], transB=t1), dtype)
+            total = ctx.node("Gemm", [hidden, w2, total], transB=t2)
         return total
     return gemm_over_rows(ctx, call, data, block)
 

@@ -167,7 +167,7 @@ def matmul_by_transposed(ctx: EmitContext, data: Value, weight: np.ndarray) -> s
 
 @emits("nn.dense", "nn.dense_bias_act")
 def emit_dense(ctx: EmitContext, call: Call, args: Sequence[Value]) -> Value:
-    """Gemm (weight transposed by `transB`, bias as its `C`) over the rows of the data: ONNX
+    """Gemm (weight transposed by `transB`, `EmitContext.gemm_weight`; bias as its `C`) over the rows of the data: ONNX
     Runtime's Gemm kernel is faster than MatMul on a transposed weight, and needs no transpose.
     Over rows known only at run time (`rows_known_at_run_time`), a constant weight is transposed
     here and the layer is MatMul (+ Add), which takes the data as it is."""
@@ -177,7 +177,8 @@ def emit_dense(ctx: EmitContext, call: Call, args: Sequence[Value]) -> Value:
         out = matmul_by_transposed(ctx, data, value)
         out = ctx.node("Add", [out, *bias]) if bias else out
     else:
-        out = gemm_over_rows(ctx, call, data, lambda rows: ctx.node("Gemm", [rows, weight, *bias], transB=1))
+        b, trans_b = ctx.gemm_weight(weight)
+        out = gemm_over_rows(ctx, call, data, lambda rows: ctx.node("Gemm", [rows, b, *bias], transB=trans_b))
     if call.op.name != "nn.dense_bias_act":
         return out
     return activation_node(ctx, out, call.attrs, ctx.type_of(call).dtype)

@@ -217,6 +217,28 @@ def test_a_concatenation_of_weights_is_one_initializer():
     check_against_interpreter(mod)
 
 
+@pytest.mark.parametrize("contrib", [False, True])
+def test_an_imported_matmuls_weight_is_written_as_it_was_read(contrib):
+    """A MatMul's (depth, units) weight is a dense layer's weight through a transposed view: the
+    Gemm reads that array as it is (transB 0), so no transposed copy of it is written."""
+    rng = np.random.default_rng(0)
+    w = rng.standard_normal((8, 16)).astype(np.float32)
+    graph = onnx.helper.make_graph(
+        [onnx.helper.make_node("MatMul", ["x", "w"], ["y"])], "g",
+        [onnx.helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT, [4, 8])],
+        [onnx.helper.make_tensor_value_info("y", onnx.TensorProto.FLOAT, [4, 16])],
+        [onnx.numpy_helper.from_array(w, "w")])
+    original = onnx.helper.make_model(graph, opset_imports=[onnx.helper.make_opsetid("", 17)])
+    mod, params = from_onnx(original)
+    exported = to_onnx(mod, params, contrib=contrib)
+    (gemm,) = [n for n in exported.graph.node if n.op_type == "Gemm"]
+    assert {a.name: a.i for a in gemm.attribute}.get("transB", 0) == 0
+    (weight,) = [onnx.numpy_helper.to_array(t) for t in exported.graph.initializer if t.name == gemm.input[1]]
+    assert weight.shape == (8, 16) and np.array_equal(weight, w)
+    data = {"x": rng.standard_normal((4, 8)).astype(np.float32)}
+    assert np.array_equal(run_ort(original, data)[0], run_ort(exported, data)[0])
+
+
 @pytest.mark.parametrize("conv", ["conv1d", "conv3d", "conv1d_transpose", "conv3d_transpose"])
 def test_a_constant_channel_bias_becomes_the_convolutions_own_input(conv):
     rank = int(conv[4])
