@@ -63,7 +63,7 @@ from .errors import EqsatError
 from .extract import EXTRACTORS, IlpExtractor, get_extractor, node_costs
 from .fleet.cli import batch_args, run_batch
 from .limits import Limits
-from .cli_output import comparison_record, onnx_bytes, onnx_output, original_of, report_record
+from .cli_output import comparison_record, onnx_output, original_of, report_record
 from .onnx_io import optimize_to_onnx
 from .optimize import DEFAULT_TRIALS, optimize, saturate_program
 from .progress import ProgressLine
@@ -163,7 +163,7 @@ def _cmd_optimize(args: argparse.Namespace) -> int:
         data = report_record(args.model, res, written.verdict if written is not None else None)
         outputs[args.json] = (json.dumps(data, indent=2, default=str) + "\n").encode()
     if onnx_out:
-        outputs[onnx_out] = onnx_bytes(args.model, written)
+        outputs[onnx_out] = written.serialized()
     write_files(outputs)
     return 0
 

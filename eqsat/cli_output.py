@@ -15,12 +15,11 @@ import ir
 from .cli_errors import UsageError
 from .compare import Comparison
 from .explain import provenance_records
-from .onnx_io import OnnxResult
 from .optimize import Optimized
 from .soundness.verify import Verification
 from .speed import SpeedVerdict
 
-__all__ = ["onnx_output", "onnx_bytes", "original_of", "report_record", "comparison_record", "verification_record"]
+__all__ = ["onnx_output", "original_of", "report_record", "comparison_record", "verification_record"]
 
 
 def onnx_output(args: argparse.Namespace) -> str | None:
@@ -43,17 +42,10 @@ def onnx_output(args: argparse.Namespace) -> str | None:
     return out
 
 
-def onnx_bytes(model: str, written: OnnxResult) -> bytes:
-    """The bytes of the ONNX model to write: the input file byte for byte when the speed check kept
-    the input and `model` is a file, else `written.model` serialized."""
-    if written.verdict is not None and written.kept is None and Path(model).is_file():
-        return Path(model).read_bytes()
-    return written.model.SerializeToString()
-
-
 def original_of(model: str) -> str | None:
-    """What a speed check times ours against: `model` when it is a file, else None (a zoo model:
-    its input program written as ONNX)."""
+    """What a speed check times ours against (`eqsat.onnx_io.optimize_to_onnx`): `model` when it is
+    a file, kept byte for byte when ours is not faster; else None (a zoo model: its input program
+    written as ONNX)."""
     return model if Path(model).is_file() else None
 
 

@@ -13,7 +13,9 @@ from __future__ import annotations
 
 import dataclasses
 import os
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Callable, Mapping
 
 import numpy as np
@@ -29,7 +31,8 @@ from .soundness.inputs import random_inputs, size_assignments, size_variables
 from .speed import CONFIDENCE, VERDICT_SECONDS, InputSessions, SpeedCheck, SpeedVerdict, Tried
 from .target import resolve_target
 
-__all__ = ["optimize_onnx", "optimize_to_onnx", "OnnxResult", "exports_contrib", "to_onnx", "faster_of", "SPEED_SIZE"]
+__all__ = ["optimize_onnx", "optimize_to_onnx", "OnnxResult", "exports_contrib", "to_onnx", "faster_of", "speed_sessions",
+           "SPEED_SIZE"]
 
 SPEED_SIZE = 16
 """the length of every symbolic dimension in the inputs the speed check times."""
@@ -58,10 +61,23 @@ class OnnxResult:
     optimized: Optimized
     """ours: verified, or, where the speed check ran, verified once it was timed faster (its
     `unverified` says why not)."""
-    model: Any
-    """the `onnx.ModelProto` to write: ours, ours without some op families, or the input (`verdict`)."""
+    written: Any
+    """what to write: ours, ours without some op families (an `onnx.ModelProto`), or the input as it
+    was given (a ModelProto, or a file's bytes), as `verdict` says."""
     verdict: SpeedVerdict | None = None
     """the speed check's, where it ran."""
+
+    @property
+    def model(self) -> Any:
+        """What is written, as an `onnx.ModelProto`."""
+        if isinstance(self.written, bytes):
+            import onnx
+            return onnx.load_from_string(self.written)
+        return self.written
+
+    def serialized(self) -> bytes:
+        """What is written, as bytes: a file the input was kept from byte for byte."""
+        return self.written if isinstance(self.written, bytes) else self.written.SerializeToString()
 
     @property
     def kept(self) -> Optimized | None:
@@ -94,52 +110,72 @@ def optimize_to_onnx(mod: IRModule, params: Mapping[str, Any] | None, original: 
     For a target that runs in ONNX Runtime, with `speed`, ours is timed against `original` (an
     `onnx.ModelProto`, a path to one, or None: the input program written as ONNX) before it is
     verified, and verified only when it is kept (`faster_of`: a program that is not kept needs no
-    verification, and a large one's verification takes seconds); otherwise `optimize` verifies it
-    as `verify` says. The other `options` are `optimize`'s.
+    verification, and a large one's verification takes seconds); the input's sessions are made
+    while saturation runs. Otherwise `optimize` verifies ours as `verify` says. The other `options`
+    are `optimize`'s.
     """
     spec = resolve_target(target, log, standard_onnx=standard_onnx)
-    timed = speed and spec.runs_in == "ort"
-    res = optimize(mod, params, target=spec, verify=False if timed else verify, **options)
-    if not timed:
+    if not (speed and spec.runs_in == "ort"):
+        res = optimize(mod, params, target=spec, verify=verify, **options)
         return OnnxResult(res, to_onnx(res, standard_onnx, onnx_contrib))
-    if original is None:
-        original = ir.frontend.to_onnx(mod, params)
-    elif isinstance(original, (str, os.PathLike)):
-        import onnx
-        original = onnx.load(os.fspath(original))
-    model, verdict = faster_of(res, original, verify)
+    with ThreadPoolExecutor(1) as pool:  # ONNX Runtime makes and warms sessions without holding the GIL
+        pending = pool.submit(_input_sessions, mod, params, original, spec.target or Target("ort"))
+        res = optimize(mod, params, target=spec, verify=False, **options)
+        original, sessions = pending.result()
+    written, verdict = faster_of(res, original, verify, sessions)
     if verdict.kept == "ours":
         res = verdict.result
     elif trials_of(verify):
         res = dataclasses.replace(res, unverified=NOT_TIMED_FASTER)
-    return OnnxResult(res, model, verdict)
+    return OnnxResult(res, written, verdict)
+
+
+def _input_sessions(mod: IRModule, params: Mapping[str, Any] | None, original: Any,
+                    session: Target) -> tuple[Any, InputSessions]:
+    """The input model (`original`: a file's bytes as they are, or None: `mod` written as ONNX) and
+    its sessions (`speed_sessions`)."""
+    if original is None:
+        original = ir.frontend.to_onnx(mod, params)
+    elif isinstance(original, (str, os.PathLike)):
+        original = Path(original).read_bytes()
+    return original, speed_sessions(mod, params, original, session)
+
+
+def speed_sessions(mod: IRModule, params: Mapping[str, Any] | None, original: Any, session: Target) -> InputSessions:
+    """`original` (the ONNX model of `mod`, or its bytes) in the sessions the speed check times
+    programs against (`InputSessions`), in the session `session` names (`strategies.Target`'s
+    `optimizer` and `threads`), on inputs drawn for `mod` (symbolic sizes `SPEED_SIZE`, then one at
+    a time twice that, as verification draws them, until the input model runs)."""
+    skip = list(params or {})
+    feeds = [random_inputs(mod, skip=skip, size=SPEED_SIZE, named=named)
+             for named in size_assignments(size_variables(mod, skip), SPEED_SIZE)]
+    return InputSessions(original, feeds, optimizer=session.optimizer, threads=session.threads)
 
 
 NOT_TIMED_FASTER = "it was not timed faster than the input, and a program is verified once it is"
 """why ours is not verified when the speed check did not keep it."""
 
 
-def faster_of(res: Optimized, original: Any, verify: bool | int = True) -> tuple[Any, SpeedVerdict]:
-    """The faster of ours (`res`) and `original` in ONNX Runtime (see `eqsat.speed`), as the ONNX model
-    to write, with the verdict. When ours is not faster, programs without one of `res`'s op families
-    are timed in turn (`eqsat.regions`: largest estimated saving first, at most `MAX_VARIANTS`, while
-    the verdict's time lasts), and the first that is faster is kept; else `original`.
+def faster_of(res: Optimized, original: Any, verify: bool | int = True,
+              sessions: InputSessions | None = None) -> tuple[Any, SpeedVerdict]:
+    """The faster of ours (`res`) and `original` (an ONNX model or its bytes) in ONNX Runtime (see
+    `eqsat.speed`), as the ONNX model to write, with the verdict. When ours is not faster, programs
+    without one of `res`'s op families are timed in turn (`eqsat.regions`: largest estimated saving
+    first, at most `MAX_VARIANTS`, while the verdict's time lasts), and the first that is faster is
+    kept; else `original`.
 
     A program is verified (`eqsat.optimize.verified`, on as many input sets as `res` was, or as
     `verify` says when it was not: a slower program costs no verification) once it is timed faster,
     and kept only then: ours raises `VerificationError`, as `optimize` would; a variant that fails is
     noted and passed over. The verdict's `result` is the kept program (verified), None for the input.
     Programs are timed with their weights held in memory (no copy into a model and out again) and
-    the kept one is written whole, checked by `onnx.checker`.
-    All run in the session `res`'s target names (`strategies.Target`'s `optimizer` and `threads`),
-    on inputs drawn for `res`'s input program (symbolic sizes `SPEED_SIZE`, then one at a time twice
-    that, as verification draws them, until the input model runs)."""
-    mod, params = res.saturated.input_module() if res.saturated is not None else (res.mod, res.params)
-    feeds = [random_inputs(mod, skip=list(params), size=SPEED_SIZE, named=named)
-             for named in size_assignments(size_variables(mod, list(params)), SPEED_SIZE)]
-    session = res.spec.target if res.spec is not None and res.spec.target is not None else Target("ort")
+    the kept one is written whole, checked by `onnx.checker`. All are timed against `sessions`
+    (default: `speed_sessions` of `res`'s input program in the session its target names)."""
+    if sessions is None:
+        mod, params = res.saturated.input_module() if res.saturated is not None else (res.mod, res.params)
+        target = res.spec.target if res.spec is not None and res.spec.target is not None else Target("ort")
+        sessions = speed_sessions(mod, params, original, target)
     variants = families(res)[:MAX_VARIANTS] if res.saturated is not None else []
-    sessions = InputSessions(original, feeds, optimizer=session.optimizer, threads=session.threads)
     standard_onnx = res.spec is not None and res.spec.standard_onnx
     verify = res.verification.trials if res.verification is not None else verify
 

@@ -28,7 +28,7 @@ from strategies.tuning_db import TuningDatabase, is_database, this_device
 
 from ..atomic import write_files
 from ..cli_errors import EXIT_UNVERIFIED, failure
-from ..cli_output import finite, onnx_bytes, original_of, report_record
+from ..cli_output import finite, original_of, report_record
 from ..limits import Limits
 from ..onnx_io import optimize_to_onnx
 from ..optimize import DEFAULT_TRIALS
@@ -106,7 +106,7 @@ def optimize_model(task: tuple[ModelSource, BatchOptions]) -> Outcome:
                                    extractor=options.extractor, verify=options.verify,
                                    standard_onnx=options.standard_onnx, onnx_contrib=options.onnx_contrib,
                                    speed=options.speed_check)
-        onnx = onnx_bytes(model.source, written)
+        onnx = written.serialized()
     except Exception as err:  # one model's failure is its row, not the batch's
         status, message = failure(err)
         row.update(status="unverified" if status == EXIT_UNVERIFIED else "failed", error=message.removeprefix("error: "),
