@@ -5,8 +5,9 @@ ops and blocked-layout kernels unless the caller asks for standard ONNX only, in
 blocked-layout rules are left out, so no blocked layout is ever written as transposes. Before an
 ort program is handed back it is timed against the input in the session it will run in
 (`eqsat.speed`); when it is not faster, programs that leave out one family of its rewrites are
-timed in turn while the verdict's time lasts (`eqsat.regions`), and the first that is faster and
-then verified is handed back, else the input; the report says which, with every program tried.
+timed in turn while the verdict's time lasts (`eqsat.regions`). The first that is faster is then
+verified where it runs and handed back, else the input; the report says which, with every program
+tried. `optimize_to_onnx` is that pipeline, for the one call, the command line and the fleet.
 """
 
 from __future__ import annotations
