@@ -32,8 +32,8 @@ from .soundness.inputs import random_inputs, size_assignments, size_variables
 from .speed import CONFIDENCE, VERDICT_SECONDS, InputSessions, SpeedCheck, SpeedVerdict, Tried
 from .target import resolve_target
 
-__all__ = ["optimize_onnx", "optimize_to_onnx", "OnnxResult", "exports_contrib", "to_onnx", "faster_of", "speed_sessions",
-           "SPEED_SIZE"]
+__all__ = ["optimize_onnx", "optimize_to_onnx", "OnnxResult", "exports_contrib", "to_onnx", "faster_of",
+           "speed_sessions", "SPEED_SIZE"]
 
 SPEED_SIZE = 16
 """the length of every symbolic dimension in the inputs the speed check times."""

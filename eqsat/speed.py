@@ -37,7 +37,8 @@ from strategies.ort_timing import ort_session, quiet_runner, timing_clock
 from .errors import SpeedCheckError
 
 __all__ = ["SpeedCheck", "Tried", "SpeedVerdict", "InputSessions", "speed_check", "decision", "margin",
-           "median_interval", "ROUNDS", "MAX_ROUNDS", "BATCH_SECONDS", "TIMED_SECONDS", "VERDICT_SECONDS", "WARM_SECONDS", "MARGIN",
+           "median_interval", "ROUNDS", "MAX_ROUNDS", "BATCH_SECONDS", "TIMED_SECONDS", "VERDICT_SECONDS", "WARM_SECONDS",
+           "MARGIN",
            "CONFIDENCE", "RULE"]
 
 ROUNDS = 9

@@ -114,10 +114,11 @@ def optimize_model(task: tuple[ModelSource, BatchOptions]) -> Outcome:
         return Outcome(row)
     res, check = written.optimized, written.verdict
     kept = written.kept or res
+    verified = kept.verification.status if kept.verification is not None else f"not verified ({kept.unverified})"
     row.update(status="ok", target=res.target, stop_reason=res.report.stop_reason.value,
                iterations=res.report.iterations, cost_before=finite(res.cost_before),
                cost_after=finite(res.cost_after), unit=res.unit,
-               verified=kept.verification.status if kept.verification is not None else f"not verified ({kept.unverified})",
+               verified=verified,
                speed_check=None if check is None else {"kept": check.kept, "median": check.median},
                seconds=time.perf_counter() - start)
     return Outcome(row, onnx, report_record(model.name, res, check))
