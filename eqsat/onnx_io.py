@@ -33,7 +33,7 @@ from .speed import CONFIDENCE, VERDICT_SECONDS, InputSessions, SpeedCheck, Speed
 from .target import resolve_target
 
 __all__ = ["optimize_onnx", "optimize_to_onnx", "OnnxResult", "exports_contrib", "to_onnx", "faster_of",
-           "speed_sessions", "SPEED_SIZE"]
+           "speed_feeds", "SPEED_SIZE"]
 
 SPEED_SIZE = 16
 """the length of every symbolic dimension in the inputs the speed check times."""
@@ -119,8 +119,11 @@ def optimize_to_onnx(mod: IRModule, params: Mapping[str, Any] | None, original: 
     if not (speed and spec.runs_in == "ort"):
         res = optimize(mod, params, target=spec, verify=verify, **options)
         return OnnxResult(res, to_onnx(res, standard_onnx, onnx_contrib))
+    if original is None:
+        original = ir.frontend.to_onnx(mod, params)
+    feeds = speed_feeds(mod, params)  # the program is read here, not beside saturation
     with ThreadPoolExecutor(1) as pool:  # ONNX Runtime makes and warms sessions without holding the GIL
-        pending = pool.submit(_input_sessions, mod, params, original, spec.target or Target("ort"))
+        pending = pool.submit(_input_sessions, original, feeds, spec.target or Target("ort"))
         res = optimize(mod, params, target=spec, verify=False, **options)
         original, sessions = pending.result()
     written, verdict = faster_of(res, original, verify, sessions)
@@ -131,26 +134,20 @@ def optimize_to_onnx(mod: IRModule, params: Mapping[str, Any] | None, original: 
     return OnnxResult(res, written, verdict)
 
 
-def _input_sessions(mod: IRModule, params: Mapping[str, Any] | None, original: Any,
-                    session: Target) -> tuple[Any, InputSessions]:
-    """The input model (`original`: a file's bytes as they are, or None: `mod` written as ONNX) and
-    its sessions (`speed_sessions`)."""
-    if original is None:
-        original = ir.frontend.to_onnx(mod, params)
-    elif isinstance(original, (str, os.PathLike)):
+def _input_sessions(original: Any, feeds: list[dict[str, np.ndarray]], session: Target) -> tuple[Any, InputSessions]:
+    """The input model (`original`, a path read as the file's bytes) and its `InputSessions` on `feeds`,
+    in the session `session` names (`strategies.Target`'s `optimizer` and `threads`)."""
+    if isinstance(original, (str, os.PathLike)):
         original = Path(original).read_bytes()
-    return original, speed_sessions(mod, params, original, session)
+    return original, InputSessions(original, feeds, optimizer=session.optimizer, threads=session.threads)
 
 
-def speed_sessions(mod: IRModule, params: Mapping[str, Any] | None, original: Any, session: Target) -> InputSessions:
-    """`original` (the ONNX model of `mod`, or its bytes) in the sessions the speed check times
-    programs against (`InputSessions`), in the session `session` names (`strategies.Target`'s
-    `optimizer` and `threads`), on inputs drawn for `mod` (symbolic sizes `SPEED_SIZE`, then one at
-    a time twice that, as verification draws them, until the input model runs)."""
+def speed_feeds(mod: IRModule, params: Mapping[str, Any] | None) -> list[dict[str, np.ndarray]]:
+    """The input sets the speed check draws for `mod` (symbolic sizes `SPEED_SIZE`, then one at a time
+    twice that, as verification draws them); it times on the first the input model runs on."""
     skip = list(params or {})
-    feeds = [random_inputs(mod, skip=skip, size=SPEED_SIZE, named=named)
-             for named in size_assignments(size_variables(mod, skip), SPEED_SIZE)]
-    return InputSessions(original, feeds, optimizer=session.optimizer, threads=session.threads)
+    return [random_inputs(mod, skip=skip, size=SPEED_SIZE, named=named)
+            for named in size_assignments(size_variables(mod, skip), SPEED_SIZE)]
 
 
 NOT_TIMED_FASTER = "it was not timed faster than the input, and a program is verified once it is"
@@ -171,11 +168,11 @@ def faster_of(res: Optimized, original: Any, verify: bool | int = True,
     noted and passed over. The verdict's `result` is the kept program (verified), None for the input.
     Programs are timed with their weights held in memory (no copy into a model and out again) and
     the kept one is written whole, checked by `onnx.checker`. All are timed against `sessions`
-    (default: `speed_sessions` of `res`'s input program in the session its target names)."""
+    (default: made here, on `speed_feeds` of `res`'s input program, in the session its target names)."""
     if sessions is None:
         mod, params = res.saturated.input_module() if res.saturated is not None else (res.mod, res.params)
         target = res.spec.target if res.spec is not None and res.spec.target is not None else Target("ort")
-        sessions = speed_sessions(mod, params, original, target)
+        sessions = _input_sessions(original, speed_feeds(mod, params), target)[1]
     variants = families(res)[:MAX_VARIANTS] if res.saturated is not None else []
     standard_onnx = res.spec is not None and res.spec.standard_onnx
     verify = res.verification.trials if res.verification is not None else verify
