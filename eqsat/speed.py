@@ -14,11 +14,11 @@ ratio's confidence interval (`CONFIDENCE`, distribution-free: order statistics o
 compared with `1 - margin`, where the margin is `MARGIN` plus the control's distance from 1 (the
 noise this run measured): wholly below, ours is kept; wholly above, the input; across it, another
 block is timed, up to `MAX_ROUNDS` (fewer for a large model: `TIMED_SECONDS`, `VERDICT_SECONDS`),
-after which the input is kept. So a clear call costs one block, and a close one is either resolved by more rounds
-or settled on the input: a program must be faster than the input by more than the margin, and by
-more than the spread of its own ratios, to be kept. A program that is not gives the input back,
-unchanged, unless a program with only part of ours is faster by the same rule (`SpeedVerdict`,
-`eqsat.regions`).
+after which the input is kept. So a clear call costs one block, and a close one is either resolved
+by more rounds or settled on the input: a program must be faster than the input by more than the
+margin, and by more than the spread of its own ratios, to be kept. A program that is not gives the
+input back, unchanged, unless a program with only part of ours is faster by the same rule
+(`SpeedVerdict`, `eqsat.regions`).
 """
 
 from __future__ import annotations
@@ -37,9 +37,8 @@ from strategies.ort_timing import ort_session, quiet_runner, timing_clock
 from .errors import SpeedCheckError
 
 __all__ = ["SpeedCheck", "Tried", "SpeedVerdict", "InputSessions", "speed_check", "decision", "margin",
-           "median_interval", "ROUNDS", "MAX_ROUNDS", "BATCH_SECONDS", "TIMED_SECONDS", "VERDICT_SECONDS", "WARM_SECONDS",
-           "MARGIN",
-           "CONFIDENCE", "RULE"]
+           "median_interval", "ROUNDS", "MAX_ROUNDS", "BATCH_SECONDS", "TIMED_SECONDS", "VERDICT_SECONDS",
+           "WARM_SECONDS", "MARGIN", "CONFIDENCE", "RULE"]
 
 ROUNDS = 9
 """timed rounds per block, each one batch of each model."""
@@ -248,8 +247,8 @@ class InputSessions:
     def check(self, ours: Any, *, external: Mapping[str, np.ndarray] | None = None, max_rounds: int = MAX_ROUNDS,
               confidence: float = CONFIDENCE) -> SpeedCheck:
         """Time `ours` (an ONNX model or its bytes; `external` holds the arrays of the weights it
-        writes as held in memory, `ir.frontend.to_onnx(external=...)`) against the input as described above; the median
-        ratio's interval covers it with probability `confidence` (a caller that may time k programs
+        writes as held in memory, `ir.frontend.to_onnx(external=...)`) against the input as
+        described above; the median ratio's interval covers it with probability `confidence` (a caller that may time k programs
         passes 1 - (1 - CONFIDENCE) / k, so that noise keeps a program as fast as the input with
         probability at most 1 - CONFIDENCE over all k)."""
         clock = self.clock
