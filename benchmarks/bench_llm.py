@@ -60,7 +60,7 @@ FUSED = {
 FUSED_TYPES = {op: kind for kind, ops in FUSED.items() for op in ops}
 
 MODEL_TYPES = {"llama": "gpt2", "qwen2": "qwen3", "phi3": "phi", "gemma": "gpt2", "gemma2": "gpt2", "gpt2": "gpt2", "gptj": "gpt2",
-               "bert": "bert"}
+               "cohere": "gpt2", "glm": "gpt2", "bert": "bert"}
 """ONNX Runtime transformers optimizer's model type per family (`gpt2` is what its Llama and
 Gemma scripts use); `gpt2` is the fallback when the fitting one crashes."""
 

@@ -3,7 +3,12 @@ the fixtures in `tests/fixtures/llm` (run `python -m benchmarks.llm_models` to r
 Families: Llama, Qwen2, Phi-3 (partial rotary), Gemma (one KV head, GeGLU), Gemma-2 (soft-capped
 attention scores and logits, a sliding-window layer; eager attention only: transformers refuses
 sdpa for it), GPT-2, GPT-J (interleaved rotary on (batch, sequence, heads, head size), from a
-sin/cos table gathered at the positions) and BERT.
+sin/cos table gathered at the positions), Cohere (interleaved rotary on (batch, heads, sequence, head
+size), its angles repeated per pair before cos and sin; layer norm without bias; attention and MLP
+in parallel), GLM (interleaved partial rotary, the first half of a half-rotation table repeated per
+pair) and BERT. Cohere and GLM come from the dynamo exporter only (`exporters`): torch's TorchScript
+exporter writes a Cohere graph that ONNX Runtime rejects (a Reshape to traced sizes) and fails on
+GLM ("All tensors must have the same rank").
 
 Each family is built from its config object (no hub download): hidden 64, one layer, 4 query heads,
 grouped-query KV heads where the family has them, a 128-token vocabulary with tied embeddings, and
@@ -96,6 +101,12 @@ FAMILIES: dict[str, tuple[str, str, dict[str, Any], dict[str, Any]]] = {
                   rotary_dim=8, tie_word_embeddings=True, initializer_range=0.2),
              dict(decoder=True, rope="interleaved", rotary_dim=8, kv_heads=HEADS, norm="layernorm",
                   activation="gelu-tanh", qkv="separate", rope_layout="(B, S, N, H)", parallel_block=True)),
+    "cohere": ("CohereConfig", "CohereForCausalLM", dict(_COMMON, num_key_value_heads=2),
+               dict(decoder=True, rope="interleaved", rotary_dim=16, kv_heads=2, norm="layernorm(no bias)",
+                    activation="silu-gated", qkv="separate", parallel_block=True, exporters=["dynamo"])),
+    "glm": ("GlmConfig", "GlmForCausalLM", dict(_COMMON, num_key_value_heads=2, head_dim=HEAD_DIM, pad_token_id=0),
+            dict(decoder=True, rope="interleaved", rotary_dim=8, kv_heads=2, norm="rmsnorm", activation="silu-gated",
+                 qkv="separate+bias", mlp="packed gate-up", exporters=["dynamo"])),
     "bert": ("BertConfig", "BertModel",
              dict(_COMMON, max_position_embeddings=64),
              dict(decoder=False, rope=None, kv_heads=HEADS, norm="layernorm", activation="gelu-erf",
@@ -273,7 +284,7 @@ def main(directory: str = FIXTURE_DIR, families: list[str] | None = None) -> dic
         failed = [e for e in kept["failed"] if e["family"] not in chosen]
     for family in chosen:
         has = FAMILIES[family][3]
-        for exporter in EXPORTERS:
+        for exporter in has.get("exporters", EXPORTERS):
             for attention in has.get("attentions", ATTENTIONS):
                 for cache in ((False, True) if has["decoder"] else (False,)):
                     entry, error = _fixture(directory, family, exporter, attention, cache)

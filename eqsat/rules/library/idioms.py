@@ -103,9 +103,11 @@ def _affine_layer_norm(m: Match) -> bool:
 
 
 def _rms_norm(m: Match) -> Expr | None:
-    eps = m.scalar("eps")
+    """`nn.rms_norm` with the match's epsilon, or none (0: its kernels then divide by the root
+    mean square as the match does, zero, overflowing and subnormal rows alike)."""
+    eps = m.scalar("eps") if "eps" in m.constants else 0.0
     affine = _ones_zeros(m)
-    if eps is None or eps <= 0 or not _last_axis(m, "m1") or affine is None:
+    if eps is None or eps < 0 or not _last_axis(m, "m1") or affine is None:
         return None
     ones, _ = affine
     return make_call("nn.rms_norm", [m.expr("x"), ones], {"axis": -1, "epsilon": eps})
@@ -290,10 +292,10 @@ def _layer_norm_wrong_axis() -> Expr:
     return relay.divide(d, relay.sqrt(relay.add(var, _c(1e-5))))
 
 
-def _rms_example(axis: int = -1) -> Expr:
+def _rms_example(axis: int = -1, eps: float | None = 1e-6) -> Expr:
     v = _v(2, 8)
     ms = relay.mean(relay.multiply(v, v), axis=axis, keepdims=True)
-    return relay.divide(v, relay.sqrt(relay.add(ms, _c(1e-6))))
+    return relay.divide(v, relay.sqrt(ms if eps is None else relay.add(ms, _c(eps))))
 
 
 def _gated(gate) -> Expr:
@@ -332,6 +334,8 @@ IDIOMS = ruleset("idioms", [
     rule("rms-norm", x / ops.sqrt(ops.mean(x * x, bind_attrs="m1") + const_pat("eps")),
          _rms_norm, dtypes="float", exact=False,
          example=_rms_example, near_miss=lambda: _rms_example(axis=0)),
+    rule("rms-norm-unguarded", x / ops.sqrt(ops.mean(x * x, bind_attrs="m1")), _rms_norm, dtypes="float", exact=False,
+         example=lambda: _rms_example(eps=None), near_miss=lambda: _rms_example(axis=0, eps=None)),
     rule("rms-norm-scaled", nn.rms_norm(x, 1.0) * g, nn.rms_norm(x, g), when=_vectors_over_last_axis("g"),
          dtypes="float", exact=False,
          example=lambda: relay.multiply(relay.nn.rms_norm(_v(2, 8), _c(np.ones(8))), _v(8, name="g")),

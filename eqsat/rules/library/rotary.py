@@ -231,10 +231,10 @@ _HEADS_AHEAD = (0, 2, 1, 3)
 
 
 def _per_pair(table, name: str, tiled: bool):
-    """`reshape(tile(expand_dims(expand_dims(table, 2), 4), reps), newshape)`: each angle's value
-    twice in a row (`repeat_interleave`), attributes bound as `<name>1`, `<name>2`, `<name>t`, `<name>r`;
-    not `tiled`: the copies made by `where(True, ..., carrier)` (dynamo's expand) instead."""
-    spread = call("expand_dims", call("expand_dims", table, bind_attrs=f"{name}1"), bind_attrs=f"{name}2")
+    """`reshape(tile(expand_dims(table, -1), (1, .., 1, 2)), newshape)`: each value of `table` twice
+    in a row (`repeat_interleave` of its last axis), attributes bound as `<name>1`, `<name>t`,
+    `<name>r`; not `tiled`: the copies made by `where(True, ..., carrier)` (dynamo's expand) instead."""
+    spread = call("expand_dims", table, bind_attrs=f"{name}1")
     copies = (call("tile", spread, bind_attrs=f"{name}t") if tiled
               else call("where", const_pat(f"{name}w"), spread, const_pat(f"{name}t")))
     return call("reshape", copies, bind_attrs=f"{name}r")
@@ -255,45 +255,93 @@ def _strided(attrs, start: int, size: int) -> bool:
     return range(size)[attrs.begin[0]:attrs.end[0]:2] == range(start, size, 2)
 
 
-def _repeated_per_pair(m: Match, name: str, table: str, shape: tuple) -> bool:
-    """The table `table` (B or 1, S, h) spread per pair over (.., S, 1 head axis, 2h) by its `_per_pair` match."""
-    first, second = m[f"{name}1"], m[f"{name}2"]
-    if (first.axis, first.num_newaxis, second.axis % 5, second.num_newaxis) != (2, 1, 4, 1):
+def _repeated_per_pair(m: Match, name: str, shape: tuple, dtype: str) -> bool:
+    """`_per_pair`'s match `name` repeats each value of its table (`shape`, `dtype`) along its last
+    axis: a new last axis of 2 merged into it."""
+    rank = len(shape) + 1
+    first = m[f"{name}1"]
+    if (first.axis % rank, first.num_newaxis) != (rank - 1, 1):
         return False
-    if f"{name}w" in m.constants:  # where(True, x, carrier): x broadcast to the carrier's (1, 1, 1, 1, 2)
+    pair = (1,) * (rank - 1) + (2,)
+    if f"{name}w" in m.constants:  # where(True, x, carrier): x broadcast to the carrier's (1, .., 1, 2)
         cond, carrier = m.const(f"{name}w"), m.const(f"{name}t")
-        if cond.dtype != np.bool_ or not cond.all() or carrier.ndim > 5 \
-                or (1,) * (5 - carrier.ndim) + carrier.shape != (1, 1, 1, 1, 2):
+        if cond.dtype != np.bool_ or not cond.all() or carrier.ndim > rank \
+                or (1,) * (rank - carrier.ndim) + carrier.shape != pair:
             return False
-    elif list(m[f"{name}t"].reps) != [1, 1, 1, 1, 2]:
+    elif tuple(m[f"{name}t"].reps) != pair:
         return False
-    spread = (*shape[:2], 1, shape[2], 2)
-    merged = relay.op.get("reshape").relation([relay.TensorType(spread, m.dtype(table))], m[f"{name}r"])
-    return tuple(merged.shape) == (*shape[:2], 1, 2 * shape[2])
+    merged = relay.op.get("reshape").relation([relay.TensorType((*shape, 2), dtype)], m[f"{name}r"])
+    return tuple(merged.shape) == (*shape[:-1], 2 * shape[-1])
+
+
+def _rotated_pairs(m: Match, shape: tuple) -> bool:
+    """`_every_two`'s match rotates the interleaved pairs of data of `shape` (.., r) and restores its shape."""
+    rotary = shape[-1]
+    if not (_strided(m["so"], 1, rotary) and _strided(m["se"], 0, rotary) and _last_axis(m["rc"].axis, 5)):
+        return False
+    if any((m[e].axis % 5, m[e].num_newaxis) != (4, 1) for e in ("eo", "ee")):
+        return False
+    pairs = relay.op.get("reshape").relation([relay.TensorType((*shape[:3], rotary // 2, 2), m.dtype("x"))], m["rr"])
+    return tuple(pairs.shape) == tuple(shape)
 
 
 def _interleaved(m: Match) -> Expr | None:
+    """GPT-J's: data (B, S, N, r), tables c, s (B or 1, S, r/2) with a head axis added, per pair."""
     shape = m.shape("x")
     rotary = shape[-1] if len(shape) == 4 else None
     if not isinstance(rotary, int) or rotary % 2:
         return None
     half = rotary // 2
-    tables = [m.shape(n) for n in ("c", "s")]
+    table = m.shape("c")
     heads_ahead = (shape[0], shape[2], shape[1], shape[3])
-    if not all(_fits(t, heads_ahead, half) for t in tables) or tables[0] != tables[1]:
+    if not _fits(table, heads_ahead, half) or m.shape("s") != table:
         return None
-    if not (_repeated_per_pair(m, "pc", "c", tables[0]) and _repeated_per_pair(m, "ps", "s", tables[1])):
+    if any((m[h].axis % 4, m[h].num_newaxis) != (2, 1) for h in ("hc", "hs")):
         return None
-    if not (_strided(m["so"], 1, rotary) and _strided(m["se"], 0, rotary) and _last_axis(m["rc"].axis, 5)):
-        return None
-    if any((m[e].axis % 5, m[e].num_newaxis) != (4, 1) for e in ("eo", "ee")):
-        return None
-    pairs = relay.op.get("reshape").relation([relay.TensorType((*shape[:3], half, 2), m.dtype("x"))], m["rr"])
-    if tuple(pairs.shape) != tuple(shape):
+    spread = (*table[:2], 1, half)
+    if not all(_repeated_per_pair(m, n, spread, m.dtype("c")) for n in ("pc", "ps")) or not _rotated_pairs(m, shape):
         return None
     ahead = make_call("transpose", [m.expr("x")], {"axes": list(_HEADS_AHEAD)})
     rotated = make_call("nn.rotary_embedding", [ahead, m.expr("c"), m.expr("s")], {"interleaved": True})
     return make_call("transpose", [rotated], {"axes": list(_HEADS_AHEAD)})
+
+
+def _interleaved_ahead(m: Match) -> Expr | None:
+    """Data (B, N, S, r) whose heads are already ahead, each table `fn(P(f))` (Cohere) or
+    `P(fn(cat(f, f))[..., :r/2])` (GLM), with `P` the per-pair repeat, f the angles (B or 1, S, r/2)
+    and `fn` cos or sin. Either is `P(fn(f))` element by element: the op's tables are cos(f), sin(f)."""
+    shape = m.shape("x")
+    rotary = shape[-1] if len(shape) == 4 else None
+    if not isinstance(rotary, int) or rotary % 2 or not _head_axis(m):
+        return None
+    half = rotary // 2
+    angles = m.shape("f")
+    if not _fits(angles, shape, half):
+        return None
+    if "tc" in m.values:  # GLM's: the first half of the table, its head axis added, repeated
+        halves = all(_slice_of_last_axis(m[h], 4, rotary) == (0, half) for h in ("hc", "hs"))
+        if not (halves and _last_axis(m["tc"].axis, 3)):
+            return None
+        angles = (angles[0], 1, *angles[1:])
+    if not all(_repeated_per_pair(m, n, angles, m.dtype("f")) for n in ("pc", "ps")) or not _rotated_pairs(m, shape):
+        return None
+    tables = relay.cos(m.expr("f")), relay.sin(m.expr("f"))
+    return make_call("nn.rotary_embedding", [m.expr("x"), *tables], {"interleaved": True})
+
+
+def _ahead_tables(tiled: bool, halved: bool) -> tuple:
+    """The cos and sin patterns of `_interleaved_ahead`: Cohere's, or GLM's (`halved`)."""
+    if halved:
+        return tuple(_per_pair(call("strided_slice", call("expand_dims", call(fn, _TABLE), bind_attrs=f"e{k}"),
+                                    bind_attrs=f"h{k}"), f"p{k}", tiled) for fn, k in (("cos", "c"), ("sin", "s")))
+    return tuple(call("expand_dims", call(fn, _per_pair(f, f"p{k}", tiled)), bind_attrs=f"e{k}")
+                 for fn, k in (("cos", "c"), ("sin", "s")))
+
+
+def _interleaved_rule(name: str, cos, sin, build, example, near_miss):
+    """`x * cos + rotate_every_two(x) * sin` -> `build`."""
+    return rule(name, call("add", call("multiply", x, cos), call("multiply", _every_two(), sin)), build,
+                dtypes="float", exact=False, example=example, near_miss=near_miss)
 
 
 def _rotated_ahead():
@@ -318,25 +366,50 @@ def _partial_behind(m: Match) -> Expr | None:
     return make_call("transpose", [rotated], {"axes": list(_HEADS_AHEAD)})
 
 
+def _repeat_example(table: Expr, pair_axis: int, tiled: bool, newshape: list[int]) -> Expr:
+    """`table` with a new axis of 2 at `pair_axis` (a tile, or a broadcast when not `tiled`), reshaped
+    to `newshape`: each value repeated per pair when `pair_axis` is the last."""
+    spread = relay.expand_dims(table, axis=pair_axis)
+    reps = [1] * (len(newshape) + 1)
+    reps[pair_axis] = 2
+    copies = relay.tile(spread, reps=reps) if tiled else relay.where(
+        relay.const(np.array(True)), spread, relay.const(np.zeros(reps, np.float32)))
+    return relay.reshape(copies, newshape=newshape)
+
+
+def _every_two_example(data: Expr, newshape: list[int]) -> Expr:
+    """`rotate_every_two` of (.., 8) data: pairs (x0, x1) -> (-x1, x0)."""
+    odd = relay.expand_dims(relay.negative(relay.strided_slice(data, [1], [2**63 - 1], strides=[2], axes=[3])), axis=4)
+    even = relay.expand_dims(relay.strided_slice(data, [0], [2**63 - 1], strides=[2], axes=[3]), axis=4)
+    return relay.reshape(relay.concatenate([odd, even], axis=-1), newshape=newshape)
+
+
 def _gptj_example(pair_axis: int = 4, tiled: bool = True) -> Expr:
     """GPT-J's rotation of x (2, 5, 3, 8) (batch, tokens, heads, features) by tables (1, 5, 4), each
     angle repeated per pair by a tile (`tiled`) or a broadcast; `pair_axis=3`: repeated as halves
     instead (a near miss)."""
     data = relay.var("x", shape=(2, 5, 3, 8))
+    cos, sin = (_repeat_example(relay.expand_dims(relay.var(n, shape=(1, 5, 4)), axis=2), pair_axis, tiled,
+                                [1, 5, 1, 8]) for n in ("c", "s"))
+    return relay.add(relay.multiply(data, cos), relay.multiply(_every_two_example(data, [0, 0, 3, -1]), sin))
 
-    def per_pair(table):
-        spread = relay.expand_dims(relay.expand_dims(table, axis=2), axis=pair_axis)
-        reps = [1, 1, 1, 1, 1]
-        reps[pair_axis] = 2
-        copies = relay.tile(spread, reps=reps) if tiled else relay.where(
-            relay.const(np.array(True)), spread, relay.const(np.zeros(reps, np.float32)))
-        return relay.reshape(copies, newshape=[1, 5, 1, 8])
 
-    cos, sin = (per_pair(relay.var(n, shape=(1, 5, 4))) for n in ("c", "s"))
-    odd = relay.expand_dims(relay.negative(relay.strided_slice(data, [1], [2**63 - 1], strides=[2], axes=[3])), axis=4)
-    even = relay.expand_dims(relay.strided_slice(data, [0], [2**63 - 1], strides=[2], axes=[3]), axis=4)
-    rotated = relay.reshape(relay.concatenate([odd, even], axis=-1), newshape=[0, 0, 3, -1])
-    return relay.add(relay.multiply(data, cos), relay.multiply(rotated, sin))
+def _ahead_example(pair_axis: int | None = None, tiled: bool = True, halved: bool = False) -> Expr:
+    """The rotation of x (2, 3, 5, 8) (batch, heads, tokens, features) by angles f (1, 5, 4) repeated
+    per pair: before cos and sin (Cohere), or (`halved`) cos and sin of `cat(f, f)` given a head
+    axis, their first halves repeated (GLM); `pair_axis` one before the last: repeated as halves
+    instead (a near miss)."""
+    data = relay.var("x", shape=(2, 3, 5, 8))
+    angles = relay.var("f", shape=(1, 5, 4))
+    if halved:
+        pair_axis = 4 if pair_axis is None else pair_axis + 1
+        full = relay.concatenate([angles, angles], axis=-1)
+        cos, sin = (_repeat_example(relay.strided_slice(relay.expand_dims(fn(full), axis=1), [0], [4], axes=[3]),
+                                    pair_axis, tiled, [1, 1, -1, 8]) for fn in (relay.cos, relay.sin))
+    else:
+        table = _repeat_example(angles, 3 if pair_axis is None else pair_axis, tiled, [1, -1, 8])
+        cos, sin = (relay.expand_dims(fn(table), axis=1) for fn in (relay.cos, relay.sin))
+    return relay.add(relay.multiply(data, cos), relay.multiply(_every_two_example(data, [0, 3, 0, 8]), sin))
 
 
 def _gptj_partial(rest_from: int) -> Expr:
@@ -369,12 +442,17 @@ ROTARY = ruleset("rotary", [
                                        call("strided_slice", q, bind_attrs="sp")), bind_attrs="cc"),
          _partial, dtypes="float", exact=False,
          example=lambda: _fused_partial(4), near_miss=lambda: _fused_partial(5)),
-    *(rule(f"rotary-embedding-interleaved{'' if tiled else '-expanded'}",
-           call("add", call("multiply", x, _per_pair(c, "pc", tiled)),
-                call("multiply", _every_two(), _per_pair(s, "ps", tiled))),
-           _interleaved, dtypes="float", exact=False, example=lambda t=tiled: _gptj_example(tiled=t),
-           near_miss=lambda t=tiled: _gptj_example(pair_axis=3, tiled=t))
+    *(_interleaved_rule(f"rotary-embedding-interleaved{'' if tiled else '-expanded'}",
+                        *(_per_pair(call("expand_dims", t, bind_attrs=f"h{k}"), f"p{k}", tiled)
+                          for t, k in ((c, "c"), (s, "s"))),
+                        _interleaved, lambda t=tiled: _gptj_example(tiled=t),
+                        lambda t=tiled: _gptj_example(pair_axis=3, tiled=t))
       for tiled in (True, False)),
+    *(_interleaved_rule(f"rotary-embedding-interleaved-ahead{'-halved' if halved else ''}{'' if tiled else '-expanded'}",
+                        *_ahead_tables(tiled, halved), _interleaved_ahead,
+                        lambda t=tiled, h=halved: _ahead_example(tiled=t, halved=h),
+                        lambda t=tiled, h=halved: _ahead_example(pair_axis=2, tiled=t, halved=h))
+      for halved in (False, True) for tiled in (True, False)),
     rule("rotary-embedding-partial-behind",
          call("concatenate", tuple_pat(call("transpose", _rotated_ahead(), bind_attrs="to"),
                                        call("strided_slice", q, bind_attrs="sp")), bind_attrs="cc"),

@@ -10,7 +10,7 @@ import pytest
 
 import eqsat
 import ir
-from eqsat.rules.library.rotary import _cache_example, _gptj_example, _rope_example
+from eqsat.rules.library.rotary import _ahead_example, _cache_example, _gptj_example, _rope_example
 from ir import relay
 from ir.frontend import to_onnx
 from tests.ir.frontend.ort_helpers import assert_outputs_close, run_ort
@@ -40,8 +40,12 @@ def _optimized(expr: ir.Expr) -> list[str]:
 
 @pytest.mark.parametrize("program", [_rope_example, lambda: _rope_example(split=True),
                                      lambda: _rope_example(partial=True), _cache_example, _gptj_example,
-                                     lambda: _gptj_example(tiled=False)],
-                         ids=["sliced", "split", "partial", "cache", "gptj-pairs-tiled", "gptj-pairs-expanded"])
+                                     lambda: _gptj_example(tiled=False), _ahead_example,
+                                     lambda: _ahead_example(tiled=False), lambda: _ahead_example(halved=True),
+                                     lambda: _ahead_example(tiled=False, halved=True)],
+                         ids=["sliced", "split", "partial", "cache", "gptj-pairs-tiled", "gptj-pairs-expanded",
+                              "cohere-pairs-tiled", "cohere-pairs-expanded", "glm-half-table-tiled",
+                              "glm-half-table-expanded"])
 def test_rope_spellings_become_rotary_embedding(program):
     ops = _optimized(program())
     assert ops.count("RotaryEmbedding") == 1 and "Neg" not in ops, ops
@@ -49,9 +53,12 @@ def test_rope_spellings_become_rotary_embedding(program):
 
 @pytest.mark.parametrize("program", [lambda: _rope_example(scale=0.5), lambda: _rope_example(sign=1),
                                      lambda: _rope_example(second=relay.var("g", shape=(1, 5, 4))),
-                                     lambda: _cache_example(equal_halves=False), lambda: _gptj_example(pair_axis=3)],
+                                     lambda: _cache_example(equal_halves=False), lambda: _gptj_example(pair_axis=3),
+                                     lambda: _ahead_example(pair_axis=2),
+                                     lambda: _ahead_example(pair_axis=2, halved=True)],
                          ids=["scaled-tables", "other-sign", "two-angle-sets", "cache-halves-differ",
-                              "gptj-tables-repeated-as-halves"])
+                              "gptj-tables-repeated-as-halves", "cohere-tables-repeated-as-halves",
+                              "glm-tables-repeated-as-halves"])
 def test_variants_the_kernel_does_not_compute_stay_unfused(program):
     ops = _optimized(program())
     assert "RotaryEmbedding" not in ops, ops

@@ -61,7 +61,7 @@ def test_manifest_covers_every_family_exporter_and_attention():
     assert families >= {"llama", "qwen2", "phi3", "gemma", "gpt2", "bert"}
     for family in families:
         has = next(e["has"] for e in ENTRIES.values() if e["family"] == family)
-        for exporter in ("torchscript", "dynamo"):
+        for exporter in has.get("exporters", ("torchscript", "dynamo")):
             for attention in has.get("attentions", ("sdpa", "eager")):
                 assert (family, exporter, attention, False) in seen
     assert {e["family"] for e in ENTRIES.values() if e["cache"]} == {e["family"] for e in ENTRIES.values()
@@ -84,7 +84,10 @@ def test_rotary_embedding_is_fused(name):
     """Q's and K's rotations become ONNX Runtime's RotaryEmbedding (outputs: the test above): the
     half rotation sharing one cos and one sin table computed from the positions, GPT-J's interleaved
     pairs of (batch, sequence, heads, head size) data, its partial rotary dimension and its tables
-    repeated per pair (a tile, or dynamo's expand) read as they are from its sin/cos cache."""
+    repeated per pair (a tile, or dynamo's expand) read as they are from its sin/cos cache; Cohere's
+    and GLM's interleaved pairs of (batch, heads, sequence, head size) data, their angles repeated
+    per pair before cos and sin (Cohere) or the first half of a half-rotation table repeated (GLM,
+    partial)."""
     entry = ENTRIES[name]
     _, ours = optimized(name)
     ops = [n.op_type for n in ours.graph.node]
