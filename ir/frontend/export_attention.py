@@ -25,8 +25,12 @@ in ONNX Runtime's kernel; a `ReduceMax`/`Where` guard on the (small) mask puts t
 row hidden by the lowest finite value is uniform in the op but 0 in the kernel, so the mask is
 raised to -1e30 where it is lower but finite.
 With `nan_rows="zero"` (torch SDPA's `where(isnan(p), 0, p)` guard) a hidden row is 0 in the op
-and in the kernel, and only the floor is applied; the kernel gives NaN, not 0, for a row whose
-scores are NaN because Q or K hold NaN or infinity (or their products overflow), which the op gives as 0.
+and in the kernel, and only the floor is applied. A row whose scores hold NaN or +inf (Q or K hold
+NaN or infinity, or their products overflow) is NaN throughout its softmax: the op makes its weights
+0, so its result is `0 x V` (0 where V's column is finite, NaN where it is not), while the kernel
+gives NaN. The kernel's NaN is replaced by `sum(0 x V)` over the keys (`_zero_rows_as_the_op`):
+that is the op's value for such a row, and NaN wherever the kernel's NaN has another cause (a
+non-finite V column), so every other value is left as it is.
 K and V with fewer heads than Q (grouped-query attention) go to `Attention` as they are (its 4-D
 inputs may have fewer KV heads).
 Otherwise (an older opset, a dtype or a rank ONNX Runtime's `Attention` does not take) each is
@@ -127,6 +131,44 @@ def _chosen_mask(ctx: EmitContext, call: Call, mask: Value) -> Value | None:
     return ctx.node("Where", [made.input[0], *(ctx.const(r) for r in raised)])
 
 
+def _zero_rows_as_the_op(ctx: EmitContext, call: Call, out: Value, value: Value, *, out_tokens: bool,
+                         value_tokens: bool, heads, kv_heads, size) -> Value:
+    """`out`, the kernel's result, where the op has `nan_rows="zero"`: its NaN replaced by the sum over
+    the keys of `0 x value` (see the module docstring), each KV head's for the query heads that read
+    it. Layouts: (batch, sequence, heads x size) tokens (whose head counts and size are known), or
+    (batch, heads, sequence, size), whose may be known only when the model runs."""
+    if getattr(call.attrs, "nan_rows", "keep") != "zero":
+        return out
+    zeros = ctx.node("Mul", [value, ctx.const(0.0, ctx.type_of(call.args[2]).dtype)])
+    fill = ctx.node("ReduceSum", [zeros, ctx.ints([1 if value_tokens else 2])], keepdims=1)
+    if value_tokens and out_tokens and heads == kv_heads:
+        return ctx.node("Where", [ctx.node("IsNaN", [out]), fill, out])
+    if value_tokens:
+        fill = ctx.node("Reshape", [fill, ctx.ints([0, kv_heads, 1, size])])
+    fill = _per_query_head(ctx, fill, out, heads, kv_heads, out_tokens)
+    if out_tokens:
+        fill = ctx.node("Reshape", [fill, ctx.ints([0, 1, -1])])
+    return ctx.node("Where", [ctx.node("IsNaN", [out]), fill, out])
+
+
+def _per_query_head(ctx: EmitContext, fill: Value, out: Value, heads, kv_heads, out_tokens: bool) -> Value:
+    """`fill` (batch, KV heads, 1, size) with each KV head repeated for the query heads that read it
+    (query head h reads KV head h // (heads / KV heads)), the counts read from `out` (heads on axis 1,
+    or on 2 of its tokens split) and `fill` where they are known only when the model runs."""
+    if known(heads) and known(kv_heads):
+        if heads == kv_heads:
+            return fill
+        return ctx.node("Gather", [fill, ctx.ints(np.repeat(np.arange(kv_heads), heads // kv_heads))], axis=1)
+    if out_tokens:  # tokens come with their counts (`HeadSplit`)
+        raise FrontendError(f"attention over tokens with {heads} query and {kv_heads} key/value heads")
+    scalar = ctx.ints([])
+    count = ctx.node("Reshape", [ctx.node("Shape", [out], start=1, end=2), scalar])
+    group = ctx.node("Div", [count, ctx.node("Reshape", [ctx.node("Shape", [fill], start=1, end=2), scalar])])
+    start, step = (ctx.const(np.asarray(n, dtype="int64")) for n in (0, 1))
+    index = ctx.node("Div", [ctx.node("Range", [start, count, step]), group])
+    return ctx.node("Gather", [fill, index], axis=1)
+
+
 def _split_heads(batch: int, heads: int, shape: Sequence[int]) -> np.ndarray:
     """Positions in a (batch, sequence, heads x head size) tensor of its heads split off: (batch, sequence,
     heads, head size) transposed to (batch, heads, sequence, head size), shaped as `shape`."""
@@ -178,6 +220,8 @@ def _attention_over_tokens(ctx: EmitContext, call: Call, args: Sequence[Value]) 
                    kv_num_heads=heads)
     shape = tuple(ctx.type_of(call).concrete_shape)
     sequence, size = shape[-2], shape[-1]
+    out = _zero_rows_as_the_op(ctx, call, out, inputs[2], out_tokens=True, value_tokens=True, heads=heads,
+                               kv_heads=heads, size=size)
     tokens = (batch, sequence, heads * size)
     relayout = Relayout(out, tokens)
     value = out
@@ -210,6 +254,8 @@ def _on_tokens(ctx: EmitContext, call: Call, sources: Sequence[HeadSplit], input
     out = ctx.node("Attention", list(inputs), outputs=outputs, scale=call.attrs.scale, softcap=_softcap(call),
                    q_num_heads=q.heads, kv_num_heads=k.heads)
     first, *present = out if outputs > 1 else [out]
+    first = _zero_rows_as_the_op(ctx, call, first, present[1] if present else inputs[2], out_tokens=True,
+                                 value_tokens=not present, heads=q.heads, kv_heads=k.heads, size=v.size)
     return [split_heads(ctx, first, q.heads, v.size), *present]
 
 
@@ -238,6 +284,13 @@ def _softcap(call: Call) -> float | None:
     return call.attrs.softcap if getattr(call.attrs, "softcap", 0.0) > 0 else None
 
 
+def _head_layout(ctx: EmitContext, call: Call) -> dict:
+    """`_zero_rows_as_the_op`'s layout arguments for a call's 4-D (batch, heads, sequence, size) values
+    (a 3-D call's leading axis is its heads)."""
+    query, key = ctx.type_of(call.args[0]).shape, ctx.type_of(call.args[1]).shape
+    return dict(out_tokens=False, value_tokens=False, heads=query[-3], kv_heads=key[-3], size=query[-1])
+
+
 def _one_node(ctx: EmitContext, query: TensorType) -> bool:
     return ctx.opset >= ATTENTION_OPSET and query.dtype in _ATTENTION_DTYPES
 
@@ -254,7 +307,8 @@ def emit_attention(ctx: EmitContext, call: Call, args: Sequence[Value]) -> Value
         inputs = [unsqueeze(ctx, a, added) for a in args[:3]]
         if len(args) > 3:
             inputs.append(_scores_mask(ctx, call, args))
-        out = ctx.node("Attention", inputs, scale=call.attrs.scale, softcap=_softcap(call))
+        out = _zero_rows_as_the_op(ctx, call, ctx.node("Attention", inputs, scale=call.attrs.scale,
+                                                       softcap=_softcap(call)), inputs[2], **_head_layout(ctx, call))
         return ctx.node("Squeeze", [out, ctx.ints(added)]) if added else out
     kv_heads = ctx.type_of(call.args[1]).shape[-3]
     return _spelled_out(ctx, call, query, kv_heads, *args[:3], args[3] if len(args) > 3 else None)
@@ -275,7 +329,8 @@ def emit_cached_attention(ctx: EmitContext, call: Call, args: Sequence[Value]) -
         inputs = [q, k, v, mask, *args[3:5]]
         if sources is not None:
             return tuple(_on_tokens(ctx, call, sources, inputs, outputs=3))
-        return tuple(ctx.node("Attention", inputs, outputs=3, scale=call.attrs.scale, softcap=_softcap(call)))
+        out, *present = ctx.node("Attention", inputs, outputs=3, scale=call.attrs.scale, softcap=_softcap(call))
+        return (_zero_rows_as_the_op(ctx, call, out, present[1], **_head_layout(ctx, call)), *present)
     present = [ctx.node("Concat", [past, new], axis=-2) for past, new in ((args[3], args[1]), (args[4], args[2]))]
     out = _spelled_out(ctx, call, query, ctx.type_of(call.args[1]).shape[-3], args[0], *present, args[5])
     return (out, *present)
