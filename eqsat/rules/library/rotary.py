@@ -325,17 +325,26 @@ def _interleaved_ahead(m: Match) -> Expr | None:
         angles = (angles[0], 1, *angles[1:])
     if not all(_repeated_per_pair(m, n, angles, m.dtype("f")) for n in ("pc", "ps")) or not _rotated_pairs(m, shape):
         return None
-    tables = relay.cos(m.expr("f")), relay.sin(m.expr("f"))
+    tables = []
+    for table, k in ((relay.cos(m.expr("f")), "c"), (relay.sin(m.expr("f")), "s")):
+        for cast in (f"c{k}", f"o{k}"):  # the match's casts, in its order
+            table = relay.cast(table, m[cast].dtype) if cast in m.values else table
+        tables.append(table)
     return make_call("nn.rotary_embedding", [m.expr("x"), *tables], {"interleaved": True})
 
 
-def _ahead_tables(tiled: bool, halved: bool) -> tuple:
-    """The cos and sin patterns of `_interleaved_ahead`: Cohere's, or GLM's (`halved`)."""
+def _ahead_tables(tiled: bool, halved: bool, casts: int = 0) -> tuple:
+    """The cos and sin patterns of `_interleaved_ahead`: Cohere's, or GLM's (`halved`); with `casts`
+    casts of the table, bound `c<k>` then `o<k>` (half-precision models compute it in float32, cast it
+    to their dtype, and Cohere's rotates in float32: the table cast back)."""
+    def cast(table, name: str, at: int):
+        return call("cast", table, bind_attrs=name) if casts >= at else table
     if halved:
-        return tuple(_per_pair(call("strided_slice", call("expand_dims", call(fn, _TABLE), bind_attrs=f"e{k}"),
-                                    bind_attrs=f"h{k}"), f"p{k}", tiled) for fn, k in (("cos", "c"), ("sin", "s")))
-    return tuple(call("expand_dims", call(fn, _per_pair(f, f"p{k}", tiled)), bind_attrs=f"e{k}")
-                 for fn, k in (("cos", "c"), ("sin", "s")))
+        return tuple(_per_pair(call("strided_slice", call("expand_dims", cast(call(fn, _TABLE), f"c{k}", 1),
+                                                          bind_attrs=f"e{k}"), bind_attrs=f"h{k}"), f"p{k}", tiled)
+                     for fn, k in (("cos", "c"), ("sin", "s")))
+    return tuple(cast(call("expand_dims", cast(call(fn, _per_pair(f, f"p{k}", tiled)), f"c{k}", 1), bind_attrs=f"e{k}"),
+                      f"o{k}", 2) for fn, k in (("cos", "c"), ("sin", "s")))
 
 
 def _interleaved_rule(name: str, cos, sin, build, example, near_miss):
@@ -366,14 +375,14 @@ def _partial_behind(m: Match) -> Expr | None:
     return make_call("transpose", [rotated], {"axes": list(_HEADS_AHEAD)})
 
 
-def _repeat_example(table: Expr, pair_axis: int, tiled: bool, newshape: list[int]) -> Expr:
-    """`table` with a new axis of 2 at `pair_axis` (a tile, or a broadcast when not `tiled`), reshaped
-    to `newshape`: each value repeated per pair when `pair_axis` is the last."""
+def _repeat_example(table: Expr, pair_axis: int, tiled: bool, newshape: list[int], dtype: str = "float32") -> Expr:
+    """`table` (of `dtype`) with a new axis of 2 at `pair_axis` (a tile, or a broadcast when not
+    `tiled`), reshaped to `newshape`: each value repeated per pair when `pair_axis` is the last."""
     spread = relay.expand_dims(table, axis=pair_axis)
     reps = [1] * (len(newshape) + 1)
     reps[pair_axis] = 2
     copies = relay.tile(spread, reps=reps) if tiled else relay.where(
-        relay.const(np.array(True)), spread, relay.const(np.zeros(reps, np.float32)))
+        relay.const(np.array(True)), spread, relay.const(np.zeros(reps, dtype)))
     return relay.reshape(copies, newshape=newshape)
 
 
@@ -394,21 +403,28 @@ def _gptj_example(pair_axis: int = 4, tiled: bool = True) -> Expr:
     return relay.add(relay.multiply(data, cos), relay.multiply(_every_two_example(data, [0, 0, 3, -1]), sin))
 
 
-def _ahead_example(pair_axis: int | None = None, tiled: bool = True, halved: bool = False) -> Expr:
+def _ahead_example(pair_axis: int | None = None, tiled: bool = True, halved: bool = False, casts: int = 0) -> Expr:
     """The rotation of x (2, 3, 5, 8) (batch, heads, tokens, features) by angles f (1, 5, 4) repeated
     per pair: before cos and sin (Cohere), or (`halved`) cos and sin of `cat(f, f)` given a head
     axis, their first halves repeated (GLM); `pair_axis` one before the last: repeated as halves
-    instead (a near miss)."""
-    data = relay.var("x", shape=(2, 3, 5, 8))
+    instead (a near miss). `casts`: the tables cast to float16 (1), x float16 then; and back to
+    float32 (2, Cohere's half-precision model rotating in float32)."""
+    data = relay.var("x", shape=(2, 3, 5, 8), dtype="float16" if casts == 1 else "float32")
     angles = relay.var("f", shape=(1, 5, 4))
+
+    def cast(table: Expr, at: int, dtype: str) -> Expr:
+        return relay.cast(table, dtype) if casts >= at else table
     if halved:
         pair_axis = 4 if pair_axis is None else pair_axis + 1
         full = relay.concatenate([angles, angles], axis=-1)
-        cos, sin = (_repeat_example(relay.strided_slice(relay.expand_dims(fn(full), axis=1), [0], [4], axes=[3]),
-                                    pair_axis, tiled, [1, 1, -1, 8]) for fn in (relay.cos, relay.sin))
+        cos, sin = (_repeat_example(relay.strided_slice(relay.expand_dims(cast(fn(full), 1, "float16"), axis=1),
+                                                        [0], [4], axes=[3]), pair_axis, tiled, [1, 1, -1, 8],
+                                    "float16" if casts else "float32")
+                    for fn in (relay.cos, relay.sin))
     else:
         table = _repeat_example(angles, 3 if pair_axis is None else pair_axis, tiled, [1, -1, 8])
-        cos, sin = (relay.expand_dims(fn(table), axis=1) for fn in (relay.cos, relay.sin))
+        cos, sin = (cast(relay.expand_dims(cast(fn(table), 1, "float16"), axis=1), 2, "float32")
+                    for fn in (relay.cos, relay.sin))
     return relay.add(relay.multiply(data, cos), relay.multiply(_every_two_example(data, [0, 3, 0, 8]), sin))
 
 
@@ -448,11 +464,12 @@ ROTARY = ruleset("rotary", [
                         _interleaved, lambda t=tiled: _gptj_example(tiled=t),
                         lambda t=tiled: _gptj_example(pair_axis=3, tiled=t))
       for tiled in (True, False)),
-    *(_interleaved_rule(f"rotary-embedding-interleaved-ahead{'-halved' if halved else ''}{'' if tiled else '-expanded'}",
-                        *_ahead_tables(tiled, halved), _interleaved_ahead,
-                        lambda t=tiled, h=halved: _ahead_example(tiled=t, halved=h),
-                        lambda t=tiled, h=halved: _ahead_example(pair_axis=2, tiled=t, halved=h))
-      for halved in (False, True) for tiled in (True, False)),
+    *(_interleaved_rule(f"rotary-embedding-interleaved-ahead{'-halved' if halved else ''}{'' if tiled else '-expanded'}"
+                        f"{('', '-cast', '-cast-twice')[casts]}",
+                        *_ahead_tables(tiled, halved, casts), _interleaved_ahead,
+                        lambda t=tiled, h=halved, c=casts: _ahead_example(tiled=t, halved=h, casts=c),
+                        lambda t=tiled, h=halved, c=casts: _ahead_example(pair_axis=2, tiled=t, halved=h, casts=c))
+      for halved in (False, True) for tiled in (True, False) for casts in ((0, 1) if halved else (0, 1, 2))),
     rule("rotary-embedding-partial-behind",
          call("concatenate", tuple_pat(call("transpose", _rotated_ahead(), bind_attrs="to"),
                                        call("strided_slice", q, bind_attrs="sp")), bind_attrs="cc"),

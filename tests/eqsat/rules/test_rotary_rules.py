@@ -42,10 +42,13 @@ def _optimized(expr: ir.Expr) -> list[str]:
                                      lambda: _rope_example(partial=True), _cache_example, _gptj_example,
                                      lambda: _gptj_example(tiled=False), _ahead_example,
                                      lambda: _ahead_example(tiled=False), lambda: _ahead_example(halved=True),
-                                     lambda: _ahead_example(tiled=False, halved=True)],
+                                     lambda: _ahead_example(tiled=False, halved=True),
+                                     lambda: _ahead_example(casts=1), lambda: _ahead_example(casts=2),
+                                     lambda: _ahead_example(halved=True, casts=1)],
                          ids=["sliced", "split", "partial", "cache", "gptj-pairs-tiled", "gptj-pairs-expanded",
                               "cohere-pairs-tiled", "cohere-pairs-expanded", "glm-half-table-tiled",
-                              "glm-half-table-expanded"])
+                              "glm-half-table-expanded", "cohere-float16-tables", "cohere-float16-tables-cast-back",
+                              "glm-float16-tables"])
 def test_rope_spellings_become_rotary_embedding(program):
     ops = _optimized(program())
     assert ops.count("RotaryEmbedding") == 1 and "Neg" not in ops, ops
