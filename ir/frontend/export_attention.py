@@ -137,8 +137,9 @@ def _zero_rows_as_the_op(ctx: EmitContext, call: Call, out: Value, value: Value,
     the keys of `0 x value` (see the module docstring), each KV head's for the query heads that read
     it. Layouts: (batch, sequence, heads x size) tokens (whose head counts and size are known), or
     (batch, heads, sequence, size), whose may be known only when the model runs."""
-    if getattr(call.attrs, "nan_rows", "keep") != "zero":
-        return out
+    if getattr(call.attrs, "nan_rows", "keep") != "zero" or ctx.bounds.scores_finite(
+            call, [ctx.bounds.of(a) for a in call.args]):
+        return out  # no score can be NaN or +inf (`ir.value_bounds`): no row for the kernel to give as NaN
     zeros = ctx.node("Mul", [value, ctx.const(0.0, ctx.type_of(call.args[2]).dtype)])
     fill = ctx.node("ReduceSum", [zeros, ctx.ints([1 if value_tokens else 2])], keepdims=1)
     if value_tokens and out_tokens and heads == kv_heads:

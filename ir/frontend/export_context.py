@@ -15,6 +15,7 @@ import onnx
 
 from ..expr import Call, Expr
 from ..types import TensorType, is_static
+from ..value_bounds import ValueBounds
 from .errors import FrontendError
 from .onnx_types import elem_of_dtype
 
@@ -116,7 +117,8 @@ class EmitContext:
                  constant_value: Callable[[str], np.ndarray | None] = lambda name: None,
                  views: dict[str, str] | None = None, relayouts: dict[str, Relayout] | None = None,
                  bypassable: dict[str, str] | None = None, readers: Mapping[Expr, int] | None = None,
-                 head_splits: dict[str, HeadSplit] | None = None, shared: dict[tuple, str] | None = None):
+                 head_splits: dict[str, HeadSplit] | None = None, shared: dict[tuple, str] | None = None,
+                 bounds: ValueBounds | None = None):
         self.opset = opset
         self.names = names
         self.nodes = nodes
@@ -143,6 +145,8 @@ class EmitContext:
         self.head_splits: dict[str, HeadSplit] = {} if head_splits is None else head_splits
         #: (the (sub)graph's node list, op, inputs, attributes) -> the value `shared_node` made for them
         self.shared: dict[tuple, str] = {} if shared is None else shared
+        #: bounds of the program's values (`ir.value_bounds`): which guards a kernel can do without
+        self.bounds = ValueBounds() if bounds is None else bounds
 
     def node(self, op_type: str, inputs: Sequence[str], outputs: int = 1, domain: str = "", **attrs: Any) -> Any:
         """Append an ONNX node of `domain` (default: the standard one); returns its output name, or a

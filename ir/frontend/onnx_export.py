@@ -32,6 +32,7 @@ from ..op.registry import Op
 from ..type_infer import infer_type, types_compatible
 from ..visitor import children, post_order
 from ..types import TensorType, TupleType, Type
+from ..value_bounds import ValueBounds
 from . import export_elemwise, export_indexing, export_nn, export_piecewise, export_tensor  # noqa: F401  (emitters)
 from . import export_image  # noqa: F401  (the image.resize emitters)
 from . import export_nchwc  # noqa: F401  (layout_transform and the blocked convolutions)
@@ -132,6 +133,7 @@ class _GraphExporter:
         self.bypassable: dict[str, str] = {}
         self.head_splits: dict[str, HeadSplit] = {}
         self.shared: dict[tuple, str] = {}
+        self.bounds = ValueBounds()
 
     def add_initializer(self, name: str, value: np.ndarray) -> None:
         elem_of_dtype(value.dtype.name, f"constant {name!r}")
@@ -162,7 +164,7 @@ class _GraphExporter:
     def context(self, scope: _Scope) -> EmitContext:
         """An emitter context that appends to the nodes of `scope`."""
         return EmitContext(self.opset, self.names, scope.nodes, self.small_constant, self.initializers.get, self.views,
-                           self.relayouts, self.bypassable, self.readers, self.head_splits, self.shared)
+                           self.relayouts, self.bypassable, self.readers, self.head_splits, self.shared, self.bounds)
 
     def small_constant(self, value: np.ndarray) -> str:
         key = (value.dtype.str, value.shape, value.tobytes()) if value.size <= _SHARED_CONSTANT_ELEMENTS else None
@@ -369,6 +371,8 @@ def to_onnx(mod: IRModule | Expr, params: Mapping[str, np.ndarray] | None = None
             raise FrontendError(f"parameter %{param.name_hint} has type {param.checked_type}; "
                                 f"graph inputs must be tensors")
 
+    weights = {param: values[param.name_hint] for param in func.params if param.name_hint in values}
+    exporter.bounds = ValueBounds(weights.get)
     results = _flatten(exporter.export(func.body, root))
     produced = {n for node in root.nodes for n in node.output}
     output_names: list[str] = []

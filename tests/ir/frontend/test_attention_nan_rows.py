@@ -89,3 +89,31 @@ def test_rows_whose_scores_are_not_finite_are_the_ops(kv_heads, tokens, cache):
         assert np.array_equal(np.isnan(w), np.isnan(g)) and np.array_equal(np.isinf(w), np.isinf(g))
         finite = np.isfinite(w)
         np.testing.assert_allclose(g[finite], w[finite], rtol=1e-5, atol=1e-6)
+
+
+def test_scores_bounded_from_token_ids_need_no_guard():
+    """Q, K and V made from token ids (an embedding, a layer norm, a dense layer: `ir.value_bounds`)
+    and a mask of 0 and -inf: no score can be NaN or +inf, so the kernel's result is written as it is."""
+    rng = np.random.default_rng(1)
+    ids = relay.var("ids", shape=(BATCH, SEQ), dtype="int64")
+    hidden = relay.take(relay.const(rng.standard_normal((16, HEADS * SIZE)).astype("float32")), ids, axis=0)
+    normed = relay.nn.layer_norm(hidden, relay.const(np.ones(HEADS * SIZE, "float32")),
+                                 relay.const(np.zeros(HEADS * SIZE, "float32")))
+    q, k, v = (relay.transpose(relay.reshape(relay.nn.dense(normed, relay.const(
+        rng.standard_normal((HEADS * SIZE, HEADS * SIZE)).astype("float32"))), newshape=[0, 0, HEADS, SIZE]),
+        axes=[0, 2, 1, 3]) for _ in range(3))
+    keep = relay.var("keep", shape=(1, 1, SEQ, SEQ), dtype="bool")
+    mask = relay.where(keep, relay.const(np.float32(0)), relay.const(np.float32(-np.inf)))
+    body = relay.nn.masked_attention(q, k, v, mask, scale=0.3, nan_rows="zero")
+    mod = ir.IRModule.from_expr(relay.Function([ids, keep], body))
+    ir.infer_type(mod)
+    model = to_onnx(mod, {}, contrib=True)
+    ops = [n.op_type for n in model.graph.node]
+    assert "Attention" in ops and "IsNaN" not in ops, ops
+    keep_values = rng.random((1, 1, SEQ, SEQ)) < 0.5
+    keep_values[0, 0, 0] = False  # a row hidden throughout: 0 in the op and the kernel
+    values = {"ids": rng.integers(0, 16, (BATCH, SEQ)), "keep": keep_values}
+    with np.errstate(all="ignore"):
+        want = np.asarray(evaluate(mod, values))
+    np.testing.assert_allclose(run_ort(model, values)[0], want, rtol=1e-5, atol=1e-6)
+    assert not want[:, :, 0].any()
