@@ -99,15 +99,26 @@ def _kernel_mask(ctx: EmitContext, call: Call, mask: Value) -> Value:
     and, where the op keeps a row NaN (`nan_rows="keep"`), NaN in its rows that are -inf throughout
     (softmax divides 0 by 0 there, which the op and its spelled-out form give as NaN and the kernel
     as 0, as the op does with `nan_rows="zero"`; a NaN in the mask makes the row NaN). The mask is
-    small (it broadcasts), so this is cheap."""
+    small (it broadcasts), so this is cheap; a constant mask is computed here, and a step its
+    bounds (`ir.value_bounds`) show to change nothing is left out."""
     dtype = ctx.type_of(call.args[0]).dtype
+    keep = getattr(call.attrs, "nan_rows", "keep") != "zero"
+    constant = ctx.value_of(mask)
+    if constant is not None:
+        with np.errstate(invalid="ignore"):
+            raised = np.where((constant < _MASK_FLOOR) & np.isfinite(constant), _MASK_FLOOR, constant)
+            hidden = keep & (np.max(constant, axis=-1, keepdims=True) == -np.inf)
+        return ctx.const(np.where(hidden, np.nan, raised).astype(constant.dtype))
     chosen = _chosen_mask(ctx, call, mask)
     if chosen is not None:
         return chosen
+    bound = ctx.bounds.of(call.args[5 if call.op.name == "nn.cached_attention" else 3])
+    if bound is not None and bound[0] >= _MASK_FLOOR:  # nothing to raise, and no row is -inf throughout
+        return mask
     floor, low = ctx.const(_MASK_FLOOR, dtype), ctx.const(-float("inf"), dtype)
     finite_low = ctx.node("And", [ctx.node("Less", [mask, floor]), ctx.node("Greater", [mask, low])])
     raised = ctx.node("Where", [finite_low, floor, mask])
-    if getattr(call.attrs, "nan_rows", "keep") == "zero":
+    if not keep or (bound is not None and bound[0] > -np.inf):
         return raised
     hidden = ctx.node("Equal", [ctx.node("ReduceMax", [mask, ctx.ints([-1])], keepdims=1), low])
     return ctx.node("Where", [hidden, ctx.const(float("nan"), dtype), raised])

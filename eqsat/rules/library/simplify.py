@@ -8,7 +8,7 @@ from ir import Expr, relay
 from ir.op.shapes import transpose_axes
 
 from ..match import Match
-from ..pattern import avar, nn, ops, pvars
+from ..pattern import attr, avar, call, const_pat, nn, ops, pvars
 from ..rule import rule, ruleset
 
 __all__ = ["SIMPLIFY"]
@@ -35,6 +35,13 @@ def _keeps_shape(m: Match) -> bool:
     """The constant adds no axes to `x` (`x + 0` and `x * 1` are `x` bit for bit, signed zeros, infinities and
     NaN included, for an integer zero and a float -0.0: -0.0 + +0.0 is +0.0 under IEEE 754, so `x + 0.0` is not `x`)."""
     return m.tensor_type("x") == m.root_type()
+
+
+def _zeros_keep_shape(m: Match) -> bool:
+    """The addend is zeros of either sign and adds no axes: inside a softmax `x + 0` is `x` bit for bit
+    (exp(+0 - m) and exp(-0 - m) are one value), so an all-zero mask, which exporters leave where a
+    model has none, goes."""
+    return not np.any(m.const("z")) and m.tensor_type("x") == m.root_type()
 
 
 def _v(*shape: int) -> Expr:
@@ -70,6 +77,11 @@ SIMPLIFY = ruleset("simplify", [
          example=lambda: relay.add(_v(2, 3), _c(np.full(3, -0.0))),
          near_miss=[lambda: relay.add(_v(2, 3), _c(np.zeros(3))),              # +0.0 turns -0.0 into +0.0
                     lambda: relay.add(_v(2, 3), _c(np.full((2, 2, 3), -0.0)))]),  # the zero adds an axis
+    rule("softmax-zero-mask",   call("nn.softmax", call("add", x, const_pat("z"), bind_attrs="ad"), bind_attrs="sm"),
+         nn.softmax(x, axis=attr("sm", "axis")), when=_zeros_keep_shape,
+         example=lambda: relay.nn.softmax(relay.add(_v(2, 3, 3), _c(np.zeros((2, 1, 3))))),
+         near_miss=[lambda: relay.nn.softmax(relay.add(_v(2, 3, 3), _c(np.full((2, 1, 3), 1e-30)))),
+                    lambda: relay.nn.softmax(relay.add(_v(3, 3), _c(np.zeros((2, 3, 3)))))]),  # adds an axis
     rule("multiply-one",        x * 1.0,                                     x, when=_keeps_shape,
          example=lambda: relay.multiply(_v(2, 3), _c(np.ones((2, 3)))),
          near_miss=lambda: relay.multiply(_v(2, 3), _c([1.0, 2.0, 1.0]))),

@@ -117,3 +117,44 @@ def test_scores_bounded_from_token_ids_need_no_guard():
         want = np.asarray(evaluate(mod, values))
     np.testing.assert_allclose(run_ort(model, values)[0], want, rtol=1e-5, atol=1e-6)
     assert not want[:, :, 0].any()
+
+
+@pytest.mark.parametrize("nan_rows", ["keep", "zero"])
+def test_a_constant_mask_is_read_by_the_kernel_as_computed_at_export(nan_rows):
+    """A constant mask (its lowest finite values raised for the kernel, its rows hidden throughout made
+    NaN where the op keeps them NaN) is one constant: no node computes it when the model runs."""
+    rng = np.random.default_rng(2)
+    constant = np.where(rng.random((1, 1, SEQ, SEQ)) < 0.3, np.float32(np.finfo(np.float32).min), 0).astype("float32")
+    constant[0, 0, 1] = -np.inf
+    q, k, v = (relay.var(n, shape=(BATCH, HEADS, SEQ, SIZE)) for n in "qkv")
+    mod = ir.IRModule.from_expr(relay.Function([q, k, v], relay.nn.masked_attention(
+        q, k, v, relay.const(constant), scale=0.3, nan_rows=nan_rows)))
+    ir.infer_type(mod)
+    model = to_onnx(mod, {}, contrib=True)
+    ops = [n.op_type for n in model.graph.node]
+    assert ops.count("Attention") == 1 and not {"Less", "Greater", "ReduceMax", "Equal"} & set(ops), ops
+    values = {n: rng.standard_normal((BATCH, HEADS, SEQ, SIZE)).astype("float32") for n in "qkv"}
+    with np.errstate(all="ignore"):
+        want = np.asarray(evaluate(mod, values))
+    got = run_ort(model, values)[0]
+    assert np.array_equal(np.isnan(want), np.isnan(got)) and np.isnan(want).any() == (nan_rows == "keep")
+    np.testing.assert_allclose(got[~np.isnan(want)], want[~np.isnan(want)], rtol=1e-5, atol=1e-6)
+
+
+def test_a_mask_bounded_above_the_floor_is_read_as_it_is():
+    """BERT's `(1 - mask) * -10000` from an integer mask lies in [-10000, 0] (`ir.value_bounds`): nothing
+    to raise and no row hidden throughout, so the kernel reads it as the model computes it."""
+    rng = np.random.default_rng(3)
+    q, k, v = (relay.var(n, shape=(BATCH, HEADS, SEQ, SIZE)) for n in "qkv")
+    keep = relay.var("keep", shape=(BATCH, 1, 1, SEQ), dtype="int64")
+    mask = relay.multiply(relay.subtract(relay.const(np.float32(1)), relay.cast(keep, "float32")),
+                          relay.const(np.float32(-10000)))
+    mod = ir.IRModule.from_expr(relay.Function([q, k, v, keep], relay.nn.masked_attention(q, k, v, mask, scale=0.3)))
+    ir.infer_type(mod)
+    model = to_onnx(mod, {}, contrib=True)
+    ops = [n.op_type for n in model.graph.node]
+    assert not {"Less", "ReduceMax", "Where"} & set(ops), ops
+    values = {n: rng.standard_normal((BATCH, HEADS, SEQ, SIZE)).astype("float32") for n in "qkv"}
+    values["keep"] = rng.integers(0, 2, (BATCH, 1, 1, SEQ))
+    values["keep"][0] = 0  # every key hidden by -10000: a uniform row, in the op and the kernel
+    np.testing.assert_allclose(run_ort(model, values)[0], np.asarray(evaluate(mod, values)), rtol=1e-5, atol=1e-6)
