@@ -30,7 +30,8 @@ _SLACK = 1.0 + 1e-5
 _FLOAT32_OVERFLOW = float(np.finfo(np.float32).max) * (1.0 + 2.0**-24)
 """the least magnitude float32 rounding sends to infinity."""
 _SAME = {"reshape", "transpose", "expand_dims", "squeeze", "strided_slice", "dyn.strided_slice", "dyn.reshape",
-         "dyn.expand", "broadcast_to", "tile", "copy", "take", "gather", "gather_nd", "split", "layout_transform", "reverse"}
+         "dyn.expand", "broadcast_to", "tile", "copy", "take", "gather", "gather_nd", "split", "layout_transform",
+         "reverse"}
 """ops whose every result value is one of their first argument's."""
 
 

@@ -146,20 +146,19 @@ def _zero_rows_as_the_op(ctx: EmitContext, call: Call, out: Value, value: Value,
                          value_tokens: bool, heads, kv_heads, size) -> Value:
     """`out`, the kernel's result, where the op has `nan_rows="zero"`: its NaN replaced by the sum over
     the keys of `0 x value` (see the module docstring), each KV head's for the query heads that read
-    it. Layouts: (batch, sequence, heads x size) tokens (whose head counts and size are known), or
-    (batch, heads, sequence, size), whose may be known only when the model runs."""
+    it. Layouts: (batch, sequence, heads x size) tokens, whose head counts and size are known, or
+    (batch, heads, sequence, size), whose counts may be known only when the model runs."""
     if getattr(call.attrs, "nan_rows", "keep") != "zero" or ctx.bounds.scores_finite(
             call, [ctx.bounds.of(a) for a in call.args]):
         return out  # no score can be NaN or +inf (`ir.value_bounds`): no row for the kernel to give as NaN
     zeros = ctx.node("Mul", [value, ctx.const(0.0, ctx.type_of(call.args[2]).dtype)])
     fill = ctx.node("ReduceSum", [zeros, ctx.ints([1 if value_tokens else 2])], keepdims=1)
-    if value_tokens and out_tokens and heads == kv_heads:
-        return ctx.node("Where", [ctx.node("IsNaN", [out]), fill, out])
-    if value_tokens:
-        fill = ctx.node("Reshape", [fill, ctx.ints([0, kv_heads, 1, size])])
-    fill = _per_query_head(ctx, fill, out, heads, kv_heads, out_tokens)
-    if out_tokens:
-        fill = ctx.node("Reshape", [fill, ctx.ints([0, 1, -1])])
+    if not (value_tokens and out_tokens and heads == kv_heads):  # else already in the result's layout
+        if value_tokens:
+            fill = ctx.node("Reshape", [fill, ctx.ints([0, kv_heads, 1, size])])
+        fill = _per_query_head(ctx, fill, out, heads, kv_heads, out_tokens)
+        if out_tokens:
+            fill = ctx.node("Reshape", [fill, ctx.ints([0, 1, -1])])
     return ctx.node("Where", [ctx.node("IsNaN", [out]), fill, out])
 
 

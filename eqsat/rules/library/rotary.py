@@ -19,7 +19,15 @@ move ahead of the tokens, with each angle's table repeated per pair (`repeat_int
     cat(T(nn.rotary_embedding(T(q[..., :r]), c, s)), q[..., r:])
                                   -> T(nn.rotary_embedding(T(q), c, s))             partial rotary (GPT-J)
 
-and the transposes cancel against the one that moves the heads (`simplify`).
+and the transposes cancel against the one that moves the heads (`simplify`). Cohere and GLM rotate
+interleaved pairs of data whose heads are already ahead (B, N, S, r), with no transposes:
+
+    x * E(cos(P(f))) + every_two(x) * E(sin(P(f)))          Cohere: angles repeated per pair, E: head axis
+    x * P(E(cos(cat(f, f)))[..., :r/2]) + every_two(x) * P(E(sin(cat(f, f)))[..., :r/2])     GLM
+                                  -> nn.rotary_embedding(x, cos(f), sin(f); interleaved)
+
+(P the per-pair repeat of the last axis; `fn(P(f))` is `P(fn(f))` element by element), their
+tables cast as half-precision exports cast them (to float16, and in Cohere's back to float32).
 
 `cos(cat(f, f))` is `cat(cos(f), cos(f))` element by element, so the op's per-token tables are
 `cos(f)` and `sin(f)`, computed once for Q and K (and every layer) that share them; the angles `f`
