@@ -244,20 +244,23 @@ def test_conv2d_bias_act(activation, act):
 
 
 def test_dense_matmul_batch_matmul():
+    # sums of 5 float32 products, against a loop that adds them in another order: an absolute term for
+    # the rounding of a sum that cancels to near 0
+    close = dict(rtol=1e-5, atol=1e-6)
     x, w, b = rand(2, 3, 5), rand(4, 5), rand(4)
     loop = np.array([[[sum(x[i, j, k] * w[u, k] for k in range(5)) for u in range(4)] for j in range(3)]
                      for i in range(2)])
-    np.testing.assert_allclose(run("nn.dense", x, w), loop, rtol=1e-5)
-    np.testing.assert_allclose(run("nn.dense_bias_act", x, w, b, activation="relu"), np.maximum(loop + b, 0), rtol=1e-5)
+    np.testing.assert_allclose(run("nn.dense", x, w), loop, **close)
+    np.testing.assert_allclose(run("nn.dense_bias_act", x, w, b, activation="relu"), np.maximum(loop + b, 0), **close)
     a, c = rand(2, 3, 5), rand(2, 4, 5)
     bmm = [[[sum(a[n, i, k] * c[n, j, k] for k in range(5)) for j in range(4)] for i in range(3)] for n in range(2)]
-    np.testing.assert_allclose(run("nn.batch_matmul", a, c), bmm, rtol=1e-5)  # transpose_b by default
-    np.testing.assert_allclose(run("nn.batch_matmul", a, c.transpose(0, 2, 1), transpose_b=False), bmm, rtol=1e-5)
+    np.testing.assert_allclose(run("nn.batch_matmul", a, c), bmm, **close)  # transpose_b by default
+    np.testing.assert_allclose(run("nn.batch_matmul", a, c.transpose(0, 2, 1), transpose_b=False), bmm, **close)
     np.testing.assert_allclose(run("nn.matmul", a.transpose(0, 2, 1), c[0], transpose_a=True, transpose_b=True),
                                bmm[:1] + [[[sum(a[1, i, k] * c[0, j, k] for k in range(5)) for j in range(4)]
-                                            for i in range(3)]], rtol=1e-5)
+                                            for i in range(3)]], **close)
     np.testing.assert_allclose(run("nn.fused_matmul", a, c, transpose_b=True, alpha=0.5), np.array(bmm) * 0.5,
-                               rtol=1e-5)
+                               **close)
 
 
 def test_bias_add_axis():
