@@ -30,8 +30,7 @@ _SLACK = 1.0 + 1e-5
 _FLOAT32_OVERFLOW = float(np.finfo(np.float32).max) * (1.0 + 2.0**-24)
 """the least magnitude float32 rounding sends to infinity."""
 _SAME = {"reshape", "transpose", "expand_dims", "squeeze", "strided_slice", "dyn.strided_slice", "dyn.reshape",
-         "dyn.expand", "broadcast_to", "tile", "copy", "take", "gather", "gather_nd", "split", "layout_transform",
-         "reverse"}
+         "dyn.expand", "broadcast_to", "tile", "copy", "take", "gather", "gather_nd", "split", "reverse"}
 """ops whose every result value is one of their first argument's."""
 
 
@@ -74,8 +73,8 @@ def _norm(call: Call, args: list[Interval | None], scale: int, shift: int | None
     if not _finite(args[0]) or not isinstance(n, int) or not call.attrs.epsilon > 0:
         return None
     root = math.sqrt(n)
-    out = _multiply((-root, root), args[scale])
-    return out if shift is None else _add(out, args[shift])
+    out = _multiply((-root, root), args[scale] if getattr(call.attrs, "scale", True) else (1.0, 1.0))
+    return out if shift is None or not getattr(call.attrs, "center", True) else _add(out, args[shift])
 
 
 def _dense(call: Call, args: list[Interval | None], weight: np.ndarray | None, bias: int | None) -> Interval | None:
@@ -191,9 +190,18 @@ def _gated(low: float) -> Callable:
     return rule
 
 
+def _rotary(call: Call, args: list[Interval | None], _: ValueBounds) -> Interval | None:
+    """`x * cos + rotated(x) * sin`, rotated(x) holding x's values and their negations."""
+    if args[0] is None or not (_finite(args[1]) and _finite(args[2])):
+        return None
+    both = (-_magnitude(args[0]), _magnitude(args[0]))
+    return _add(_multiply(both, args[1]), _multiply(both, args[2]))
+
+
 _RULES: dict[str, Callable[[Call, list[Interval | None], ValueBounds], Interval | None]] = {
     **{name: (lambda call, args, _: args[0]) for name in _SAME},
     "concatenate": lambda call, args, _: args[0],
+    "layout_transform": lambda call, args, _: _union(args[0], (0.0, 0.0)),  # a blocked layout pads with zeros
     "where": lambda call, args, _: None if args[1] is None or args[2] is None else
     (min(args[1][0], args[2][0]), max(args[1][1], args[2][1])),
     "cast": _cast,
@@ -215,8 +223,7 @@ _RULES: dict[str, Callable[[Call, list[Interval | None], ValueBounds], Interval 
     "nn.dense": lambda call, args, vb: _dense(call, args, vb.array(call.args[1]), None),
     "nn.bias_add": lambda call, args, _: _add(args[0], args[1]),
     "nn.dense_bias_act": _dense_bias_act,
-    "nn.rotary_embedding": lambda call, args, _: None if not (_finite(args[1]) and _finite(args[2])) else
-    _add(_multiply(args[0], args[1]), _multiply(args[0], args[2])),
+    "nn.rotary_embedding": _rotary,
     "nn.attention": _attention,
     "nn.masked_attention": _attention,
     "nn.cached_attention": lambda call, args, _: _union(_attention(call, [args[0], _union(args[1], args[3]),

@@ -59,3 +59,22 @@ def test_what_may_be_nan_has_no_bound(build):
 def test_a_bound_past_float32_is_infinite():
     big = relay.multiply(_embedded_norm(), relay.const(np.float32(3e38)))
     assert _bound(big)[0][1] == math.inf
+
+
+def test_rotary_attention_and_gates_hold_their_values():
+    """Rotary tables of positions (cos and sin of angles from integers), attention over the rotated
+    values, a SiLU gate: the bound of each holds what the executor computes."""
+    hidden = relay.reshape(_embedded_norm(), newshape=[2, 5, 2, 4])
+    heads = relay.transpose(hidden, axes=[0, 2, 1, 3])
+    positions = relay.cast(relay.var("pos", shape=(1, 5, 1), dtype="int64"), "float32")
+    angles = relay.multiply(positions, relay.const(np.float32([1.0, 0.1])))
+    rotated = ir.op.registry.make_call("nn.rotary_embedding", [heads, relay.cos(angles), relay.sin(angles)],
+                                       {"interleaved": False})
+    attended = relay.nn.attention(rotated, rotated, heads, scale=0.5)
+    out = relay.nn.silu(relay.subtract(attended, relay.const(np.float32(3))))
+    bound, mod = _bound(out)
+    assert bound is not None
+    for seed in range(3):
+        rng = np.random.default_rng(seed)
+        values = np.asarray(evaluate(mod, {"ids": rng.integers(0, 16, (2, 5)), "pos": rng.integers(0, 64, (1, 5, 1))}))
+        assert bound[0] <= values.min() and values.max() <= bound[1]
