@@ -10,6 +10,7 @@ import pytest
 
 import ir
 from ir import relay
+from ir.op.registry import make_call
 from ir.value_bounds import ValueBounds
 from strategies.interpreter import evaluate
 
@@ -68,8 +69,7 @@ def test_rotary_attention_and_gates_hold_their_values():
     heads = relay.transpose(hidden, axes=[0, 2, 1, 3])
     positions = relay.cast(relay.var("pos", shape=(1, 5, 1), dtype="int64"), "float32")
     angles = relay.multiply(positions, relay.const(np.float32([1.0, 0.1])))
-    rotated = ir.op.registry.make_call("nn.rotary_embedding", [heads, relay.cos(angles), relay.sin(angles)],
-                                       {"interleaved": False})
+    rotated = make_call("nn.rotary_embedding", [heads, relay.cos(angles), relay.sin(angles)], {"interleaved": False})
     attended = relay.nn.attention(rotated, rotated, heads, scale=0.5)
     out = relay.nn.silu(relay.subtract(attended, relay.const(np.float32(3))))
     bound, mod = _bound(out)
