@@ -246,9 +246,14 @@ class Optimized:
                    if self.op_counts_before.get(op, 0) != self.op_counts_after.get(op, 0)]
         return ", ".join(changed) or "none"
 
+    @property
+    def verification_status(self) -> str:
+        """The verification's status, or "not verified (why)" (`unverified`)."""
+        return self.verification.status if self.verification else f"not verified ({self.unverified})"
+
     def summary(self) -> str:
         gain = f" ({self.cost_before / self.cost_after:.2f}x)" if self.cost_after else ""
-        check = self.verification.summary() if self.verification else f"not verified ({self.unverified})"
+        check = self.verification.summary() if self.verification else self.verification_status
         return "\n".join([
             self.report.summary(),
             f"cost on {self.target} with {self.extractor}: {self.cost_before:.4g} -> {self.cost_after:.4g} "

@@ -248,9 +248,9 @@ class InputSessions:
               confidence: float = CONFIDENCE) -> SpeedCheck:
         """Time `ours` (an ONNX model or its bytes; `external` holds the arrays of the weights it
         writes as held in memory, `ir.frontend.to_onnx(external=...)`) against the input as
-        described above; the median ratio's interval covers it with probability `confidence` (a caller that may time k programs
-        passes 1 - (1 - CONFIDENCE) / k, so that noise keeps a program as fast as the input with
-        probability at most 1 - CONFIDENCE over all k)."""
+        described above; the median ratio's interval covers it with probability `confidence` (a
+        caller that may time k programs passes 1 - (1 - CONFIDENCE) / k, so that noise keeps a
+        program as fast as the input with probability at most 1 - CONFIDENCE over all k)."""
         clock = self.clock
         run = _runner(ort_session(ours, self.threads, self.optimizer, external), self.feed)
         runs = [self.runs[0], run, self.runs[1]]

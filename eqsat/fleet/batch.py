@@ -109,12 +109,11 @@ def optimize_model(task: tuple[ModelSource, BatchOptions]) -> Outcome:
         onnx = written.serialized()
     except Exception as err:  # one model's failure is its row, not the batch's
         status, message = failure(err)
-        row.update(status="unverified" if status == EXIT_UNVERIFIED else "failed", error=message.removeprefix("error: "),
-                   seconds=time.perf_counter() - start)
+        row.update(status="unverified" if status == EXIT_UNVERIFIED else "failed",
+                   error=message.removeprefix("error: "), seconds=time.perf_counter() - start)
         return Outcome(row)
     res, check = written.optimized, written.verdict
-    kept = written.kept or res
-    verified = kept.verification.status if kept.verification is not None else f"not verified ({kept.unverified})"
+    verified = (written.kept or res).verification_status
     row.update(status="ok", target=res.target, stop_reason=res.report.stop_reason.value,
                iterations=res.report.iterations, cost_before=finite(res.cost_before),
                cost_after=finite(res.cost_after), unit=res.unit,

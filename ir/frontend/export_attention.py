@@ -93,7 +93,7 @@ def _mask_over_scores(ctx: EmitContext, mask_expr: Expr, mask: Value, rows, cols
 _MASK_FLOOR = -1e30
 
 
-def _kernel_mask(ctx: EmitContext, call: Call, mask: Value) -> Value:
+def _kernel_mask(ctx: EmitContext, call: Call, mask_expr: Expr, mask: Value) -> Value:
     """The mask as ONNX Runtime's `Attention` reads it to compute `call`: its finite values below
     `_MASK_FLOOR` raised to it (-inf stays: a row hidden in part keeps its -inf columns at 0 weight),
     and, where the op keeps a row NaN (`nan_rows="keep"`), NaN in its rows that are -inf throughout
@@ -112,7 +112,7 @@ def _kernel_mask(ctx: EmitContext, call: Call, mask: Value) -> Value:
     chosen = _chosen_mask(ctx, call, mask)
     if chosen is not None:
         return chosen
-    bound = ctx.bounds.of(call.args[5 if call.op.name == "nn.cached_attention" else 3])
+    bound = ctx.bounds.of(mask_expr)
     if bound is not None and bound[0] >= _MASK_FLOOR:  # nothing to raise, and no row is -inf throughout
         return mask
     floor, low = ctx.const(_MASK_FLOOR, dtype), ctx.const(-float("inf"), dtype)
@@ -287,7 +287,8 @@ def _scores_mask(ctx: EmitContext, call: Call, args: Sequence[Value], qk: Sequen
     is expanded to read from `qk`, the query and key values `Attention` takes, by default the call's)."""
     rows, cols = ctx.type_of(call.args[0]).shape[-2], ctx.type_of(call.args[1]).shape[-2]
     q, k = qk or args[:2]
-    return _mask_over_scores(ctx, call.args[3], _kernel_mask(ctx, call, args[3]), rows, cols, ([q], [k]))
+    kernel_mask = _kernel_mask(ctx, call, call.args[3], args[3])
+    return _mask_over_scores(ctx, call.args[3], kernel_mask, rows, cols, ([q], [k]))
 
 
 def _softcap(call: Call) -> float | None:
@@ -335,7 +336,7 @@ def emit_cached_attention(ctx: EmitContext, call: Call, args: Sequence[Value]) -
         sources = _token_sources(ctx, call, args)
         q, k, v = args[:3] if sources is None else (s.tokens for s in sources)
         rows, cols = query.shape[-2], call.checked_type.fields[1].shape[-2]
-        mask = _mask_over_scores(ctx, call.args[5], _kernel_mask(ctx, call, args[5]), rows, cols,
+        mask = _mask_over_scores(ctx, call.args[5], _kernel_mask(ctx, call, call.args[5], args[5]), rows, cols,
                                  ([q], [args[3], k]))
         inputs = [q, k, v, mask, *args[3:5]]
         if sources is not None:

@@ -120,7 +120,7 @@ class _Scope:
 class _GraphExporter:
     """Walks the (inlined, typed) body of `main` and emits ONNX nodes, constants and subgraphs."""
 
-    def __init__(self, opset: int, contrib: bool, readers: Mapping[Expr, int]):
+    def __init__(self, opset: int, contrib: bool, readers: Mapping[Expr, int], bounds: ValueBounds):
         self.opset = opset
         self.contrib = contrib
         self.readers = readers
@@ -133,7 +133,7 @@ class _GraphExporter:
         self.bypassable: dict[str, str] = {}
         self.head_splits: dict[str, HeadSplit] = {}
         self.shared: dict[tuple, str] = {}
-        self.bounds = ValueBounds()
+        self.bounds = bounds
 
     def add_initializer(self, name: str, value: np.ndarray) -> None:
         elem_of_dtype(value.dtype.name, f"constant {name!r}")
@@ -353,7 +353,8 @@ def to_onnx(mod: IRModule | Expr, params: Mapping[str, np.ndarray] | None = None
 
     readers = Counter(child for node in body for child in children(node))
     readers[func.body] += 1
-    exporter = _GraphExporter(opset, contrib, readers)
+    weights = {param: values[param.name_hint] for param in func.params if param.name_hint in values}
+    exporter = _GraphExporter(opset, contrib, readers, ValueBounds(weights.get))
     root = _Scope()
     inputs = []
     defaulted = input_defaults(main)
@@ -371,8 +372,6 @@ def to_onnx(mod: IRModule | Expr, params: Mapping[str, np.ndarray] | None = None
             raise FrontendError(f"parameter %{param.name_hint} has type {param.checked_type}; "
                                 f"graph inputs must be tensors")
 
-    weights = {param: values[param.name_hint] for param in func.params if param.name_hint in values}
-    exporter.bounds = ValueBounds(weights.get)
     results = _flatten(exporter.export(func.body, root))
     produced = {n for node in root.nodes for n in node.output}
     output_names: list[str] = []
